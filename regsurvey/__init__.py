@@ -1,0 +1,34 @@
+"""regsurvey: register and spill surveys of Triton kernels, for every key, target and commit.
+
+The public keys API used by ``keys/*.py`` files::
+
+    import regsurvey as rs
+    matrix = rs.Matrix(targets=["gfx950", "sm90"], tp=[4, 8], width=[2, 4, 8])
+
+    @matrix.kind(axes=["tp", "width"])
+    def router(tp, width):
+        x = rs.tensor((width, 7168), "bf16")
+        ...
+"""
+
+from .capture import launch, pin_config, target
+from .matrix import Key, Kind, Matrix
+from .targets import TARGETS, Target, get_target
+
+__version__ = "0.1.0"
+
+
+def tensor(shape, dtype="bf16", *, stride=None, offset=0):  # type: ignore[no-untyped-def]
+    """A data-less 'meta' tensor a launch specializes on exactly as on a GPU (see meta_tensor.tensor).
+
+    Imported lazily: torch takes a second to import and only kind bodies need it.
+    """
+    from .meta_tensor import tensor as _tensor
+
+    return _tensor(shape, dtype, stride=stride, offset=offset)
+
+
+__all__ = [
+    "Key", "Kind", "Matrix", "TARGETS", "Target", "get_target", "launch", "pin_config", "target",
+    "tensor", "__version__",
+]

@@ -1,0 +1,5 @@
+"""``python -m regsurvey``."""
+
+from .cli import main
+
+main()

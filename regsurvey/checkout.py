@@ -1,0 +1,112 @@
+"""Which tree a survey reads: the working tree as it is, or a commit checked out in a temporary
+git worktree that is removed afterwards (also on Ctrl-C or SIGTERM). The user's working tree is
+never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+
+class CheckoutError(Exception):
+    """A revision or repository problem, with a one-line message."""
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A tree to survey."""
+
+    root: Path  # where keys/ and the project's kernels are
+    repo: Path  # the repository's top level (where .regsurvey/ lives)
+    commit: str | None  # full sha; None when the working tree has uncommitted changes or no git
+    label: str  # "HEAD~1 (abc1234)" or "working tree"
+    dirty: bool
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=check)
+
+
+def repo_root(start: Path) -> Path | None:
+    """The git top level containing ``start``, or None outside a repository."""
+    try:
+        out = _git(start, "rev-parse", "--show-toplevel", check=False)
+    except FileNotFoundError:
+        return None
+    return Path(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def resolve_commit(repo: Path, rev: str) -> str:
+    """Full sha of ``rev``; CheckoutError naming the revision when git does not know it."""
+    if rev.startswith("-"):
+        raise CheckoutError(f"unknown revision {rev!r}")
+    out = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+    if out.returncode != 0:
+        raise CheckoutError(f"unknown revision {rev!r} in {repo}")
+    return out.stdout.strip()
+
+
+def working_tree(start: Path) -> Checkout:
+    """The working tree containing ``start``, as it is (uncommitted edits included)."""
+    repo = repo_root(start)
+    if repo is None:
+        return Checkout(root=start.resolve(), repo=start.resolve(), commit=None,
+                        label="working tree", dirty=True)
+    head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).stdout.strip() or None
+    dirty = bool(_git(repo, "status", "--porcelain", "--untracked-files=no").stdout.strip())
+    return Checkout(root=repo, repo=repo, commit=None if dirty else head,
+                    label="working tree" + (" (uncommitted changes)" if dirty else ""), dirty=dirty)
+
+
+class _Terminated(BaseException):
+    """SIGTERM during a checkout: unwinds like Ctrl-C so the worktree is removed."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum: int, frame: object) -> None:
+            raise _Terminated()
+
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: nothing to install
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def commit_checkout(start: Path, rev: str) -> Iterator[Checkout]:
+    """Check ``rev`` out in a temporary worktree for the duration of the block, then remove it."""
+    repo = repo_root(start)
+    if repo is None:
+        raise CheckoutError(f"--commit needs a git repository, and {start} is not in one")
+    sha = resolve_commit(repo, rev)
+    tmp = Path(tempfile.mkdtemp(prefix=f"regsurvey-{sha[:10]}-"))
+    worktree = tmp / "tree"
+    added = False
+    with _sigterm_unwinds():
+        try:
+            out = _git(repo, "worktree", "add", "--detach", "--quiet", str(worktree), sha, check=False)
+            if out.returncode != 0:
+                raise CheckoutError(f"git worktree add failed for {rev}: {out.stderr.strip().splitlines()[-1:]}")
+            added = True
+            label = rev if rev.startswith(sha[:7]) else f"{rev} ({sha[:10]})"
+            yield Checkout(root=worktree, repo=repo, commit=sha, label=label, dirty=False)
+        finally:
+            if added:
+                _git(repo, "worktree", "remove", "--force", str(worktree), check=False)
+            shutil.rmtree(tmp, ignore_errors=True)
+            _git(repo, "worktree", "prune", check=False)

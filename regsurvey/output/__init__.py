@@ -1,0 +1,1 @@
+"""Presentation of surveys: pure functions of results; rendering never compiles."""

@@ -1,0 +1,40 @@
+"""A progress bar for surveys on stderr: keys done/total, failures so far, ETA.
+
+Quiet when stderr is not a terminal or when disabled (``--quiet``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Iterator
+
+from ..matrix import Key
+from ..results import Row
+from ..survey import Progress
+
+
+@contextlib.contextmanager
+def survey_progress(enabled: bool = True) -> Iterator[Progress]:
+    """A :class:`Progress` that drives a rich progress bar, or does nothing."""
+    if not (enabled and sys.stderr.isatty()):
+        yield Progress()
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+
+    failures = 0
+    with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+             TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+             console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("listing keys", total=None, failed=0)
+
+        def on_start(total: int) -> None:
+            bar.update(task, total=total, description="surveying")
+
+        def on_key(key: Key, rows: list[Row]) -> None:
+            nonlocal failures
+            failures += any(not r.ok for r in rows)
+            bar.update(task, advance=1, failed=failures, description=key.id)
+
+        yield Progress(on_start=on_start, on_key=on_key)

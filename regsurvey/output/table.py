@@ -1,0 +1,71 @@
+"""The terminal table of a survey (rich): one table per vendor, since their figures differ."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..results import AMD_RESOURCES, NVIDIA_RESOURCES, Row, Survey
+from ..targets import get_target
+
+_HEADERS = {
+    "vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "vgpr_spill": "VGPR spill", "sgpr_spill": "SGPR spill",
+    "scratch_bytes": "scratch B", "lds_bytes": "LDS B", "occupancy": "waves/SIMD", "kernarg_bytes": "kernarg B",
+    "regs": "regs", "spill_store_bytes": "spill st B", "spill_load_bytes": "spill ld B",
+    "stack_bytes": "stack B", "shared_bytes": "smem B", "occupancy_blocks": "blocks/SM",
+    "occupancy_warps": "warps/SM",
+}
+_SPILLS = {"vgpr_spill", "sgpr_spill", "scratch_bytes", "spill_store_bytes", "spill_load_bytes"}
+
+
+def _cell(row: Row, name: str) -> Text:
+    value = row.resources.get(name)
+    if value is None:
+        return Text("")
+    style = "bold red" if name in _SPILLS and value else ""
+    return Text(str(value), style=style)
+
+
+def survey_tables(survey: Survey) -> list[Table]:
+    """One rich Table per vendor present in the survey."""
+    tables = []
+    for vendor, names in (("AMD", AMD_RESOURCES), ("NVIDIA", NVIDIA_RESOURCES)):
+        rows = [r for r in survey.rows if (get_target(r.target).is_amd) == (vendor == "AMD")]
+        if not rows:
+            continue
+        table = Table(title=f"{vendor} — {survey.label}", title_justify="left", header_style="bold")
+        table.add_column("key", no_wrap=True)
+        table.add_column("target")
+        table.add_column("kernel")
+        for name in names:
+            table.add_column(_HEADERS[name], justify="right")
+        for r in rows:
+            kernel = (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
+            if r.ok:
+                table.add_row(r.key, r.target, kernel, *[_cell(r, n) for n in names])
+            else:
+                message = (r.error or "error").splitlines()[0]
+                table.add_row(r.key, r.target, kernel, Text(f"error: {message}", style="red"),
+                              *[""] * (len(names) - 1))
+        tables.append(table)
+    return tables
+
+
+def summary_line(survey: Survey) -> str:
+    """``142 keys, 142 ok, 0 errors; 3 spill VGPRs, 1 spills SGPRs`` for the survey."""
+    keys = {(r.key, r.target) for r in survey.rows}
+    failed = {(r.key, r.target) for r in survey.rows if not r.ok}
+    vspill = {(r.key, r.target) for r in survey.rows if r.resources.get("vgpr_spill")}
+    sspill = {(r.key, r.target) for r in survey.rows if r.resources.get("sgpr_spill")}
+    nvspill = {(r.key, r.target) for r in survey.rows if r.resources.get("spill_store_bytes")}
+    return (f"{len(keys)} keys ({len(survey.rows)} rows) on {', '.join(survey.targets)}: "
+            f"{len(keys) - len(failed)} build, {len(failed)} fail; "
+            f"VGPR spills in {len(vspill)}, SGPR spills in {len(sspill)}, NVIDIA spills in {len(nvspill)}")
+
+
+def print_survey(survey: Survey, console: Console) -> None:
+    """Print the tables and a summary line."""
+    for table in survey_tables(survey):
+        console.print(table)
+    console.print(summary_line(survey))

@@ -1,0 +1,60 @@
+"""The survey store: ``.regsurvey/`` at the repository root (or ``--store DIR``).
+
+Layout::
+
+    surveys/<commit sha>/<target>.json   one survey per commit and target (schema-versioned JSON)
+    surveys/worktree/<target>.json       the latest survey of a working tree with uncommitted edits
+    objects/<sha[:2]>/<sha>.<ext>        compiled objects, content-addressed (see ObjectStore)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from .objectstore import ObjectStore, atomic_write
+from .results import Survey, SurveyFormatError
+
+
+class StoreError(Exception):
+    """A stored survey that cannot be used; one-line message."""
+
+
+class Store:
+    """Stored surveys and objects under one directory."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.objects = ObjectStore(self.root / "objects")
+
+    def _dir(self, commit: str | None) -> Path:
+        return self.root / "surveys" / (commit or "worktree")
+
+    def save(self, survey: Survey) -> list[Path]:
+        """Store each target's rows of ``survey`` as its own file; return the paths written."""
+        paths = []
+        for target in survey.targets:
+            part = replace(survey, targets=(target,),
+                           rows=tuple(r for r in survey.rows if r.target == target))
+            path = self._dir(survey.commit) / f"{target}.json"
+            atomic_write(path, part.to_json().encode())
+            paths.append(path)
+        return paths
+
+    def load(self, commit: str | None, targets: list[str]) -> Survey | None:
+        """The stored survey of ``commit`` for all ``targets``, or None if any target is missing."""
+        merged: Survey | None = None
+        for target in targets:
+            path = self._dir(commit) / f"{target}.json"
+            if not path.exists():
+                return None
+            try:
+                part = Survey.from_json(path.read_text())
+            except (SurveyFormatError, UnicodeDecodeError) as exc:
+                raise StoreError(f"stored survey {path} is unusable: {exc}") from None
+            merged = part if merged is None else merged.merge(part)
+        return merged
+
+    def object_path(self, rel: str) -> Path:
+        """Absolute path of an object recorded in a row."""
+        return self.root / rel

@@ -1,0 +1,209 @@
+"""Surveying a checkout: list its keys, compile them in worker processes, collect the rows.
+
+Workers are spawned processes whose import path starts at the checkout (see :mod:`regsurvey.worker`).
+This module schedules keys over them, enforces the per-key time-out (a hung compile is killed and
+its key marked ``error``), survives a worker that dies, and turns the rows into a :class:`Survey`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import multiprocessing
+import multiprocessing.connection
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from . import worker as worker_mod
+from .checkout import Checkout
+from .matrix import Key
+from .results import Row, Survey
+from .targets import get_target
+
+
+class SurveyError(Exception):
+    """A survey that cannot start (bad keys files, unknown target); one-line message."""
+
+
+@dataclass(frozen=True)
+class SurveyOptions:
+    """What to survey and how."""
+
+    targets: tuple[str, ...] | None = None  # override the matrices' targets
+    kinds: tuple[str, ...] = ()  # only these kinds (glob patterns)
+    keys: tuple[str, ...] = ()  # only keys whose id matches one of these glob patterns
+    jobs: int = 1
+    timeout: float = 600.0  # seconds per key
+
+
+@dataclass
+class Progress:
+    """Callbacks a front end can give to follow a survey."""
+
+    on_start: Callable[[int], None] = lambda total: None
+    on_key: Callable[[Key, list[Row]], None] = lambda key, rows: None
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Any
+    key: Key | None = None
+    started: float = 0.0
+
+
+@dataclass
+class _Pool:
+    checkout: Checkout
+    objects_dir: Path
+    workers: list[_Worker] = field(default_factory=list)
+
+    def spawn(self) -> _Worker:
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        process = ctx.Process(
+            target=worker_mod.serve, daemon=True, name="regsurvey-worker",
+            args=(child, str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir)))
+        process.start()
+        child.close()
+        w = _Worker(process, parent)
+        self.workers.append(w)
+        return w
+
+    def kill(self, w: _Worker) -> None:
+        if w.process.is_alive():
+            w.process.kill()
+        w.process.join(timeout=10)
+        w.conn.close()
+        self.workers.remove(w)
+
+    def close(self) -> None:
+        for w in list(self.workers):
+            try:
+                if w.process.is_alive() and w.key is None:
+                    w.conn.send({"op": "stop"})
+                    w.process.join(timeout=2)
+            except (OSError, BrokenPipeError):
+                pass
+            self.kill(w)
+
+
+def _request(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    w.conn.send(message)
+    if not w.conn.poll(timeout):
+        raise SurveyError(f"worker did not answer {message['op']!r} within {timeout:.0f} s")
+    try:
+        return w.conn.recv()
+    except EOFError:
+        raise SurveyError(
+            f"worker process died while loading the keys (exit code {w.process.exitcode})") from None
+
+
+def _selected(key: Key, options: SurveyOptions) -> bool:
+    if options.kinds and not any(fnmatch.fnmatchcase(key.kind, p) for p in options.kinds):
+        return False
+    if options.keys and not any(fnmatch.fnmatchcase(key.id, p) for p in options.keys):
+        return False
+    return True
+
+
+def _error_row(key: Key, message: str) -> Row:
+    return Row(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target, kernel=None,
+               status="error", error=message)
+
+
+def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
+                    progress: Progress | None = None) -> Survey:
+    """Survey every selected key of ``checkout``; failing keys are rows, not exceptions."""
+    progress = progress or Progress()
+    if options.targets:
+        for t in options.targets:
+            get_target(t)  # raises UnknownTargetError with the known names
+    if not (checkout.root / "keys").is_dir():
+        raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
+    pool = _Pool(checkout, objects_dir)
+    try:
+        first = pool.spawn()
+        answer = _request(first, {"op": "list", "targets": list(options.targets or []) or None},
+                          timeout=max(options.timeout, 120))
+        if not answer["ok"]:
+            raise SurveyError(answer["error"])
+        keys = [Key(kind=k["kind"], axes=tuple(tuple(p) for p in k["axes"]), target=k["target"], id=k["id"])
+                for k in answer["keys"]]
+        keys = [k for k in keys if _selected(k, options)]
+        if not keys:
+            raise SurveyError("no key matches the selection (--kind/--key)")
+        toolchain = {}
+        for backend in sorted({get_target(k.target).backend for k in keys}):
+            info = _request(first, {"op": "toolchain", "backend": backend}, timeout=120)
+            if not info["ok"]:
+                raise SurveyError(info["error"])
+            toolchain[backend] = info["toolchain"]
+        progress.on_start(len(keys))
+        results = _run_keys(pool, keys, options, progress)
+    finally:
+        pool.close()
+    order = {(k.id, k.target): i for i, k in enumerate(keys)}
+    rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
+    targets = tuple(dict.fromkeys(k.target for k in keys))
+    return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
+                  rows=tuple(rows), dirty=checkout.dirty,
+                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions,
+              progress: Progress) -> dict[tuple[str, str], list[Row]]:
+    pending = list(reversed(keys))  # pop() from the end keeps the listed order
+    results: dict[tuple[str, str], list[Row]] = {}
+    jobs = max(1, min(options.jobs, len(keys)))
+    while len(pool.workers) < jobs:
+        pool.spawn()
+
+    def finish(key: Key, rows: list[Row]) -> None:
+        results[(key.id, key.target)] = rows
+        progress.on_key(key, rows)
+
+    while pending or any(w.key is not None for w in pool.workers):
+        for w in list(pool.workers):
+            if w.key is None and pending:
+                key = pending.pop()
+                w.key, w.started = key, time.monotonic()
+                w.conn.send({"op": "survey", "key": {"kind": key.kind, "axes": [list(p) for p in key.axes],
+                                                     "target": key.target, "id": key.id}})
+        busy = [w for w in pool.workers if w.key is not None]
+        now = time.monotonic()
+        wait_for = max(0.0, min(w.started + options.timeout - now for w in busy))
+        ready = multiprocessing.connection.wait([w.conn for w in busy], timeout=wait_for)
+        for w in busy:
+            key = w.key
+            assert key is not None
+            if w.conn in ready:
+                try:
+                    answer = w.conn.recv()
+                except (EOFError, OSError):
+                    w.process.join(timeout=5)
+                    finish(key, [_error_row(key, f"worker process died while compiling "
+                                                 f"(exit code {w.process.exitcode})")])
+                    pool.kill(w)
+                    pool.spawn()
+                    continue
+                w.key = None
+                if answer["ok"]:
+                    finish(key, [_row(r) for r in answer["rows"]])
+                else:
+                    finish(key, [_error_row(key, answer["error"])])
+            elif time.monotonic() - w.started >= options.timeout:
+                finish(key, [_error_row(key, f"timed out after {options.timeout:g} s (--timeout)")])
+                pool.kill(w)
+                if pending:
+                    pool.spawn()
+    return results
+
+
+def _row(data: dict[str, Any]) -> Row:
+    from .results import ObjectRef
+
+    obj = data.get("object")
+    return Row(**{**data, "object": ObjectRef(**obj) if obj else None})

@@ -1,0 +1,310 @@
+"""The one module that talks to Triton's internals.
+
+It makes a kind body's launches compile exactly what a real launch compiles, with no GPU:
+
+* a stub driver answers ``get_current_target()`` (and the device questions launchers ask) for the
+  surveyed target, so ``JITFunction.run`` builds its binder and options for that target;
+* ``knobs.runtime.jit_cache_hook`` receives Triton's own specialization (signature, constexprs,
+  attrs, options) right before ``JITFunction.run`` would compile, records it and tells Triton to
+  skip compiling and launching;
+* ``@triton.autotune`` is resolved the way its ``run`` resolves it (pruned configs), every config
+  becoming a launch unless the key pins one; ``@triton.heuristics`` runs unchanged;
+* :func:`compile_launch` compiles a captured launch with ``triton.compile`` on an ``ASTSource``
+  built from those same objects, the call ``JITFunction._do_compile`` makes.
+
+Private APIs move between Triton versions: keep every such use here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sys
+import traceback
+import types
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from . import capture as capture_mod
+from .capture import CaptureSession, CapturedLaunch
+from .targets import TARGETS, Target
+
+# Each target gets its own fake device index: JITFunction caches binder, backend and target per
+# device, so a per-target index keeps one worker from reusing gfx950's binder for sm90.
+_DEVICE_INDEX = {name: i for i, name in enumerate(TARGETS)}
+
+
+def gpu_target(target: Target) -> Any:
+    """Triton's GPUTarget for ``target``."""
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget(target.backend, target.arch, target.warp_size)
+
+
+def _device_properties(target: Target) -> dict[str, Any]:
+    # The keys Triton's own drivers return from utils.get_device_properties.
+    return {
+        "max_shared_mem": target.shared_bytes_per_cu if target.is_nvidia else target.shared_bytes_per_cu,
+        "max_num_regs": target.regs_per_lane if target.is_nvidia else target.regs_per_lane * target.warp_size,
+        "multiprocessor_count": target.compute_units,
+        "warpSize": target.warp_size,
+        "sm_clock_rate": 0,
+        "mem_clock_rate": 0,
+        "mem_bus_width": 0,
+        "arch": str(target.arch) if target.is_amd else f"sm_{target.arch}",
+    }
+
+
+class StubDriver:
+    """A Triton driver for a GPU that is not there: answers device questions for one target."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        props = _device_properties(target)
+        self.utils = types.SimpleNamespace(get_device_properties=lambda device=None: dict(props))
+
+    @staticmethod
+    def is_active() -> bool:
+        """Never picked by Triton's own driver discovery."""
+        return False
+
+    def get_current_target(self) -> Any:
+        """The surveyed target."""
+        return gpu_target(self.target)
+
+    def get_current_device(self) -> int:
+        """A device index unique to the target (see _DEVICE_INDEX)."""
+        return _DEVICE_INDEX[self.target.name]
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        """No stream: nothing is launched."""
+        return 0
+
+    def get_active_torch_device(self) -> Any:
+        """Launchers allocate on the 'meta' device while surveyed."""
+        import torch
+
+        return torch.device("meta")
+
+    def get_device_interface(self) -> Any:
+        """torch.cuda, patched by :func:`capturing` to describe the target."""
+        import torch
+
+        return torch.cuda
+
+    def get_benchmarker(self) -> Any:
+        """Benchmarking would need a GPU."""
+        raise RuntimeError("regsurvey does not run kernels: nothing can be benchmarked")
+
+
+def _device_props_namespace(target: Target) -> Any:
+    major, minor = (target.arch // 10, target.arch % 10) if isinstance(target.arch, int) else (9, 4)
+    return types.SimpleNamespace(
+        name=target.device_name,
+        multi_processor_count=target.compute_units,
+        gcnArchName=f"{target.arch}:sramecc+:xnack-" if target.is_amd else "",
+        major=major, minor=minor,
+        total_memory=(288 if target.name == "gfx950" else 192 if target.is_amd else 141) * 2**30,
+        warp_size=target.warp_size,
+        regs_per_multiprocessor=target.regs_per_lane if target.is_nvidia else 512 * 64 * 4,
+        max_threads_per_multi_processor=2048,
+        shared_memory_per_block_optin=_device_properties(target)["max_shared_mem"],
+        shared_memory_per_multiprocessor=target.shared_bytes_per_cu,
+        L2_cache_size=(4 if target.is_amd else 60) * 2**20,
+        is_integrated=False,
+    )
+
+
+@contextlib.contextmanager
+def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
+    missing = object()
+    old = getattr(obj, name, missing)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        if old is missing:
+            delattr(obj, name)
+        else:
+            setattr(obj, name, old)
+
+
+def _launch_site() -> str:
+    """file:line of the innermost caller outside Triton and regsurvey: where the launch was made."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    import triton
+
+    triton_dir = os.path.dirname(os.path.abspath(triton.__file__))
+    for frame in reversed(traceback.extract_stack()):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith((here, triton_dir)):
+            return f"{frame.filename}:{frame.lineno}"
+    return ""
+
+
+def _tuples(value: Any) -> Any:
+    # JSON turned the options' tuples into lists; Triton's options hash sees the difference.
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
+                   already_compiled: bool) -> bool:
+    """jit_cache_hook: record the specialization and tell Triton not to compile or launch."""
+    session = capture_mod.current_session()
+    if session is None:
+        return False  # not surveying: let Triton carry on
+    data = json.loads(compile["specialization_data"])
+    options = {k: _tuples(v) for k, v in data["options"].items()}
+    session.launches.append(CapturedLaunch(
+        kernel=fn.name.split(".")[-1],
+        jit_function=fn.jit_function,
+        signature=dict(compile["signature"]),
+        constexprs=dict(compile["constants"]),
+        attrs=dict(compile["configs"][0]),
+        options=options,
+        specialization_data=compile["specialization_data"],
+        config=getattr(session, "_config_index", None),
+        where=_launch_site(),
+    ))
+    return True
+
+
+def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Autotuner.run under a survey: each config a real launch could pick becomes a launch."""
+    session = capture_mod.current_session()
+    if session is None:
+        return _original_autotune_run(self, *args, **kwargs)
+    self.nargs = dict(zip(self.arg_names, args))
+    pinned = session.pinned_configs.get(id(self))
+    if pinned is not None:
+        candidates = [self.configs[pinned]]
+    elif len(self.configs) > 1:
+        candidates = self.prune_configs(kwargs)
+    else:
+        candidates = list(self.configs)
+    for config in candidates:
+        session._config_index = self.configs.index(config)  # type: ignore[attr-defined]
+        try:
+            if config.pre_hook is not None:
+                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+            self.fn.run(*args, **kwargs, **config.all_kwargs())
+        finally:
+            session._config_index = None  # type: ignore[attr-defined]
+    self.nargs = None
+    return None
+
+
+_original_autotune_run: Any = None
+
+
+@contextlib.contextmanager
+def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
+    """Run a kind body inside this: its launches land in ``session`` and nothing runs on a GPU.
+
+    The device looks like ``session.target`` to Triton (active driver) and to the launcher
+    (``torch.cuda`` device queries, ``torch.version.hip``/``cuda``).
+    """
+    global _original_autotune_run
+    import torch
+    import triton
+    from triton import knobs
+    from triton.runtime import autotuner
+    from triton.runtime.driver import driver
+
+    target = session.target
+    props = _device_props_namespace(target)
+    if _original_autotune_run is None:
+        _original_autotune_run = autotuner.Autotuner.run
+    token = capture_mod.begin(session)
+    previous_driver = driver._active
+    driver.set_active(StubDriver(target))
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_patched(knobs.runtime, "jit_cache_hook", _record_launch))
+            stack.enter_context(_patched(autotuner.Autotuner, "run", _surveyed_autotune_run))
+            stack.enter_context(_patched(torch.version, "hip", target.torch_hip_version))
+            stack.enter_context(_patched(torch.version, "cuda", None if target.is_amd else "13.0"))
+            cuda = torch.cuda
+            for name, value in {
+                "is_available": lambda: True,
+                "device_count": lambda: 1,
+                "current_device": lambda: 0,
+                "get_device_properties": lambda device=None: props,
+                "get_device_name": lambda device=None: target.device_name,
+                "get_device_capability": lambda device=None: (props.major, props.minor),
+            }.items():
+                stack.enter_context(_patched(cuda, name, value))
+            del triton  # imported so the patches above land on an initialised package
+            yield session
+    finally:
+        driver._active = previous_driver
+        capture_mod.end(token)
+
+
+@dataclass(frozen=True)
+class CompiledObject:
+    """What one compile produced: the binary, the IR texts and Triton's metadata."""
+
+    kernel_name: str  # the symbol name in the object
+    triton_hash: str  # Triton's cache key hash: equal hash = the same kernel a launch compiles
+    binary: bytes  # hsaco (AMD) or cubin (NVIDIA)
+    asm: dict[str, str]  # ttir, ttgir, llir, amdgcn / ptx as text
+    shared: int  # Triton's dynamic shared memory / LDS bytes
+    num_warps: int
+    metadata: dict[str, Any]
+
+
+def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
+    """Compile a captured launch exactly as ``JITFunction._do_compile`` would."""
+    import triton
+    from triton.compiler import ASTSource
+
+    src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+    kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+    binary_key = "hsaco" if target.is_amd else "cubin"
+    asm = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
+    meta = kernel.metadata._asdict()
+    return CompiledObject(
+        kernel_name=meta["name"],
+        triton_hash=kernel.hash,
+        binary=kernel.asm[binary_key],
+        asm=asm,
+        shared=int(meta.get("shared", 0) or 0),
+        num_warps=int(meta["num_warps"]),
+        metadata={k: v for k, v in meta.items() if isinstance(v, (int, str, float, bool))},
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_info(backend: str) -> dict[str, Any]:
+    """The toolchain a survey was made with: a changed entry makes two surveys not comparable."""
+    import triton
+    from triton import knobs
+
+    info: dict[str, Any] = {
+        "triton": triton.__version__,
+        "python": "%d.%d" % sys.version_info[:2],
+        "fp_fusion": bool(knobs.language.default_fp_fusion) and not knobs.language.force_disable_fp_fusion,
+        "fp_fusion_env": os.environ.get("TRITON_DEFAULT_FP_FUSION"),
+    }
+    if backend == "hip":
+        from triton.backends.amd import compiler as amd
+
+        info["amd_codegen_revision"] = amd.get_amd_codegen_revision()
+    else:
+        from triton.backends.nvidia import compiler as nv
+
+        out = nv.get_ptxas_version(90)
+        info["ptxas"] = out.strip().splitlines()[-1] if out.strip() else ""
+    return info
+
+
+def triton_version() -> str:
+    """The installed Triton's version, without importing it when the metadata is enough."""
+    from importlib.metadata import version
+
+    return version("triton")

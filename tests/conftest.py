@@ -1,0 +1,37 @@
+"""Shared fixtures: throwaway git repositories made from the toy project in tests/fixtures/toy."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TOY = FIXTURES / "toy"
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed identity; return stdout."""
+    out = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=tests@regsurvey", "-c", "user.name=tests", *args],
+        capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def commit_all(repo: Path, message: str) -> str:
+    """Commit everything in ``repo``; return the new sha."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def toy_repo(tmp_path: Path) -> Path:
+    """A one-commit git repository holding the toy project."""
+    repo = tmp_path / "toy"
+    shutil.copytree(TOY, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "toy project")
+    return repo

@@ -1,0 +1,190 @@
+"""Launch fidelity: what regsurvey captures and compiles is exactly what JITFunction.run compiles."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Callable, Iterator
+
+import pytest
+
+import regsurvey as rs
+from regsurvey import toolchain
+from regsurvey.capture import CaptureSession
+from regsurvey.targets import get_target
+
+from .conftest import TOY
+
+
+@pytest.fixture(scope="module")
+def ops() -> Any:
+    sys.path.insert(0, str(TOY))
+    try:
+        from toykernels import ops as module
+        yield module
+    finally:
+        sys.path.remove(str(TOY))
+
+
+def capture(target: str, body: Callable[[], Any]) -> CaptureSession:
+    """Run ``body`` under regsurvey's capture for ``target``."""
+    session = CaptureSession(get_target(target))
+    with toolchain.capturing(session):
+        body()
+    return session
+
+
+@contextlib.contextmanager
+def launches_compile_for_real(record: list) -> Iterator[None]:
+    """Inside a capture: let JITFunction.run compile itself (no hook), as a warmup, recording kernels."""
+    from triton import knobs
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+
+    def run(self, *args, grid, warmup, **kwargs):  # type: ignore[no-untyped-def]
+        kernel = original(self, *args, grid=grid, warmup=True, **kwargs)
+        record.append((self.fn.__name__, kernel))
+        return kernel
+
+    # A device index of its own, so these real compiles never sit in the JIT cache that captures use.
+    original_device = toolchain.StubDriver.get_current_device
+    old_hook = knobs.runtime.jit_cache_hook
+    knobs.runtime.jit_cache_hook = None
+    JITFunction.run = run
+    toolchain.StubDriver.get_current_device = lambda self: original_device(self) + 100  # type: ignore
+    try:
+        yield
+    finally:
+        JITFunction.run = original
+        knobs.runtime.jit_cache_hook = old_hook
+        toolchain.StubDriver.get_current_device = original_device  # type: ignore
+
+
+def reference(target: str, body: Callable[[], Any]) -> list:
+    """The kernels JITFunction.run compiles for ``body`` through the stub driver."""
+    record: list = []
+    session = CaptureSession(get_target(target))
+    with toolchain.capturing(session), launches_compile_for_real(record):
+        body()
+    assert not session.launches  # the hook was off: nothing captured
+    return record
+
+
+@pytest.mark.parametrize("target", ["gfx950", "sm90", "gfx942", "sm100"])
+def test_captured_compile_has_the_launch_hash(ops: Any, target: str) -> None:
+    def body() -> None:
+        ops.scale(rs.tensor((8, 4096), "bf16"), 0.5, stop=True)
+        ops.gemm(rs.tensor((4, 512), "bf16"), rs.tensor((512, 256), "bf16"))
+
+    session = capture(target, body)
+    ours = [(launch.kernel, toolchain.compile_launch(launch, session.target).triton_hash)
+            for launch in session.launches]
+    theirs = [(name, kernel.hash) for name, kernel in reference(target, body)]
+    assert [name for name, _ in ours] == ["scale_rows", "matmul"]
+    assert ours == theirs
+
+
+def test_amd_specialization_has_pointer_range_and_divisibility(ops: Any) -> None:
+    session = capture("gfx950", lambda: ops.scale(rs.tensor((8, 4096), "bf16"), 0.5))
+    launch = session.launches[0]
+    assert launch.signature["x_ptr"] == "*bf16"
+    assert launch.attrs[(0,)] == [["tt.divisibility", 16], ["tt.pointer_range", 32]]
+    assert launch.attrs[(2,)] == [["tt.divisibility", 16]]  # n_cols = 4096
+    # On NVIDIA there is no buffer-op pointer range.
+    session = capture("sm90", lambda: ops.scale(rs.tensor((8, 4096), "bf16"), 0.5))
+    assert session.launches[0].attrs[(0,)] == [["tt.divisibility", 16]]
+
+
+def test_misaligned_view_and_large_storage_change_the_specialization(ops: Any) -> None:
+    # A view starting one element into its storage is not 16-byte aligned; a > 2 GiB storage loses
+    # the 32-bit pointer range on AMD: both change what a real launch compiles.
+    view = rs.tensor((8, 4096), "bf16", offset=1)
+    session = capture("gfx950", lambda: ops.scale(view, 0.5))
+    assert session.launches[0].attrs[(0,)] == [["tt.pointer_range", 32]]
+    huge = rs.tensor((2**20, 2**11), "bf16")  # 4 GiB
+    session = capture("gfx950", lambda: ops.scale(huge, 0.5))
+    assert session.launches[0].attrs[(0,)] == [["tt.divisibility", 16]]
+
+
+def test_int_specialization_follows_triton(ops: Any) -> None:
+    # Width 1 rows: stride/n == 1 become constexprs; multiples of 16 are marked divisible.
+    session = capture("sm90", lambda: ops.scale(rs.tensor((4, 1), "fp32"), 2.0))
+    launch = session.launches[0]
+    assert launch.signature["n_cols"] == "constexpr" and launch.signature["stride"] == "constexpr"
+    assert launch.signature["scale"] == "fp32"
+
+
+def test_launcher_sees_the_target(ops: Any) -> None:
+    import torch
+
+    seen = {}
+
+    def body() -> None:
+        seen["hip"] = torch.version.hip
+        seen["name"] = torch.cuda.get_device_name()
+        seen["cus"] = torch.cuda.get_device_properties(0).multi_processor_count
+        import triton
+
+        seen["target"] = triton.runtime.driver.active.get_current_target()
+        seen["rs"] = rs.target().name
+
+    capture("gfx950", body)
+    assert seen["hip"] is not None and seen["name"] == "AMD Instinct MI355X" and seen["cus"] == 256
+    assert (seen["target"].backend, seen["target"].arch, seen["rs"]) == ("hip", "gfx950", "gfx950")
+    capture("sm90", body)
+    assert seen["hip"] is None and seen["cus"] == 132 and seen["target"].arch == 90
+    # Outside a capture nothing is patched.
+    assert torch.version.hip is None and not torch.cuda.is_available()
+
+
+def test_fp8_dtype_is_the_targets_native_format(ops: Any) -> None:
+    import torch
+
+    got = {}
+    for target in ("gfx942", "gfx950", "sm90"):
+        capture(target, lambda t=target: got.__setitem__(t, rs.tensor((2, 2), "e4m3").dtype))
+    assert got == {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn, "sm90": torch.float8_e4m3fn}
+
+
+def test_rs_launch_captures_like_a_launcher(ops: Any) -> None:
+    def via_launcher() -> None:
+        ops.gemm(rs.tensor((4, 512), "bf16"), rs.tensor((512, 256), "bf16"))
+
+    def via_rs_launch() -> None:
+        a, b = rs.tensor((4, 512), "bf16"), rs.tensor((512, 256), "bf16")
+        c = rs.tensor((4, 256), "bf16")
+        rs.launch(ops.matmul, a, b, c, 4, 256, 512, grid=(1, 4), BLOCK_M=16, BLOCK_N=64, BLOCK_K=64,
+                  num_warps=4, num_stages=3)
+
+    one = capture("sm90", via_launcher).launches[0]
+    two = capture("sm90", via_rs_launch).launches[0]
+    assert (one.signature, one.constexprs, one.attrs, one.options) == (
+        two.signature, two.constexprs, two.attrs, two.options)
+    assert two.where.endswith(f"{__file__}:{via_rs_launch.__code__.co_firstlineno + 3}".rsplit("/", 1)[-1])
+
+
+def test_autotune_every_config_is_a_launch_and_heuristics_apply(ops: Any) -> None:
+    x, y = rs.tensor((4096,), "fp32"), rs.tensor((4096,), "fp32")
+    session = capture("gfx950", lambda: ops.axpy(x, y, 2.0))
+    assert [launch.config for launch in session.launches] == [0, 1, 2]
+    assert [launch.constexprs[(4,)] for launch in session.launches] == [128, 512, 1024]  # BLOCK
+    assert [launch.constexprs[(5,)] for launch in session.launches] == [True, True, True]  # EVEN
+    assert [launch.options["num_warps"] for launch in session.launches] == [2, 4, 8]
+    # Every config compiles to the kernel a launch with that config compiles.
+    # (what Autotuner.run does once it has picked config 1: heuristics, then JITFunction.run)
+    config = ops.axpy_kernel.configs[1]
+    ref = reference("gfx950", lambda: ops.axpy_kernel.fn.run(
+        x, y, 4096, 2.0, grid=(8,), warmup=True, **config.all_kwargs()))
+    assert toolchain.compile_launch(session.launches[1], get_target("gfx950")).triton_hash == ref[0][1].hash
+
+
+def test_pin_config_surveys_one_config(ops: Any) -> None:
+    x, y = rs.tensor((4000,), "fp32"), rs.tensor((4000,), "fp32")
+
+    def body() -> None:
+        rs.pin_config(ops.axpy_kernel, 2)
+        ops.axpy(x, y, 2.0)
+
+    session = capture("sm90", body)
+    assert [(launch.config, launch.constexprs[(5,)]) for launch in session.launches] == [(2, False)]
