@@ -65,7 +65,7 @@ def working_tree(start: Path) -> Checkout:
                     label="working tree" + (" (uncommitted changes)" if dirty else ""), dirty=dirty)
 
 
-class _Terminated(BaseException):
+class _Terminated(KeyboardInterrupt):
     """SIGTERM during a checkout: unwinds like Ctrl-C so the worktree is removed."""
 
 

@@ -10,11 +10,11 @@ from ..results import AMD_RESOURCES, NVIDIA_RESOURCES, Row, Survey
 from ..targets import get_target
 
 _HEADERS = {
-    "vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "vgpr_spill": "VGPR spill", "sgpr_spill": "SGPR spill",
-    "scratch_bytes": "scratch B", "lds_bytes": "LDS B", "occupancy": "waves/SIMD", "kernarg_bytes": "kernarg B",
-    "regs": "regs", "spill_store_bytes": "spill st B", "spill_load_bytes": "spill ld B",
-    "stack_bytes": "stack B", "shared_bytes": "smem B", "occupancy_blocks": "blocks/SM",
-    "occupancy_warps": "warps/SM",
+    "vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "vgpr_spill": "Vspill", "sgpr_spill": "Sspill",
+    "scratch_bytes": "scratch", "lds_bytes": "LDS", "occupancy": "waves", "kernarg_bytes": "kernarg",
+    "regs": "regs", "spill_store_bytes": "spill st", "spill_load_bytes": "spill ld",
+    "stack_bytes": "stack", "shared_bytes": "smem", "occupancy_blocks": "blocks",
+    "occupancy_warps": "warps",
 }
 _SPILLS = {"vgpr_spill", "sgpr_spill", "scratch_bytes", "spill_store_bytes", "spill_load_bytes"}
 
@@ -36,10 +36,13 @@ def survey_tables(survey: Survey) -> list[Table]:
             continue
         table = Table(title=f"{vendor} — {survey.label}", title_justify="left", header_style="bold")
         table.add_column("key", no_wrap=True)
-        table.add_column("target")
-        table.add_column("kernel")
+        table.add_column("target", no_wrap=True)
+        table.add_column("kernel", no_wrap=True)
         for name in names:
-            table.add_column(_HEADERS[name], justify="right")
+            table.add_column(_HEADERS[name], justify="right", no_wrap=True)
+        table.caption = ("bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM"
+                         if vendor == "AMD" else "spill, stack and smem in bytes; blocks and warps per SM")
+        table.caption_justify = "left"
         for r in rows:
             kernel = (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
             if r.ok:
@@ -65,7 +68,9 @@ def summary_line(survey: Survey) -> str:
 
 
 def print_survey(survey: Survey, console: Console) -> None:
-    """Print the tables and a summary line."""
+    """Print the tables and a summary line (wide when piped, so no column is cut)."""
+    if not console.is_terminal:
+        console = Console(width=220, file=console.file)
     for table in survey_tables(survey):
         console.print(table)
     console.print(summary_line(survey))

@@ -1,0 +1,183 @@
+"""`regsurvey run` end to end on throwaway repositories: results, commits, and failures as results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import commit_all, git
+
+BROKEN_KERNELS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bad_arange(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)  # BLOCK = 3 is not a power of two: a compile error
+    tl.store(out_ptr + offs, offs)
+'''
+
+BAD_KEYS = '''
+import time
+
+import regsurvey as rs
+from toykernels import broken
+
+matrix = rs.Matrix(targets=["sm90"], n=[3])
+
+
+@matrix.kind(axes=["n"])
+def wont_compile(n):
+    out = rs.tensor((16,), "int32")
+    broken.bad_arange[(1,)](out, BLOCK=n)
+
+
+@matrix.kind(axes=["n"])
+def raises(n):
+    x = rs.tensor((4, 4), "bf16")
+    return x.shape[7]  # IndexError in the kind body
+
+
+@matrix.kind(axes=["n"])
+def hangs(n):
+    time.sleep(600)
+
+
+@matrix.kind(axes=["n"])
+def launches_nothing(n):
+    pass
+'''
+
+
+def regsurvey(*args: str, cwd: Path, check: bool = False) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would (a fresh interpreter)."""
+    return subprocess.run([sys.executable, "-m", "regsurvey", *args], cwd=cwd, capture_output=True,
+                          text=True, check=check, timeout=900)
+
+
+def survey_json(repo: Path, *args: str) -> dict:
+    out = regsurvey("run", "--format", "json", "-q", *args, cwd=repo)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def worktrees(repo: Path) -> list[str]:
+    return [line for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")]
+
+
+def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> None:
+    (toy_repo / "toykernels" / "broken.py").write_text(BROKEN_KERNELS)
+    (toy_repo / "keys" / "zz_bad.py").write_text(BAD_KEYS)
+    out = regsurvey("run", "--format", "json", "-q", "--target", "sm90", "--timeout", "20", "-j", "2",
+                    "--kind", "wont_compile", "--kind", "raises", "--kind", "hangs",
+                    "--kind", "launches_nothing", "--kind", "scale", cwd=toy_repo)
+    assert out.returncode == 0, out.stderr
+    rows = {r["key"]: r for r in json.loads(out.stdout)["rows"]}
+    assert rows["wont_compile/n3"]["status"] == "error"
+    assert rows["wont_compile/n3"]["kernel"] == "bad_arange"
+    assert "power of 2" in rows["wont_compile/n3"]["error"] or "arange" in rows["wont_compile/n3"]["error"]
+    assert rows["raises/n3"]["status"] == "error"
+    line = BAD_KEYS.splitlines().index("    return x.shape[7]  # IndexError in the kind body") + 1
+    assert rows["raises/n3"]["error"] == (
+        f"kind body raised at keys/zz_bad.py:{line}: IndexError: tuple index out of range")
+    assert rows["hangs/n3"]["status"] == "error" and "timed out after 20 s" in rows["hangs/n3"]["error"]
+    assert rows["launches_nothing/n3"]["status"] == "error"
+    assert "launched no kernel" in rows["launches_nothing/n3"]["error"]
+    assert all(rows[k]["status"] == "ok" for k in rows if k.startswith("scale/")), rows
+    # --strict turns failures into exit status 1.
+    strict = regsurvey("run", "-q", "--strict", "--target", "sm90", "--kind", "launches_nothing", cwd=toy_repo)
+    assert strict.returncode == 1
+
+
+def test_commit_survey_uses_a_temporary_worktree_and_ignores_edits(toy_repo: Path) -> None:
+    ops = toy_repo / "toykernels" / "ops.py"
+    # Second commit: a bigger GEMM tile.
+    ops.write_text(ops.read_text().replace("block_n: int = 64", "block_n: int = 128"))
+    head = commit_all(toy_repo, "bigger tile")
+    # Uncommitted edit that breaks the kernels module: HEAD~1 must not see it.
+    ops.write_text("raise RuntimeError('uncommitted edit')\n")
+    before = git(toy_repo, "status", "--porcelain")
+    data = survey_json(toy_repo, "--commit", "HEAD~1", "--kind", "gemm", "--target", "sm90")
+    assert data["commit"] == git(toy_repo, "rev-parse", "HEAD~1") != head
+    assert all(r["status"] == "ok" for r in data["rows"]) and len(data["rows"]) == 2
+    assert git(toy_repo, "status", "--porcelain") == before
+    assert len(worktrees(toy_repo)) == 1  # only the main one
+    assert ops.read_text() == "raise RuntimeError('uncommitted edit')\n"
+    # The working tree survey sees the edit: the keys file fails to import.
+    out = regsurvey("run", "-q", "--kind", "gemm", cwd=toy_repo)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0
+    assert "keys file keys/toy.py:4 raised RuntimeError" in out.stderr or "uncommitted edit" in out.stderr
+
+
+def test_stored_survey_per_commit_and_target(toy_repo: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    data = survey_json(toy_repo, "--commit", "HEAD", "--kind", "scale", "--store", str(store))
+    sha = git(toy_repo, "rev-parse", "HEAD")
+    for target in ("gfx950", "sm90"):
+        stored = json.loads((store / "surveys" / sha / f"{target}.json").read_text())
+        assert stored["schema_version"] == 1 and stored["targets"] == [target]
+        assert {r["key"] for r in stored["rows"]} == {r["key"] for r in data["rows"] if r["target"] == target}
+        for row in stored["rows"]:
+            assert (store / row["object"]["path"]).is_file()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--target", "gfx999"), "unknown target 'gfx999'; known targets: gfx942, gfx950, sm90, sm100"),
+    (("--commit", "no-such-rev"), "unknown revision 'no-such-rev'"),
+])
+def test_bad_input_is_one_line(toy_repo: Path, args: tuple[str, ...], message: str) -> None:
+    out = regsurvey("run", "-q", *args, cwd=toy_repo)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"regsurvey: error: {message}" or message in out.stderr
+    assert out.stderr.strip().count("\n") == 0
+
+
+def test_checkout_without_keys_is_an_error(tmp_path: Path) -> None:
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README").write_text("no keys here\n")
+    commit_all(repo, "no keys")
+    out = regsurvey("run", "-q", "--commit", "HEAD", cwd=repo)
+    assert out.returncode == 2 and "no keys/ directory" in out.stderr
+    assert len(worktrees(repo)) == 1
+
+
+def test_keys_file_that_raises_names_file_and_line(toy_repo: Path) -> None:
+    (toy_repo / "keys" / "broken.py").write_text("import regsurvey as rs\n\nx = 1 / 0\n")
+    out = regsurvey("run", "-q", cwd=toy_repo)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "regsurvey: error: keys file keys/broken.py:3 raised ZeroDivisionError: division by zero"
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame: str) -> None:
+    import signal
+    import time
+
+    (toy_repo / "keys" / "zz_slow.py").write_text(
+        "import time\nimport regsurvey as rs\nm = rs.Matrix(targets=['sm90'], n=[1])\n\n"
+        "@m.kind(axes=['n'])\ndef slow(n):\n    time.sleep(600)\n")
+    commit_all(toy_repo, "slow kind")
+    proc = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--commit", "HEAD",
+                             "--kind", "slow"], cwd=toy_repo, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(worktrees(toy_repo)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(worktrees(toy_repo)) == 2, "the survey never created its worktree"
+    time.sleep(3)  # let the worker start on the slow key
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert len(worktrees(toy_repo)) == 1, err
+    admin = toy_repo / ".git" / "worktrees"
+    assert not admin.exists() or not list(admin.iterdir())
+    assert "Traceback" not in err

@@ -1,0 +1,39 @@
+"""Survey JSON: round trip, schema version, and clear errors on damaged files."""
+
+from __future__ import annotations
+
+import pytest
+
+from regsurvey.results import ObjectRef, Row, Survey, SurveyFormatError
+
+
+def sample() -> Survey:
+    row = Row(key="router/tp8/w4", kind="router", axes={"tp": 8, "width": 4}, target="gfx950",
+              kernel="router_gemm", status="ok", resources={"vgpr": 128, "sgpr_spill": 3},
+              object=ObjectRef("objects/ab/abc.hsaco", "abc"), compile_s=1.5, triton_hash="f00")
+    bad = Row(key="router/tp8/w8", kind="router", axes={"tp": 8, "width": 8}, target="gfx950",
+              kernel=None, status="error", error="kind body raised at keys/x.py:3: ValueError: no")
+    return Survey(commit="a" * 40, label="HEAD", targets=("gfx950",), toolchain={"hip": {"triton": "3.9.0"}},
+                  rows=(row, bad))
+
+
+def test_round_trip() -> None:
+    survey = sample()
+    assert Survey.from_json(survey.to_json()) == survey
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("{not json", "not JSON"),
+    ('{"rows": []}', "no schema_version"),
+    ('{"schema_version": 99}', "schema version 99"),
+    ('{"schema_version": 1, "rows": [{"key": 1}]}', "malformed survey"),
+])
+def test_damaged_survey(text: str, problem: str) -> None:
+    with pytest.raises(SurveyFormatError, match=problem):
+        Survey.from_json(text)
+
+
+def test_truncated_survey() -> None:
+    text = sample().to_json()
+    with pytest.raises(SurveyFormatError, match="not JSON"):
+        Survey.from_json(text[: len(text) // 2])
