@@ -1,0 +1,109 @@
+"""Second, independent readings of stored objects, to check every figure a survey reports.
+
+AMD: the compiler's own amdgcn text (``; NumVgprs``, ``; TotalNumSgprs``, ``; ScratchSize``, the YAML
+metadata block, ``Folded Spill`` comments) and a direct msgpack decode of the object's note written
+here, not regsurvey's reader. NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgpack
+from elftools.elf.elffile import ELFFile
+
+
+def stored_text(store: Path, row: dict[str, Any], name: str) -> str:
+    """An IR text stored beside the row's object."""
+    obj = store / row["object"]["path"]
+    return gzip.decompress(obj.with_name(f"{obj.name.rsplit('.', 1)[0]}.{name}.gz").read_bytes()).decode()
+
+
+def note_metadata(hsaco: bytes) -> dict[str, Any]:
+    """The first kernel's entry of the NT_AMDGPU_METADATA note, decoded here from the raw ELF."""
+    import io
+
+    elf = ELFFile(io.BytesIO(hsaco))
+    for section in elf.iter_sections():
+        if section["sh_type"] != "SHT_NOTE":
+            continue
+        for note in section.iter_notes():
+            if note["n_name"] == "AMDGPU" and note["n_type"] == 32:
+                desc = note["n_descdata"]
+                meta = msgpack.unpackb(desc if isinstance(desc, bytes) else desc.encode("latin-1"), raw=False)
+                return meta["amdhsa.kernels"][0]
+    raise AssertionError("no AMDGPU metadata note")
+
+
+def _comment(text: str, name: str) -> int:
+    match = re.search(rf"^\s*; {name}: (\d+)", text, re.M)
+    assert match, f"no '; {name}' comment"
+    return int(match.group(1))
+
+
+def _yaml(text: str, name: str) -> int:
+    match = re.search(rf"^\s*-?\s*\.{name}:\s+(\d+)", text, re.M)
+    assert match, f"no .{name} in the amdgcn metadata block"
+    return int(match.group(1))
+
+
+def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
+    """The row's AMD figures as the amdgcn text and the raw note give them."""
+    text = stored_text(store, row, "amdgcn")
+    note = note_metadata((store / row["object"]["path"]).read_bytes())
+    spilled = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
+    reading = {
+        "vgpr": _comment(text, "NumVgprs"),
+        "agpr": _comment(text, "NumAgprs"),
+        "sgpr": _comment(text, "TotalNumSgprs"),
+        "scratch_bytes": _comment(text, "ScratchSize"),
+        "kernarg_bytes": _yaml(text, "kernarg_segment_size"),
+        "vgpr_spill": spilled // 4,
+        "sgpr_spill": _yaml(text, "sgpr_spill_count"),
+    }
+    # The note in the binary says the same as the text.
+    assert note[".vgpr_count"] == reading["vgpr"] and note[".sgpr_count"] == reading["sgpr"]
+    assert note[".vgpr_spill_count"] == reading["vgpr_spill"]
+    assert note[".sgpr_spill_count"] == reading["sgpr_spill"]
+    assert note[".private_segment_fixed_size"] == reading["scratch_bytes"]
+    if reading["sgpr_spill"]:
+        assert "SGPR spill to VGPR lane" in text or "v_writelane_b32" in text
+    return reading
+
+
+def ptxas_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
+    """Registers, stack and spill bytes from the bundled ptxas re-run on the stored PTX with -v."""
+    import triton.backends.nvidia as nv
+
+    ptx = stored_text(store, row, "ptx")
+    arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
+    assert arch
+    ptxas = os.path.join(os.path.dirname(nv.__file__), "bin", "ptxas-blackwell")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([ptxas, "-v", "-lineinfo", "--regAllocOptLevel=2", f"--gpu-name={arch.group(1)}",
+                              str(src), "-o", str(Path(tmp) / "k.cubin")], capture_output=True, text=True, check=True)
+    log = out.stdout + out.stderr
+    regs = re.search(r"Used (\d+) registers", log)
+    frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert regs and frame, log
+    return {"regs": int(regs.group(1)), "stack_bytes": int(frame.group(1)),
+            "spill_store_bytes": int(frame.group(2)), "spill_load_bytes": int(frame.group(3))}
+
+
+def check_row(store: Path, row: dict[str, Any]) -> None:
+    """Assert every independently readable figure of an ``ok`` row."""
+    assert row["status"] == "ok", row
+    res = row["resources"]
+    if row["target"].startswith("gfx"):
+        reading = amd_second_reading(store, row)
+    else:
+        reading = ptxas_reading(store, row)
+    assert {k: res[k] for k in reading} == reading, row["key"]
