@@ -52,7 +52,8 @@ def main() -> None:
 @click.option("-t", "--target", "targets", multiple=True, metavar="TARGET",
               help="Targets to compile for (repeat or comma-separate); overrides the keys' matrices.")
 @click.option("--kind", "kinds", multiple=True, metavar="GLOB", help="Only kinds matching this pattern.")
-@click.option("--key", "keys", multiple=True, metavar="GLOB", help="Only keys whose id matches, e.g. 'mla_decode/tp8/*'.")
+@click.option("--key", "keys", multiple=True, metavar="GLOB",
+              help="Only keys whose id matches, e.g. 'mla_decode/tp8/*'.")
 @click.option("-j", "--jobs", type=click.IntRange(1), default=None,
               help="Worker processes (default: the number of usable cores).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
@@ -81,6 +82,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
             options = SurveyOptions(**{**options.__dict__,
                                        "targets": tuple(get_target(t).name for t in options.targets)})
         store = Store(store_dir or (repo_root(start) or start) / ".regsurvey")
+        store.prepare()
         with survey_progress(enabled=not quiet) as progress:
             if rev is not None:
                 with commit_checkout(start, rev) as checkout:

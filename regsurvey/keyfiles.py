@@ -22,9 +22,9 @@ def where_raised(exc: BaseException, root: Path) -> str:
     """``file:line`` of the innermost traceback frame inside ``root`` (else the innermost frame)."""
     frames = traceback.extract_tb(exc.__traceback__)
     inside = [f for f in frames if _is_under(f.filename, root)]
-    frame = (inside or frames or [None])[-1]
-    if frame is None:
+    if not (inside or frames):
         return "?"
+    frame = (inside or frames)[-1]
     path = Path(frame.filename)
     try:
         shown = str(path.resolve().relative_to(root.resolve()))

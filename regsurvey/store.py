@@ -32,6 +32,7 @@ class Store:
 
     def save(self, survey: Survey) -> list[Path]:
         """Store each target's rows of ``survey`` as its own file; return the paths written."""
+        self.prepare()
         paths = []
         for target in survey.targets:
             part = replace(survey, targets=(target,),
@@ -40,6 +41,13 @@ class Store:
             atomic_write(path, part.to_json().encode())
             paths.append(path)
         return paths
+
+    def prepare(self) -> None:
+        """Create the store; like .pytest_cache it ignores itself, so `git status` stays clean."""
+        # Like .pytest_cache: the store ignores itself, so `git status` of the user's tree stays clean.
+        marker = self.root / ".gitignore"
+        if not marker.exists():
+            atomic_write(marker, b"# created by regsurvey\n*\n")
 
     def load(self, commit: str | None, targets: list[str]) -> Survey | None:
         """The stored survey of ``commit`` for all ``targets``, or None if any target is missing."""

@@ -11,10 +11,11 @@ import fnmatch
 import multiprocessing
 import multiprocessing.connection
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import worker as worker_mod
 from .checkout import Checkout
@@ -161,24 +162,25 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions,
     while len(pool.workers) < jobs:
         pool.spawn()
 
-    def finish(key: Key, rows: list[Row]) -> None:
-        results[(key.id, key.target)] = rows
-        progress.on_key(key, rows)
+    def finish(done: Key, rows: list[Row]) -> None:
+        results[(done.id, done.target)] = rows
+        progress.on_key(done, rows)
 
     while pending or any(w.key is not None for w in pool.workers):
         for w in list(pool.workers):
             if w.key is None and pending:
-                key = pending.pop()
-                w.key, w.started = key, time.monotonic()
-                w.conn.send({"op": "survey", "key": {"kind": key.kind, "axes": [list(p) for p in key.axes],
-                                                     "target": key.target, "id": key.id}})
+                nxt = pending.pop()
+                w.key, w.started = nxt, time.monotonic()
+                w.conn.send({"op": "survey", "key": {"kind": nxt.kind, "axes": [list(p) for p in nxt.axes],
+                                                     "target": nxt.target, "id": nxt.id}})
         busy = [w for w in pool.workers if w.key is not None]
         now = time.monotonic()
         wait_for = max(0.0, min(w.started + options.timeout - now for w in busy))
         ready = multiprocessing.connection.wait([w.conn for w in busy], timeout=wait_for)
         for w in busy:
-            key = w.key
-            assert key is not None
+            current = w.key
+            assert current is not None
+            key = current
             if w.conn in ready:
                 try:
                     answer = w.conn.recv()

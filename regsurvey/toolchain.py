@@ -24,11 +24,12 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from . import capture as capture_mod
-from .capture import CaptureSession, CapturedLaunch
+from .capture import CapturedLaunch, CaptureSession
 from .targets import TARGETS, Target
 
 # Each target gets its own fake device index: JITFunction caches binder, backend and target per
@@ -279,7 +280,7 @@ def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def toolchain_info(backend: str) -> dict[str, Any]:
     """The toolchain a survey was made with: a changed entry makes two surveys not comparable."""
     import triton
@@ -287,7 +288,7 @@ def toolchain_info(backend: str) -> dict[str, Any]:
 
     info: dict[str, Any] = {
         "triton": triton.__version__,
-        "python": "%d.%d" % sys.version_info[:2],
+        "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
         "fp_fusion": bool(knobs.language.default_fp_fusion) and not knobs.language.force_disable_fp_fusion,
         "fp_fusion_env": os.environ.get("TRITON_DEFAULT_FP_FUSION"),
     }

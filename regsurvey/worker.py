@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import toolchain
-from .capture import CaptureSession, CapturedLaunch
+from .capture import CapturedLaunch, CaptureSession
 from .errors import CorruptObjectError
 from .keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
 from .matrix import Key, Kind
@@ -71,7 +71,7 @@ class Worker:
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
         session = CaptureSession(target)
-        base = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
+        base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
         try:
             with toolchain.capturing(session):
                 kind.body(**key.axes_dict)

@@ -154,7 +154,8 @@ def test_keys_file_that_raises_names_file_and_line(toy_repo: Path) -> None:
     (toy_repo / "keys" / "broken.py").write_text("import regsurvey as rs\n\nx = 1 / 0\n")
     out = regsurvey("run", "-q", cwd=toy_repo)
     assert out.returncode == 2
-    assert out.stderr.strip() == "regsurvey: error: keys file keys/broken.py:3 raised ZeroDivisionError: division by zero"
+    assert out.stderr.strip() == (
+        "regsurvey: error: keys file keys/broken.py:3 raised ZeroDivisionError: division by zero")
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
