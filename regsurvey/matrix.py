@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import inspect
 import itertools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from .targets import get_target
 
@@ -62,7 +63,7 @@ class Kind:
     name: str
     body: Callable[..., Any]
     axes: tuple[str, ...]
-    matrix: "Matrix"
+    matrix: Matrix
     targets: tuple[str, ...] | None = None  # None: the matrix's targets
 
     @property

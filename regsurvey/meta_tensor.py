@@ -10,7 +10,7 @@ which has the same alignment as a fresh GPU allocation (256-byte aligned) plus t
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

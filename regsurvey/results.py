@@ -80,7 +80,7 @@ class Survey:
         return json.dumps(data, indent=1, sort_keys=False)
 
     @classmethod
-    def from_json(cls, text: str) -> "Survey":
+    def from_json(cls, text: str) -> Survey:
         """Parse a stored survey; raise SurveyFormatError naming the problem."""
         try:
             data = json.loads(text)
@@ -101,7 +101,7 @@ class Survey:
         except (KeyError, TypeError) as exc:
             raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
 
-    def merge(self, other: "Survey") -> "Survey":
+    def merge(self, other: Survey) -> Survey:
         """This survey plus another target's rows of the same commit."""
         targets = tuple(dict.fromkeys(self.targets + other.targets))
         keep = [r for r in self.rows if r.target not in other.targets]

@@ -44,7 +44,6 @@ class Store:
 
     def prepare(self) -> None:
         """Create the store; like .pytest_cache it ignores itself, so `git status` stays clean."""
-        # Like .pytest_cache: the store ignores itself, so `git status` of the user's tree stays clean.
         marker = self.root / ".gitignore"
         if not marker.exists():
             atomic_write(marker, b"# created by regsurvey\n*\n")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..matrix import Key
 from ..results import Row
@@ -21,7 +21,8 @@ def survey_progress(enabled: bool = True) -> Iterator[Progress]:
         yield Progress()
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
 
     failures = 0
     with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
