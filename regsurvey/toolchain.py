@@ -289,13 +289,18 @@ def toolchain_info(backend: str) -> dict[str, Any]:
     info: dict[str, Any] = {
         "triton": triton.__version__,
         "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
-        "fp_fusion": bool(knobs.language.default_fp_fusion) and not knobs.language.force_disable_fp_fusion,
+        # force_disable_fp_fusion is newer than Triton 3.6.
+        "fp_fusion": bool(knobs.language.default_fp_fusion)
+        and not getattr(knobs.language, "force_disable_fp_fusion", False),
         "fp_fusion_env": os.environ.get("TRITON_DEFAULT_FP_FUSION"),
     }
     if backend == "hip":
         from triton.backends.amd import compiler as amd
 
-        info["amd_codegen_revision"] = amd.get_amd_codegen_revision()
+        # Triton 3.9 builds AMD code with a separately versioned codegen; 3.6 uses its bundled LLVM,
+        # which triton's own version already pins.
+        revision = getattr(amd, "get_amd_codegen_revision", None)
+        info["amd_codegen_revision"] = revision() if revision else None
     else:
         from triton.backends.nvidia import compiler as nv
 

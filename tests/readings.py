@@ -58,9 +58,13 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     text = stored_text(store, row, "amdgcn")
     note = note_metadata((store / row["object"]["path"]).read_bytes())
     spilled = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
+    agpr = _comment(text, "NumAgprs")
+    vgpr = _comment(text, "NumVgprs")
+    if agpr:  # with AGPRs the object records the arch VGPRs rounded to the 4-register AGPR offset
+        vgpr = -(-vgpr // 4) * 4
     reading = {
-        "vgpr": _comment(text, "NumVgprs"),
-        "agpr": _comment(text, "NumAgprs"),
+        "vgpr": vgpr,
+        "agpr": agpr,
         "sgpr": _comment(text, "TotalNumSgprs"),
         "scratch_bytes": _comment(text, "ScratchSize"),
         "kernarg_bytes": _yaml(text, "kernarg_segment_size"),
@@ -68,7 +72,9 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
         "sgpr_spill": _yaml(text, "sgpr_spill_count"),
     }
     # The note in the binary says the same as the text.
-    assert note[".vgpr_count"] == reading["vgpr"] and note[".sgpr_count"] == reading["sgpr"]
+    assert note[".vgpr_count"] == reading["vgpr"] + agpr == _comment(text, "TotalNumVgprs") + (vgpr - _comment(
+        text, "NumVgprs"))
+    assert note[".sgpr_count"] == reading["sgpr"]
     assert note[".vgpr_spill_count"] == reading["vgpr_spill"]
     assert note[".sgpr_spill_count"] == reading["sgpr_spill"]
     assert note[".private_segment_fixed_size"] == reading["scratch_bytes"]

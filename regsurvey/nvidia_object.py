@@ -1,0 +1,268 @@
+"""Read an NVIDIA cubin (the ELF Triton emits for sm90/sm100): registers, spills, stack, occupancy.
+
+The only module that reads NVIDIA objects. Registers and stack come from the ``.nv.info`` attributes
+ptxas writes (REGCOUNT, FRAME_SIZE); spill bytes from the SASS, by summing the access widths of the
+STL/LDL instructions that ``nvdisasm`` prints (the cubin records no spill count: only ``ptxas -v``
+prints one, and the two agree). The disassembler is the one bundled with Triton, found without
+importing Triton.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import re
+import struct
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from .errors import CorruptObjectError
+from .targets import Target
+
+# .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
+# EIFMT_SVAL, a u16 size and that many bytes. Global .nv.info entries start with a u32 symbol index.
+_EIFMT_SVAL = 0x04
+_EIATTR_FRAME_SIZE = 0x11
+_EIATTR_REGCOUNT = 0x2F
+
+# Occupancy facts for sm80+ from CUDA's cuda_occupancy.h (cudaOccMaxBlocksPerSMRegsLimit,
+# cudaOccMaxBlocksPerSMSmemLimit and the granularity tables): registers are allocated per warp in
+# units of 256 (8 per thread), in 4 sub-partitions of the register file; a block may use at most 255
+# registers per thread; shared memory is allocated in 128-byte units and the driver reserves 1 KiB
+# per block on top of what the kernel asks for. The per-SM totals (65536 registers, 64 warps,
+# 32 blocks, 228 KiB shared) live in targets.py.
+_REG_ALLOC_UNIT = 256
+_REG_SUB_PARTITIONS = 4
+_MAX_REGS_PER_THREAD = 255
+_SMEM_ALLOC_UNIT = 128
+_SMEM_RESERVED_PER_BLOCK = 1024
+
+_TOOL_TIMEOUT_S = 120
+
+# One SASS instruction line of `nvdisasm -c`: "/*0080*/  @!P0 STL.64 [R1+0x20], R4 ;".
+_LOCAL_ACCESS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(STL|LDL)((?:\.\w+)*)\s", re.M)
+# Access width by suffix; no width suffix means 32 bits.
+_WIDTH_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+@dataclass(frozen=True)
+class NvidiaResources:
+    """The resource row for one NVIDIA kernel.
+
+    ``regs`` are 32-bit registers per thread; spill and stack bytes are per thread; ``shared_bytes``
+    is per block (Triton's dynamic shared memory plus any static ``.nv.shared.<kernel>``);
+    occupancy is resident blocks and warps per SM.
+    """
+
+    regs: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_bytes: int
+    shared_bytes: int
+    occupancy_blocks: int
+    occupancy_warps: int
+
+    def as_dict(self) -> dict[str, int]:
+        """The figures by field name, in field order."""
+        return asdict(self)
+
+
+def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target) -> NvidiaResources:
+    """Read the resource row of the one kernel in a Triton cubin compiled for ``target``.
+
+    ``shared_bytes`` is Triton's compiled metadata ``shared`` (dynamic shared memory per block);
+    ``num_warps`` is the warps per block (Triton's compiled metadata ``num_warps``).
+    """
+    if not target.is_nvidia:
+        raise ValueError(f"read_cubin needs an NVIDIA target, not {target.name}")
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        if elf.header["e_machine"] != "EM_CUDA":
+            raise CorruptObjectError(f"not a CUDA ELF (e_machine {elf.header['e_machine']})")
+        _check_extent(elf, len(data))
+        sm = _sm_arch(elf)
+        kernel, symbol_index = _kernel_symbol(elf)
+        info = _global_info(elf)
+        static_shared = sum(
+            section["sh_size"]
+            for section in elf.iter_sections()
+            # .nv.shared.<kernel> holds static __shared__ arrays; .nv.shared.reserved.* lies inside
+            # the 1 KiB the driver reserves per block (cuobjdump counts it as SHARED:0).
+            if section.name.startswith(".nv.shared.") and not section.name.startswith(".nv.shared.reserved.")
+        )
+    except CorruptObjectError:
+        raise
+    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+        # pyelftools reports a cut or altered object in many ways; all mean "corrupt".
+        raise CorruptObjectError(f"not a readable cubin: {_one_line(exc)}") from None
+    if sm != int(target.arch):
+        raise CorruptObjectError(f"cubin is for sm_{sm}, not the target sm_{target.arch}")
+    regs = info.get((_EIATTR_REGCOUNT, symbol_index))
+    if regs is None:
+        raise CorruptObjectError(f"cubin has no REGCOUNT for kernel {kernel}")
+    stores, loads = spill_bytes(disassemble(data))
+    shared = shared_bytes + static_shared
+    blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
+    return NvidiaResources(
+        regs=regs,
+        spill_store_bytes=stores,
+        spill_load_bytes=loads,
+        stack_bytes=info.get((_EIATTR_FRAME_SIZE, symbol_index), 0),
+        shared_bytes=shared,
+        occupancy_blocks=blocks,
+        occupancy_warps=blocks * num_warps,
+    )
+
+
+def nvidia_occupancy_blocks(*, regs: int, shared_bytes: int, num_warps: int, target: Target) -> int:
+    """Thread blocks resident on one SM of ``target`` (cudaOccMaxActiveBlocksPerMultiprocessor), 0 if none fit.
+
+    Registers: a warp takes regs x 32 rounded up to 256; each of the 4 sub-partitions holds
+    (65536 / 4) // that many warps. Shared memory: a block takes ``shared_bytes`` + 1 KiB reserved,
+    rounded up to 128 bytes, out of 228 KiB. Warps: 64 per SM; blocks: 32 per SM.
+    """
+    if num_warps < 1:
+        raise ValueError(f"num_warps must be at least 1, not {num_warps}")
+    regs_per_warp = _align(regs * 32, _REG_ALLOC_UNIT)
+    # The hardware check at launch assumes the block's warps are spread over all sub-partitions.
+    if regs > _MAX_REGS_PER_THREAD or regs_per_warp * _align(num_warps, _REG_SUB_PARTITIONS) > target.regs_per_lane:
+        return 0
+    limits = [target.max_blocks_per_cu, target.max_waves_per_simd // num_warps]
+    if regs_per_warp:
+        warps_per_partition = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp
+        limits.append(warps_per_partition * _REG_SUB_PARTITIONS // num_warps)
+    smem = _align(shared_bytes + _SMEM_RESERVED_PER_BLOCK, _SMEM_ALLOC_UNIT)
+    limits.append(target.shared_bytes_per_cu // smem)
+    return min(limits)
+
+
+def disassemble(data: bytes) -> str:
+    """The SASS of a cubin, from ``nvdisasm -c``; CorruptObjectError if nvdisasm rejects it."""
+    with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(data)
+        return _run_tool("nvdisasm", ["-c", path], path)
+
+
+def spill_bytes(sass: str) -> tuple[int, int]:
+    """Bytes stored and loaded by STL/LDL in ``sass`` (per thread), summed over access widths."""
+    totals = {"STL": 0, "LDL": 0}
+    for op, suffixes in _LOCAL_ACCESS.findall(sass):
+        width = 4
+        for suffix in suffixes.split("."):
+            width = _WIDTH_BYTES.get(suffix, width)
+        totals[op] += width
+    return totals["STL"], totals["LDL"]
+
+
+def tool_path(name: str) -> str:
+    """Path of a CUDA tool bundled with Triton (``nvdisasm``, ``cuobjdump``, ``ptxas``, ``ptxas-blackwell``).
+
+    Honors Triton's own override, ``TRITON_<NAME>_PATH``. Found from the installed package's location
+    rather than by importing ``triton``, which would pull in the whole compiler.
+    """
+    override = os.environ.get(f"TRITON_{name.upper().replace('-', '_')}_PATH")
+    if override and os.access(override, os.X_OK):
+        return override
+    spec = importlib.util.find_spec("triton")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(f"cannot find {name}: the triton package is not installed")
+    path = os.path.join(os.path.dirname(spec.origin), "backends", "nvidia", "bin", name)
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError(f"cannot find {name} at {path}")
+    return path
+
+
+def _run_tool(name: str, args: list[str], path: str) -> str:
+    """Run a bundled tool on the object at ``path``; its failure becomes a CorruptObjectError."""
+    try:
+        done = subprocess.run(
+            [tool_path(name), *args], capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise CorruptObjectError(f"{name} did not finish within {_TOOL_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        message = _one_line(done.stderr or done.stdout or f"exit status {done.returncode}")
+        raise CorruptObjectError(f"{name} rejected the cubin: {message.replace(path, 'the cubin')}")
+    return done.stdout
+
+
+def _sm_arch(elf: ELFFile) -> int:
+    # EF_CUDA_SM: bits 8-15 of e_flags from ELF ABI version 8 (CUDA 13 ptxas), bits 0-7 before.
+    flags = elf.header["e_flags"]
+    if elf.header["e_ident"]["EI_ABIVERSION"] >= 8:
+        return int(flags >> 8 & 0xFF)
+    return int(flags & 0xFF)
+
+
+def _kernel_symbol(elf: ELFFile) -> tuple[str, int]:
+    """Name and symbol index of the one entry function: the one with a ``.nv.info.<name>`` section."""
+    symtab = elf.get_section_by_name(".symtab")
+    if not isinstance(symtab, SymbolTableSection):
+        raise CorruptObjectError("cubin has no symbol table")
+    entries = {
+        section.name[len(".nv.info.") :] for section in elf.iter_sections() if section.name.startswith(".nv.info.")
+    }
+    found = [
+        (sym.name, index)
+        for index, sym in enumerate(symtab.iter_symbols())
+        if sym["st_info"]["type"] == "STT_FUNC" and sym.name in entries
+    ]
+    if len(found) != 1:
+        raise CorruptObjectError(f"cubin holds {len(found)} kernels; Triton emits one")
+    return found[0]
+
+
+def _global_info(elf: ELFFile) -> dict[tuple[int, int], int]:
+    """The per-symbol u32 attributes of the global ``.nv.info``, as {(attribute, symbol index): value}."""
+    section = elf.get_section_by_name(".nv.info")
+    if section is None:
+        raise CorruptObjectError("cubin has no .nv.info section")
+    raw = section.data()
+    out: dict[tuple[int, int], int] = {}
+    pos = 0
+    while pos + 4 <= len(raw):
+        fmt, attr, value = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != _EIFMT_SVAL:
+            continue  # a u16 value in place: nothing we read
+        if pos + value > len(raw):
+            raise CorruptObjectError(".nv.info entry runs past the end of its section")
+        if value == 8:
+            symbol, number = struct.unpack_from("<II", raw, pos)
+            out[(attr, symbol)] = number
+        pos += value
+    return out
+
+
+def _check_extent(elf: ELFFile, size: int) -> None:
+    """Refuse an object cut short: every header table, section and segment must lie inside it."""
+    header = elf.header
+    ends = [
+        header["e_shoff"] + header["e_shnum"] * header["e_shentsize"],
+        header["e_phoff"] + header["e_phnum"] * header["e_phentsize"],
+    ]
+    if max(ends) <= size:  # the tables fit: then check what they describe
+        ends += [s["sh_offset"] + s["sh_size"] for s in elf.iter_sections() if s["sh_type"] != "SHT_NOBITS"]
+        ends += [p["p_offset"] + p["p_filesz"] for p in elf.iter_segments()]
+    if max(ends) > size:
+        raise CorruptObjectError(f"cubin is cut short: its headers describe {max(ends)} bytes, it has {size}")
+
+
+def _align(value: int, granule: int) -> int:
+    return -(-value // granule) * granule
+
+
+def _one_line(exc: BaseException | str) -> str:
+    """The first non-empty line of a message (or the exception's type name)."""
+    for line in str(exc).splitlines():
+        if line.strip():
+            return " ".join(line.split())
+    return type(exc).__name__ if isinstance(exc, BaseException) else "no message"

@@ -1,0 +1,146 @@
+"""Small Triton kernels the object-reader tests compile (Triton needs a jit function in a real file).
+
+Each one is here for a figure it makes the toolchain produce; the tests assert the figures.
+``compile_kernel`` compiles one offline for a target, the way a launch would specialize it.
+"""
+
+import functools
+from typing import Any
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Elementwise add: few registers, no spills, no LDS."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def hold_tile_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Keeps a whole BLOCK tile and its exp live across a reduction.
+
+    With BLOCK=16384 on one 64-lane wave that is 512 values per lane: more than the 512-entry unified
+    VGPR file holds beside everything else, so gfx950 spills VGPRs to scratch (and fills the AGPRs).
+    With BLOCK=4096 on one 32-thread warp sm90 runs out of its 255 registers and spills to local.
+    """
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.exp(x)
+    tl.store(out_ptr + offs, y / tl.sum(y, axis=0) + x)
+
+
+@triton.jit
+def many_buffers_kernel(
+    p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p20, p21,
+    p22, p23, p24, p25, p26, p27, p28, p29, p30, p31, out_ptr, n_iter, BLOCK: tl.constexpr
+):  # fmt: skip
+    """Reads 32 buffers in a loop; every base stays live in SGPRs across the loop.
+
+    Compiled with ``tt.pointer_range=32`` on the pointers (what a launch gives tensors under 2 GB on
+    AMD), each becomes a 4-SGPR buffer resource descriptor: 32 of them cannot fit in gfx950's ~100
+    SGPRs, so LLVM spills SGPRs to VGPR lanes (v_writelane_b32).
+    """
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(n_iter):
+        acc += tl.load(p0 + offs)
+        acc += tl.load(p1 + offs)
+        acc += tl.load(p2 + offs)
+        acc += tl.load(p3 + offs)
+        acc += tl.load(p4 + offs)
+        acc += tl.load(p5 + offs)
+        acc += tl.load(p6 + offs)
+        acc += tl.load(p7 + offs)
+        acc += tl.load(p8 + offs)
+        acc += tl.load(p9 + offs)
+        acc += tl.load(p10 + offs)
+        acc += tl.load(p11 + offs)
+        acc += tl.load(p12 + offs)
+        acc += tl.load(p13 + offs)
+        acc += tl.load(p14 + offs)
+        acc += tl.load(p15 + offs)
+        acc += tl.load(p16 + offs)
+        acc += tl.load(p17 + offs)
+        acc += tl.load(p18 + offs)
+        acc += tl.load(p19 + offs)
+        acc += tl.load(p20 + offs)
+        acc += tl.load(p21 + offs)
+        acc += tl.load(p22 + offs)
+        acc += tl.load(p23 + offs)
+        acc += tl.load(p24 + offs)
+        acc += tl.load(p25 + offs)
+        acc += tl.load(p26 + offs)
+        acc += tl.load(p27 + offs)
+        acc += tl.load(p28 + offs)
+        acc += tl.load(p29 + offs)
+        acc += tl.load(p30 + offs)
+        acc += tl.load(p31 + offs)
+        offs += BLOCK
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
+    """A plain tiled fp16 GEMM (row-major, unit inner strides): MFMA/wgmma and a pipelined LDS buffer."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        acc += tl.dot(tl.load(a), tl.load(b))
+        a += BK
+        b += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
+
+
+# Argument types per kernel, in order; "constexpr" ones come from compile_kernel's keywords.
+_BUFFERS = {f"p{i}": "*fp32" for i in range(32)}
+SIGNATURES: dict[str, dict[str, str]] = {
+    "add_kernel": {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+    "hold_tile_kernel": {"x_ptr": "*fp32", "out_ptr": "*fp32", "BLOCK": "constexpr"},
+    "many_buffers_kernel": {**_BUFFERS, "out_ptr": "*fp32", "n_iter": "i32", "BLOCK": "constexpr"},
+    "matmul_kernel": {
+        **{name: "*fp16" for name in ("a_ptr", "b_ptr", "c_ptr")},
+        **{name: "i32" for name in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")},
+        **{name: "constexpr" for name in ("BM", "BN", "BK")},
+    },
+}
+
+TARGETS = {
+    "gfx942": GPUTarget("hip", "gfx942", 64),
+    "gfx950": GPUTarget("hip", "gfx950", 64),
+    "sm90": GPUTarget("cuda", 90, 32),
+    "sm100": GPUTarget("cuda", 100, 32),
+}
+
+
+@functools.cache
+def compile_kernel(kernel: str, target: str, *, options: tuple[tuple[str, int], ...] = (), **constexprs: int) -> Any:
+    """Compile one kernel of this module for a target name; returns Triton's CompiledKernel.
+
+    Pointers and int arguments are specialized the way a launch with 16-byte-aligned tensors and
+    multiples of 16 specializes them (``tt.divisibility=16``); on AMD pointers also get
+    ``tt.pointer_range=32`` (tensors under 2 GB), which switches Triton to buffer loads.
+    """
+    signature = SIGNATURES[kernel]
+    pointer_attrs = [["tt.divisibility", 16]]
+    if TARGETS[target].backend == "hip":
+        pointer_attrs.append(["tt.pointer_range", 32])
+    attrs = {}
+    for index, (name, ty) in enumerate(signature.items()):
+        if ty.startswith("*"):
+            attrs[(index,)] = pointer_attrs
+        elif ty == "i32" and name != "n":
+            attrs[(index,)] = [["tt.divisibility", 16]]
+    source = ASTSource(globals()[kernel], signature, constexprs, attrs)
+    return triton.compile(source, target=TARGETS[target], options=dict(options))

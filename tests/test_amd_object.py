@@ -1,0 +1,285 @@
+"""amd_object against a second reading of the same compile: the amdgcn text LLVM printed beside the HSACO.
+
+Every kernel is compiled here, offline, for gfx942/gfx950. The HSACO is read by regsurvey; the
+amdgcn text's comments (``; NumVgprs``, ``; Occupancy`` ...), its ``.amdhsa_*`` directives, its
+metadata YAML and its instructions (spill stores, writelanes, the kernarg prologue) are the check.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import msgpack
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from regsurvey.amd_object import AmdResources, amd_occupancy, parse_hsaco, read_hsaco
+from regsurvey.errors import CorruptObjectError
+from regsurvey.targets import TARGETS
+
+from .objects_kernels import SIGNATURES, compile_kernel
+
+MATMUL = {"BM": 128, "BN": 128, "BK": 64}
+
+# name: (kernel, target, options, constexprs)
+CASES = {
+    "add-gfx950": ("add_kernel", "gfx950", (("num_warps", 4),), {"BLOCK": 1024}),
+    "add-gfx942": ("add_kernel", "gfx942", (("num_warps", 4),), {"BLOCK": 1024}),
+    # One wave holding 2 x 256 fp32 per lane: fills the AGPRs and spills VGPRs to scratch.
+    "vgpr-spill-gfx950": ("hold_tile_kernel", "gfx950", (("num_warps", 1),), {"BLOCK": 16384}),
+    # 32 buffer descriptors live across a loop: spills SGPRs to VGPR lanes.
+    "sgpr-spill-gfx950": ("many_buffers_kernel", "gfx950", (("num_warps", 4),), {"BLOCK": 256}),
+    # num_stages=2 on gfx950 takes the async-copy pipeline: dispatch ptr, queue ptr and dispatch id
+    # are enabled and the kernarg pointer moves to s[4:5]; its LDS limits occupancy.
+    "matmul-async-gfx950": ("matmul_kernel", "gfx950", (("num_warps", 4), ("num_stages", 2)), MATMUL),
+    "matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2)), MATMUL),
+}
+
+
+def compiled(case: str):  # type: ignore[no-untyped-def]
+    kernel, target, options, constexprs = CASES[case]
+    return compile_kernel(kernel, target, options=options, **constexprs), TARGETS[target]
+
+
+def read(case: str) -> tuple[AmdResources, str]:
+    ck, target = compiled(case)
+    res = read_hsaco(ck.asm["hsaco"], lds_bytes=ck.metadata.shared, num_warps=ck.metadata.num_warps, target=target)
+    return res, ck.asm["amdgcn"]
+
+
+def comment(text: str, key: str) -> int:
+    """A ``; Key: N`` comment of the amdgcn text's kernel info block."""
+    match = re.search(rf"^; {key}: (\d+)", text, re.M)
+    assert match, key
+    return int(match.group(1))
+
+
+def directive(text: str, name: str) -> int:
+    """An ``.amdhsa_<name> N`` directive of the amdgcn text."""
+    match = re.search(rf"^\s*\.amdhsa_{name} (\d+)$", text, re.M)
+    assert match, name
+    return int(match.group(1))
+
+
+def align4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_resources_match_the_amdgcn_text(case: str) -> None:
+    res, text = read(case)
+    ck, _ = compiled(case)
+    assert res.agpr == comment(text, "NumAgprs")
+    # With AGPRs in use the object records only where they start: the arch count rounded up to 4.
+    arch = comment(text, "NumVgprs")
+    assert res.vgpr == (align4(arch) if res.agpr else arch)
+    unified = align4(res.vgpr) + res.agpr if res.agpr else res.vgpr
+    assert unified == comment(text, "TotalNumVgprs") == directive(text, "next_free_vgpr")
+    assert res.sgpr == comment(text, "TotalNumSgprs")
+    assert res.scratch_bytes == comment(text, "ScratchSize") == directive(text, "private_segment_fixed_size")
+    folded = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
+    assert res.vgpr_spill == folded // 4
+    # Every SGPR spill is one v_writelane_b32 into a VGPR lane; these kernels write lanes for nothing else.
+    assert res.sgpr_spill == text.count("v_writelane_b32")
+    assert res.kernarg_bytes == directive(text, "kernarg_size")
+    assert res.lds_bytes == ck.metadata.shared
+    assert list(res.as_dict()) == [
+        "vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes", "lds_bytes", "occupancy",
+        "kernarg_bytes",
+    ]  # fmt: skip
+
+
+def test_the_spilling_kernels_spill() -> None:
+    vgpr, _ = read("vgpr-spill-gfx950")
+    assert vgpr.vgpr_spill > 0 and vgpr.scratch_bytes > 0 and vgpr.agpr > 0 and vgpr.occupancy == 1
+    sgpr, _ = read("sgpr-spill-gfx950")
+    # SGPR spills go to VGPR lanes, not scratch: the runtime's n_spills never sees them.
+    assert sgpr.sgpr_spill > 0 and sgpr.scratch_bytes == 0 and sgpr.vgpr_spill == 0
+    for case in ("add-gfx950", "add-gfx942", "matmul-async-gfx950", "matmul-gfx942"):
+        res, _ = read(case)
+        assert (res.vgpr_spill, res.sgpr_spill, res.scratch_bytes) == (0, 0, 0), case
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_occupancy_matches_llvm_where_lds_does_not_bind(case: str) -> None:
+    # LLVM never sees Triton's LDS (allocated dynamically), so its ``; Occupancy`` is the register
+    # limit alone: compare with LDS left out. All cases have <= 4 waves per workgroup, where
+    # workgroup rounding changes nothing.
+    res, text = read(case)
+    _, target = compiled(case)
+    ck, _ = compiled(case)
+    registers_only = amd_occupancy(
+        vgpr=res.vgpr, agpr=res.agpr, sgpr=res.sgpr, lds_bytes=0, num_warps=ck.metadata.num_warps, target=target
+    )
+    assert registers_only == comment(text, "Occupancy")
+    if ck.metadata.shared == 0:
+        assert res.occupancy == registers_only
+
+
+def test_lds_binds_the_pipelined_gemm_on_gfx950() -> None:
+    res, text = read("matmul-async-gfx950")
+    # Two stages of 128x64 + 64x128 fp16 tiles: about 66 KiB, so 2 workgroups of 4 waves per CU.
+    assert 64 * 1024 < res.lds_bytes < 80 * 1024
+    assert res.occupancy == 2 < comment(text, "Occupancy")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_descriptor_matches_the_amdhsa_directives(case: str) -> None:
+    ck, target = compiled(case)
+    info = parse_hsaco(ck.asm["hsaco"])
+    text = ck.asm["amdgcn"]
+    assert info.arch == target.arch and info.target.endswith(target.arch)
+    [kernel] = info.kernels
+    assert kernel.name == ck.metadata.name
+    kd = kernel.descriptor
+    for field, name in [
+        ("dispatch_ptr", "user_sgpr_dispatch_ptr"),
+        ("queue_ptr", "user_sgpr_queue_ptr"),
+        ("kernarg_segment_ptr", "user_sgpr_kernarg_segment_ptr"),
+        ("dispatch_id", "user_sgpr_dispatch_id"),
+        ("private_segment_size", "user_sgpr_private_segment_size"),
+        ("kernarg_preload_length", "user_sgpr_kernarg_preload_length"),
+        ("kernarg_preload_offset", "user_sgpr_kernarg_preload_offset"),
+        ("user_sgpr_count", "user_sgpr_count"),
+        ("enable_private_segment", "enable_private_segment"),
+        ("uses_dynamic_stack", "uses_dynamic_stack"),
+        ("accum_offset", "accum_offset"),
+        ("group_segment_fixed_size", "group_segment_fixed_size"),
+        ("private_segment_fixed_size", "private_segment_fixed_size"),
+        ("kernarg_size", "kernarg_size"),
+    ]:
+        assert int(getattr(kd, field)) == directive(text, name), field
+    # Architected flat scratch (gfx942/gfx950): neither is ever enabled, and LLVM prints no directive.
+    assert not kd.private_segment_buffer and not kd.flat_scratch_init
+    # User SGPRs are the enabled pointers followed by the preloaded kernargs.
+    assert kd.user_sgpr_count == kd.kernarg_preload_sgpr + kd.kernarg_preload_length
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_kernarg_sgprs_match_the_compatibility_prologue(case: str) -> None:
+    # The code starts by s_loading every preloaded kernarg from the kernarg pointer (for firmware
+    # that does not preload): the base is the kernarg pointer SGPR, and the load of the first
+    # preloaded dword lands in the first preload SGPR.
+    ck, _ = compiled(case)
+    kd = parse_hsaco(ck.asm["hsaco"]).kernels[0].descriptor
+    text = ck.asm["amdgcn"]
+    prologue = text[text.index(f"{ck.metadata.name}:") :]
+    prologue = prologue[: prologue.index("s_branch")]
+    loads = re.findall(r"s_load_dword\w*\s+s\[?(\d+)[:\]\d]*,\s+s\[(\d+):\d+\],\s+0x([0-9a-f]+)", prologue)
+    assert len(loads) > 0
+    assert {int(base) for _dest, base, _offset in loads} == {kd.kernarg_segment_ptr_sgpr}
+    first = {int(offset, 16): int(dest) for dest, _base, offset in loads}
+    assert first[kd.kernarg_preload_offset * 4] == kd.kernarg_preload_sgpr
+    expected = {"add-gfx950": 0, "add-gfx942": 0, "matmul-async-gfx950": 4}
+    if case in expected:
+        assert kd.kernarg_segment_ptr_sgpr == expected[case]
+
+
+@pytest.mark.parametrize("case", ["add-gfx950", "matmul-async-gfx950"])
+def test_args_match_the_metadata_yaml(case: str) -> None:
+    ck, _ = compiled(case)
+    [kernel] = parse_hsaco(ck.asm["hsaco"]).kernels
+    yaml = ck.asm["amdgcn"].split("amdhsa.kernels:", 1)[1]
+    listed = re.findall(
+        r"- (?:\.address_space:\s+(\w+)\s+)?\.offset:\s+(\d+)\s+\.size:\s+(\d+)\s+\.value_kind:\s+(\w+)", yaml
+    )
+    assert [(a.address_space or "", a.offset, a.size, a.value_kind) for a in kernel.args] == [
+        (space, int(offset), int(size), kind) for space, offset, size, kind in listed
+    ]
+    # Triton appends two pointers after the user's non-constexpr args: global and profile scratch.
+    user_args = sum(ty != "constexpr" for ty in SIGNATURES[CASES[case][0]].values())
+    pointers = [a for a in kernel.args if not a.value_kind.startswith("hidden_")]
+    assert len(pointers) == user_args + 2
+    assert [a.value_kind for a in pointers[-2:]] == ["global_buffer", "global_buffer"]
+    assert kernel.metadata[".kernarg_segment_size"] == read(case)[0].kernarg_bytes
+
+
+# Hand-computed occupancy. gfx950: 512 VGPRs per lane, 8 waves, 4 SIMDs, 160 KiB LDS in 1280-byte
+# blocks; gfx942: 64 KiB LDS in 512-byte blocks; both 800 SGPRs per SIMD, 16 per wave for the trap.
+@pytest.mark.parametrize(
+    ("target", "vgpr", "agpr", "sgpr", "lds", "warps", "waves"),
+    [
+        ("gfx950", 128, 0, 32, 0, 4, 4),  # 512 // 128
+        ("gfx950", 256, 0, 32, 0, 4, 2),
+        ("gfx950", 256, 256, 32, 0, 1, 1),  # the whole unified file
+        ("gfx950", 6, 0, 16, 0, 4, 8),  # under one granule
+        ("gfx950", 64, 0, 16, 0, 4, 8),
+        ("gfx950", 65, 0, 16, 0, 4, 7),  # 65 -> 72: 512 // 72
+        ("gfx950", 129, 127, 16, 0, 4, 1),  # AGPRs start at 132: 259 -> 264, not 256 -> 2 waves
+        ("gfx950", 9, 32, 16, 0, 4, 8),  # 12 + 32 = 44 -> 48
+        ("gfx950", 32, 0, 78, 0, 4, 8),  # SGPRs: 800 // (80 + 16)
+        ("gfx950", 32, 0, 86, 0, 4, 7),  # 800 // (96 + 16)
+        ("gfx950", 32, 0, 94, 0, 4, 7),
+        ("gfx950", 32, 0, 102, 0, 4, 6),  # 800 // (112 + 16)
+        ("gfx950", 32, 0, 106, 0, 4, 6),
+        ("gfx950", 32, 0, 32, 65536, 4, 2),  # LDS: 2 workgroups x 4 waves over 4 SIMDs
+        ("gfx950", 32, 0, 32, 32768, 4, 4),  # 32768 -> 33280 (26 blocks): 4 workgroups, not 5
+        ("gfx950", 32, 0, 32, 32768, 1, 1),  # 4 one-wave workgroups: one wave per SIMD
+        ("gfx950", 32, 0, 32, 160 * 1024, 4, 1),
+        ("gfx950", 32, 0, 32, 160 * 1024 + 1, 4, 0),  # does not fit at all
+        ("gfx942", 32, 0, 32, 16384, 4, 4),  # 4 workgroups of 16 KiB
+        ("gfx942", 32, 0, 32, 16385, 4, 3),  # 16385 -> 16896: 3 workgroups
+        ("gfx942", 32, 0, 32, 16384, 1, 1),
+        ("gfx942", 32, 0, 32, 32768, 8, 4),  # 2 workgroups x 8 waves
+        ("gfx942", 32, 0, 32, 65537, 4, 0),
+        ("gfx942", 168, 0, 32, 0, 4, 3),  # 512 // 168
+        ("gfx942", 168, 0, 32, 0, 8, 2),  # 8-wave workgroups: 12 slots hold one, 8 waves -> 2 per SIMD
+    ],
+)
+def test_occupancy_by_hand(target: str, vgpr: int, agpr: int, sgpr: int, lds: int, warps: int, waves: int) -> None:
+    got = amd_occupancy(vgpr=vgpr, agpr=agpr, sgpr=sgpr, lds_bytes=lds, num_warps=warps, target=TARGETS[target])
+    assert got == waves
+
+
+def _note_desc_offset(data: bytes) -> tuple[int, int]:
+    """File offset and size of the metadata note's msgpack payload."""
+    section = ELFFile(io.BytesIO(data)).get_section_by_name(".note")
+    start = section["sh_offset"]
+    namesz, descsz, _type = (int.from_bytes(data[start + i : start + i + 4], "little") for i in (0, 4, 8))
+    assert data[start + 12 : start + 12 + namesz] == b"AMDGPU\0"
+    return start + 12 + -(-namesz // 4) * 4, descsz
+
+
+def _with_desc(data: bytes, payload: bytes) -> bytes:
+    offset, size = _note_desc_offset(data)
+    assert len(payload) == size
+    return data[:offset] + payload + data[offset + size :]
+
+
+def _corrupt_cases() -> dict[str, tuple[bytes, str]]:
+    ck, _ = compiled("add-gfx950")
+    good: bytes = ck.asm["hsaco"]
+    _offset, size = _note_desc_offset(good)
+    # A well-formed msgpack map with no kernel, padded to the note's exact size.
+    pads = (msgpack.packb({"amdhsa.kernels": [], "amdhsa.target": "gfx950", "pad": "x" * n}) for n in range(size))
+    no_kernel = next(packed for packed in pads if len(packed) == size)
+    cubin = compile_kernel("add_kernel", "sm90", options=(("num_warps", 4),), BLOCK=1024).asm["cubin"]
+    start = ELFFile(io.BytesIO(good)).get_section_by_name(".note")["sh_offset"]
+    return {
+        "empty": (b"", "not a readable HSACO"),
+        "garbage": (b"\x7fELF not really" * 64, "not a readable HSACO"),
+        "truncated": (good[: len(good) // 2], "HSACO is cut short"),
+        "truncated-by-one": (good[:-1], "HSACO is cut short"),
+        "cubin": (cubin, "not an AMDGPU ELF"),
+        "no-note": (good[: start + 12] + b"XMDGPU\0" + good[start + 19 :], "no NT_AMDGPU_METADATA note"),
+        "bad-msgpack": (_with_desc(good, b"\xc1" * size), "not valid msgpack"),
+        "no-kernel": (_with_desc(good, no_kernel), "lists no kernel"),
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["empty", "garbage", "truncated", "truncated-by-one", "cubin", "no-note", "bad-msgpack", "no-kernel"]
+)
+def test_corrupt_objects_raise_one_line(name: str) -> None:
+    data, expected = _corrupt_cases()[name]
+    with pytest.raises(CorruptObjectError) as raised:
+        read_hsaco(data, lds_bytes=0, num_warps=4, target=TARGETS["gfx950"])
+    message = str(raised.value)
+    assert expected in message and "\n" not in message and message.strip() == message
+
+
+def test_object_for_another_arch_is_refused() -> None:
+    ck, _ = compiled("add-gfx950")
+    with pytest.raises(CorruptObjectError, match="is for gfx950, not the target gfx942"):
+        read_hsaco(ck.asm["hsaco"], lds_bytes=0, num_warps=4, target=TARGETS["gfx942"])

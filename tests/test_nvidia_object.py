@@ -1,0 +1,199 @@
+"""nvidia_object against second readings of the same compile: ptxas -v re-run on the PTX, and cuobjdump.
+
+Every kernel is compiled here, offline, for sm90/sm100. The cubin is read by regsurvey (``.nv.info``,
+SASS from nvdisasm); the check is Triton's bundled ptxas re-run with ``-v`` on ``asm['ptx']`` with
+the flags Triton used (registers, stack frame, spill store/load bytes) and
+``cuobjdump --dump-resource-usage`` on the cubin (REG, STACK, SHARED).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from regsurvey.errors import CorruptObjectError
+from regsurvey.nvidia_object import NvidiaResources, nvidia_occupancy_blocks, read_cubin, spill_bytes, tool_path
+from regsurvey.targets import TARGETS
+
+from .objects_kernels import compile_kernel
+
+MATMUL = {"BM": 128, "BN": 128, "BK": 64}
+
+# name: (kernel, target, options, constexprs)
+CASES = {
+    "add-sm90": ("add_kernel", "sm90", (("num_warps", 4),), {"BLOCK": 1024}),
+    "add-sm100": ("add_kernel", "sm100", (("num_warps", 4),), {"BLOCK": 1024}),
+    # One warp holding 2 x 128 fp32 per thread beside addresses: past 255 registers, spills.
+    "spill-sm90": ("hold_tile_kernel", "sm90", (("num_warps", 1),), {"BLOCK": 4096}),
+    "spill-sm100": ("hold_tile_kernel", "sm100", (("num_warps", 1),), {"BLOCK": 4096}),
+    # A smaller tile squeezed into 32 registers by maxnreg: spills far more than it stores once.
+    "maxnreg-spill-sm90": ("hold_tile_kernel", "sm90", (("num_warps", 1), ("maxnreg", 32)), {"BLOCK": 1024}),
+    # wgmma / tcgen05 GEMMs with 3 stages of shared memory: shared memory limits occupancy.
+    "matmul-sm90": ("matmul_kernel", "sm90", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    "matmul-sm100": ("matmul_kernel", "sm100", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+}
+
+
+def compiled(case: str):  # type: ignore[no-untyped-def]
+    kernel, target, options, constexprs = CASES[case]
+    return compile_kernel(kernel, target, options=options, **constexprs), TARGETS[target]
+
+
+def read(case: str) -> NvidiaResources:
+    ck, target = compiled(case)
+    return read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=ck.metadata.num_warps, target=target)
+
+
+def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
+    """``ptxas -v`` re-run on the PTX with Triton's flags (the cubin it writes must be the same bytes)."""
+    arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
+    assert arch
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        src.write_text(ptx)
+        done = subprocess.run(
+            [tool_path("ptxas-blackwell"), "-lineinfo", "-v", "--regAllocOptLevel=2", f"--gpu-name={arch[1]}", str(src),
+             "-o", str(out)],
+            capture_output=True, text=True, check=True, timeout=120,
+        )  # fmt: skip
+        assert out.read_bytes() == cubin
+    log = done.stdout + done.stderr
+    regs = re.search(r"Used (\d+) registers", log)
+    frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert regs and frame, log
+    return {
+        "regs": int(regs[1]),
+        "stack_bytes": int(frame[1]),
+        "spill_store_bytes": int(frame[2]),
+        "spill_load_bytes": int(frame[3]),
+    }
+
+
+def cuobjdump_reading(cubin: bytes) -> dict[str, int]:
+    """REG, STACK and SHARED (ptxas' static shared) from ``cuobjdump --dump-resource-usage``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        done = subprocess.run(
+            [tool_path("cuobjdump"), "--dump-resource-usage", str(path)], capture_output=True, text=True, check=True
+        )
+    found = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+)", done.stdout)
+    assert found, done.stdout
+    return {"regs": int(found[1]), "stack_bytes": int(found[2]), "static_shared": int(found[3])}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
+    ck, _ = compiled(case)
+    res = read(case)
+    ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
+    assert {k: getattr(res, k) for k in ptxas} == ptxas
+    dump = cuobjdump_reading(ck.asm["cubin"])
+    assert (res.regs, res.stack_bytes) == (dump["regs"], dump["stack_bytes"])
+    assert res.shared_bytes == ck.metadata.shared + dump["static_shared"]
+    assert res.occupancy_warps == res.occupancy_blocks * ck.metadata.num_warps
+    assert list(res.as_dict()) == [
+        "regs", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes", "occupancy_blocks",
+        "occupancy_warps",
+    ]  # fmt: skip
+
+
+def test_the_spilling_kernels_spill() -> None:
+    for case in ("spill-sm90", "spill-sm100", "maxnreg-spill-sm90"):
+        res = read(case)
+        assert res.spill_store_bytes > 0 and res.spill_load_bytes > 0 and res.stack_bytes > 0, case
+    assert read("spill-sm90").regs == 255
+    assert read("maxnreg-spill-sm90").regs == 32
+    for case in ("add-sm90", "add-sm100", "matmul-sm90", "matmul-sm100"):
+        res = read(case)
+        assert (res.spill_store_bytes, res.spill_load_bytes, res.stack_bytes) == (0, 0, 0), case
+
+
+def test_occupancy_of_compiled_kernels() -> None:
+    # 255 registers: 8160 -> 8192 per warp, 2 warps per sub-partition, 8 one-warp blocks.
+    assert (read("spill-sm90").occupancy_blocks, read("spill-sm90").occupancy_warps) == (8, 8)
+    # 32 registers: 1024 per warp fits 64 warps; one-warp blocks stop at 32 blocks.
+    assert read("maxnreg-spill-sm90").occupancy_blocks == 32
+    # ~97 KiB of shared memory plus ptxas' 1 KiB and the driver's 1 KiB: 2 blocks in 228 KiB.
+    for case in ("matmul-sm90", "matmul-sm100"):
+        res = read(case)
+        assert 96 * 1024 < res.shared_bytes < 114 * 1024 and res.occupancy_blocks == 2, case
+
+
+# Hand-computed: 65536 registers in 4 sub-partitions, allocated per warp in 256s; 64 warps, 32 blocks,
+# 228 KiB shared per SM with 1 KiB reserved per block and 128-byte allocation.
+@pytest.mark.parametrize(
+    ("regs", "shared", "warps", "blocks"),
+    [
+        (32, 0, 4, 16),  # warps: 64 // 4
+        (32, 0, 1, 32),  # blocks: 32
+        (128, 0, 4, 4),  # 4096 per warp: 4 per sub-partition, 16 warps
+        (129, 0, 4, 3),  # 136 x 32 = 4352: 3 per sub-partition, 12 warps
+        (168, 0, 4, 3),  # 5376 per warp: 3 per sub-partition, 12 warps
+        (255, 0, 1, 8),
+        (255, 0, 8, 1),
+        (255, 0, 16, 0),  # 8192 x 16 > 65536: does not fit
+        (256, 0, 1, 0),  # over 255 per thread
+        (0, 0, 4, 16),
+        (32, 48 * 1024, 4, 4),  # 49152 + 1024 = 50176: 233472 // 50176
+        (32, 113 * 1024, 4, 2),  # 116736 exactly: 2 blocks
+        (32, 113 * 1024 + 1, 4, 1),  # rounds to 116864: 1 block
+        (32, 227 * 1024, 4, 1),  # the per-block maximum
+        (32, 227 * 1024 + 1, 4, 0),
+    ],
+)
+def test_occupancy_by_hand(regs: int, shared: int, warps: int, blocks: int) -> None:
+    for target in ("sm90", "sm100"):
+        got = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=warps, target=TARGETS[target])
+        assert got == blocks
+
+
+def test_spill_bytes_sum_access_widths() -> None:
+    sass = """
+        /*0080*/                   STL [R1+0x98], R2 ;
+        /*00b0*/                   STL.64 [R1+0x20], R4 ;
+        /*00c0*/              @!P0 STL.128 [R1+0x30], R8 ;
+        /*00d0*/                   LDL.LU R3, [R1+0x98] ;
+        /*00e0*/                   LDL.LU.64 R4, [R1+0x20] ;
+        /*00f0*/                   LDL.U8 R5, [R1+0x40] ;
+        /*0100*/                   STG.E.64 desc[UR4][R2.64], R4 ;
+        /*0110*/                   LDS R6, [R7] ;
+    """
+    assert spill_bytes(sass) == (4 + 8 + 16, 4 + 8 + 1)
+
+
+def _corrupt_cases() -> dict[str, tuple[bytes, str]]:
+    ck, _ = compiled("add-sm90")
+    good: bytes = ck.asm["cubin"]
+    text = ELFFile(io.BytesIO(good)).get_section_by_name(".text.add_kernel")
+    start, size = text["sh_offset"], text["sh_size"]
+    hsaco = compile_kernel("add_kernel", "gfx950", options=(("num_warps", 4),), BLOCK=1024).asm["hsaco"]
+    return {
+        "empty": (b"", "not a readable cubin"),
+        "garbage": (b"\x7fELF not really" * 64, "not a readable cubin"),
+        "truncated": (good[: len(good) // 2], "cubin is cut short"),
+        "truncated-by-one": (good[:-1], "cubin is cut short"),
+        "hsaco": (hsaco, "not a CUDA ELF"),
+        "garbled-code": (good[:start] + b"\xff" * size + good[start + size :], "nvdisasm rejected the cubin"),
+    }
+
+
+@pytest.mark.parametrize("name", ["empty", "garbage", "truncated", "truncated-by-one", "hsaco", "garbled-code"])
+def test_corrupt_objects_raise_one_line(name: str) -> None:
+    data, expected = _corrupt_cases()[name]
+    with pytest.raises(CorruptObjectError) as raised:
+        read_cubin(data, shared_bytes=0, num_warps=4, target=TARGETS["sm90"])
+    message = str(raised.value)
+    assert expected in message and "\n" not in message and message.strip() == message
+
+
+def test_object_for_another_arch_is_refused() -> None:
+    ck, _ = compiled("add-sm90")
+    with pytest.raises(CorruptObjectError, match="is for sm_90, not the target sm_100"):
+        read_cubin(ck.asm["cubin"], shared_bytes=0, num_warps=4, target=TARGETS["sm100"])
