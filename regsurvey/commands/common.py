@@ -1,0 +1,35 @@
+"""What every subcommand shares: exit statuses, the one-line error, option helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..checkout import CheckoutError
+from ..store import StoreError
+from ..survey import SurveyError
+from ..targets import UnknownTargetError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+BAD_INPUT = (UnknownTargetError, CheckoutError, SurveyError, StoreError)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def split_csv(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--target gfx950,sm90`` and ``--target gfx950 --target sm90`` mean the same."""
+    return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit status 2."""
+    click.echo(f"regsurvey: error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
