@@ -18,14 +18,14 @@ from .targets import TARGETS, Target, get_target
 __version__ = "0.1.0"
 
 
-def tensor(shape, dtype="bf16", *, stride=None, offset=0):  # type: ignore[no-untyped-def]
+def tensor(shape, dtype="bf16", *, stride=None, offset=0, storage_numel=None):  # type: ignore[no-untyped-def]
     """A data-less 'meta' tensor a launch specializes on exactly as on a GPU (see meta_tensor.tensor).
 
     Imported lazily: torch takes a second to import and only kind bodies need it.
     """
     from .meta_tensor import tensor as _tensor
 
-    return _tensor(shape, dtype, stride=stride, offset=offset)
+    return _tensor(shape, dtype, stride=stride, offset=offset, storage_numel=storage_numel)
 
 
 __all__ = [

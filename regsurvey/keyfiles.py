@@ -67,7 +67,8 @@ def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:
         except BaseException as exc:  # a keys file may raise anything, SystemExit included
             raise KeysFileError(
                 f"keys file {where_raised(exc, root)} raised {one_line(exc)}") from None
-        matrices = [v for v in vars(module).values() if isinstance(v, Matrix)]
+        # The same Matrix may be bound to several names: each counts once.
+        matrices = list({id(v): v for v in vars(module).values() if isinstance(v, Matrix)}.values())
         for matrix in matrices:
             for kind in matrix.kinds.values():
                 if kind.name in seen:

@@ -50,22 +50,26 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 def tensor(shape: Sequence[int], dtype: str | torch.dtype = "bf16", *,
-           stride: Sequence[int] | None = None, offset: int = 0) -> torch.Tensor:
+           stride: Sequence[int] | None = None, offset: int = 0,
+           storage_numel: int | None = None) -> torch.Tensor:
     """A data-less tensor of ``shape`` and ``dtype`` (contiguous unless ``stride`` is given).
 
     ``offset`` is a storage offset in elements, for views that start inside an allocation: it moves
     ``data_ptr()`` and so changes the 16-byte alignment Triton specializes on, as on a GPU.
+    ``storage_numel`` sizes the underlying allocation (default: just what the view reaches); on AMD a
+    storage over 2 GiB loses the 32-bit buffer-op pointer range.
     """
     shape = tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     torch_dtype = resolve_dtype(dtype)
     if stride is None:
-        if offset == 0:
+        if offset == 0 and storage_numel is None:
             return torch.empty(shape, dtype=torch_dtype, device="meta")
         stride = torch.empty(shape, dtype=torch_dtype, device="meta").stride()
     stride = tuple(int(s) for s in stride)
     # Storage large enough for the furthest element the strides reach.
     extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
-    storage = torch.empty(offset + extent, dtype=torch_dtype, device="meta")
+    numel = max(offset + extent, storage_numel or 0)
+    storage = torch.empty(numel, dtype=torch_dtype, device="meta")
     return storage.as_strided(shape, stride, offset)

@@ -37,6 +37,7 @@ class SurveyOptions:
     keys: tuple[str, ...] = ()  # only keys whose id matches one of these glob patterns
     jobs: int = 1
     timeout: float = 600.0  # seconds per key
+    triton_cache_dir: str | None = None  # a Triton cache of the survey's own (e.g. a cold one)
 
 
 @dataclass
@@ -59,6 +60,7 @@ class _Worker:
 class _Pool:
     checkout: Checkout
     objects_dir: Path
+    triton_cache_dir: str | None = None
     workers: list[_Worker] = field(default_factory=list)
 
     def spawn(self) -> _Worker:
@@ -66,7 +68,8 @@ class _Pool:
         parent, child = ctx.Pipe()
         process = ctx.Process(
             target=worker_mod.serve, daemon=True, name="regsurvey-worker",
-            args=(child, str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir)))
+            args=(child, str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
+                  self.triton_cache_dir))
         process.start()
         child.close()
         w = _Worker(process, parent)
@@ -124,7 +127,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             get_target(t)  # raises UnknownTargetError with the known names
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
-    pool = _Pool(checkout, objects_dir)
+    pool = _Pool(checkout, objects_dir, options.triton_cache_dir)
     try:
         first = pool.spawn()
         answer = _request(first, {"op": "list", "targets": list(options.targets or []) or None},

@@ -24,7 +24,7 @@ import os
 import sys
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,8 +96,17 @@ class StubDriver:
         return torch.cuda
 
     def get_benchmarker(self) -> Any:
-        """Benchmarking would need a GPU."""
-        raise RuntimeError("regsurvey does not run kernels: nothing can be benchmarked")
+        """A benchmarker that calls the kernel once (so its launch is seen) and reports 0 ms.
+
+        With no GPU there is nothing to time: an autotuner then keeps its first config, and every
+        config it tried has passed through JITFunction.run.
+        """
+
+        def bench(fn: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+            fn()
+            return [0.0] * len(quantiles) if quantiles else 0.0
+
+        return bench
 
 
 def _device_props_namespace(target: Target) -> Any:
@@ -314,3 +323,70 @@ def triton_version() -> str:
     from importlib.metadata import version
 
     return version("triton")
+
+
+def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None], None],
+                            offline_target: Target | None = None) -> None:
+    """Make every ``JITFunction.run`` of this process report its launch to ``record``.
+
+    ``record(jit_function, args, kwargs, grid, specialization_data)`` is called for each launch, with
+    Triton's specialization JSON when this launch compiled (None when it hit Triton's in-process
+    cache). With ``offline_target``, a stub driver stands in for a GPU: nothing is compiled or
+    launched, and every launch reports its specialization for that target.
+    """
+    from triton import knobs
+    from triton.runtime.driver import driver
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+    compiled: list[str] = []
+
+    def hook(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
+             already_compiled: bool) -> bool:
+        compiled.append(compile["specialization_data"])
+        return offline_target is not None  # offline: skip the compile and the launch
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        compiled.clear()
+        try:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            if not warmup:
+                record(self, args, dict(kwargs), grid, compiled[-1] if compiled else None)
+
+    if offline_target is not None:
+        driver.set_active(StubDriver(offline_target))
+    knobs.runtime.jit_cache_hook = hook
+    JITFunction.run = run  # type: ignore[method-assign]
+
+
+def innermost_jit_function(kernel: Any) -> Any:
+    """The JITFunction under ``@triton.autotune`` / ``@triton.heuristics`` wrappers."""
+    from triton.runtime.jit import JITFunction
+
+    seen = 0
+    while not isinstance(kernel, JITFunction):
+        kernel = getattr(kernel, "fn", None)
+        seen += 1
+        if kernel is None or seen > 16:
+            raise TypeError("not a Triton kernel (no JITFunction inside)")
+    return kernel
+
+
+def jit_function_name(fn: Any) -> str:
+    """``module:qualname`` of a JITFunction, the way Triton names it in specialization data."""
+    return f"{fn.fn.__module__}:{fn.fn.__qualname__}"
+
+
+def is_tl_dtype(value: Any) -> bool:
+    """True for a ``triton.language`` dtype passed as a (constexpr) argument."""
+    import triton.language as tl
+
+    return isinstance(value, tl.dtype)
+
+
+def tl_dtype(name: str) -> Any:
+    """The ``triton.language`` dtype called ``name`` (e.g. ``bf16``)."""
+    import triton.language as tl
+
+    return tl.dtype(name)

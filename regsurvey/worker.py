@@ -110,8 +110,10 @@ class Worker:
                    object=ObjectRef(path=path, sha256=sha), triton_hash=compiled.triton_hash)
 
 
-def serve(conn: Any, root: str, keys_dir: str, objects_dir: str) -> None:
+def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None) -> None:
     """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes."""
+    if triton_cache_dir:
+        os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
     # The survey records the fp-fusion setting in its toolchain block; the warning itself would
     # repeat once per worker.
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")

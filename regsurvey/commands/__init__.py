@@ -7,6 +7,8 @@ import click
 
 def register(group: click.Group) -> None:
     """Add every subcommand to ``group``."""
+    from .capture import capture
     from .run import run
 
     group.add_command(run)
+    group.add_command(capture)

@@ -1,0 +1,90 @@
+"""`regsurvey capture`: a running program's launches become a keys file that replays them offline
+to the very specialization the program's launches had."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from regsurvey import toolchain
+from regsurvey.capture import CaptureSession
+from regsurvey.keyfiles import expand_keys, load_kinds
+from regsurvey.targets import get_target
+
+from .conftest import TOY
+
+PROGRAM = '''
+import torch
+from toykernels import ops
+
+x = torch.randn(8, 4096, dtype=torch.bfloat16)
+for _ in range(3):  # the same launch three times: one key
+    ops.scale(x, 0.5, stop=True)
+ops.scale(x[:, 1:], 2.0)  # a view one element in: not 16-byte aligned
+ops.gemm(torch.randn(4, 512, dtype=torch.bfloat16), torch.randn(512, 256, dtype=torch.bfloat16))
+ops.axpy(torch.randn(4000), torch.randn(4000), 2.0)  # autotuned: every config it tries is a launch
+'''
+
+
+@pytest.fixture
+def captured(tmp_path: Path) -> tuple[Path, list[dict]]:
+    project = tmp_path / "project"
+    shutil.copytree(TOY / "toykernels", project / "toykernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "prog.py").write_text(PROGRAM)
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "capture", "--offline", "sm90",
+                          "--records", str(tmp_path / "records.jsonl"), "-o", "keys/captured.py", "--",
+                          sys.executable, "prog.py"], cwd=project, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "captured 9 launches: 6 distinct, 3 kernels -> keys/captured.py" in out.stderr
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    return project, records[1:]
+
+
+def test_replay_has_the_captured_specialization(captured: tuple[Path, list[dict]]) -> None:
+    project, records = captured
+    expected = {(r["kernel"], r["specialization"]) for r in records}
+    assert all(spec for _, spec in expected)
+    sys.path.insert(0, str(project))
+    try:
+        kinds = load_kinds(project, project / "keys")
+        keys = expand_keys(kinds, None)
+        assert [k.id for k in keys] == ["scale_rows/v0", "scale_rows/v1", "matmul/v0",
+                                        "axpy_kernel/v0", "axpy_kernel/v1", "axpy_kernel/v2"]
+        replayed = set()
+        by_name = {k.name: k for k in kinds}
+        for key in keys:
+            session = CaptureSession(get_target(key.target))
+            with toolchain.capturing(session):
+                by_name[key.kind].body(**key.axes_dict)
+            (launch,) = session.launches
+            replayed.add((toolchain.jit_function_name(launch.jit_function), launch.specialization_data))
+    finally:
+        sys.path.remove(str(project))
+    assert replayed == expected
+
+
+def test_replay_surveys_on_other_targets(captured: tuple[Path, list[dict]]) -> None:
+    project, _ = captured
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--target",
+                          "gfx950", "--key", "scale_rows/*"], cwd=project, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["rows"]
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+
+
+def test_capture_of_a_failing_program_keeps_what_it_launched(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(TOY / "toykernels", project / "toykernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "prog.py").write_text(
+        "import torch\nfrom toykernels import ops\nops.scale(torch.randn(2, 64), 1.0)\nraise SystemExit(3)\n")
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "capture", "--offline", "gfx950", "--", sys.executable,
+                          "prog.py"], cwd=project, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 3
+    assert "captured 1 launches: 1 distinct, 1 kernels" in out.stderr
+    assert "TARGETS = ['gfx950']" in (project / "keys" / "captured.py").read_text()
