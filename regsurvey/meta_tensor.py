@@ -10,6 +10,7 @@ which has the same alignment as a fresh GPU allocation (256-byte aligned) plus t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import torch
@@ -63,13 +64,25 @@ def tensor(shape: Sequence[int], dtype: str | torch.dtype = "bf16", *,
     if any(s < 0 for s in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     torch_dtype = resolve_dtype(dtype)
+    device = os.environ.get(MATERIALIZE_ENV) or "meta"
     if stride is None:
         if offset == 0 and storage_numel is None:
-            return torch.empty(shape, dtype=torch_dtype, device="meta")
+            return _allocate(shape, torch_dtype, device)
         stride = torch.empty(shape, dtype=torch_dtype, device="meta").stride()
     stride = tuple(int(s) for s in stride)
     # Storage large enough for the furthest element the strides reach.
     extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
     numel = max(offset + extent, storage_numel or 0)
-    storage = torch.empty(numel, dtype=torch_dtype, device="meta")
+    storage = _allocate((numel,), torch_dtype, device)
     return storage.as_strided(shape, stride, offset)
+
+
+# Set to a torch device ("cuda") to get real, zero-filled tensors instead: the GPU fidelity check
+# runs the same kind bodies on a GPU this way (zeros keep every index a kernel reads in bounds).
+MATERIALIZE_ENV = "REGSURVEY_MATERIALIZE"
+
+
+def _allocate(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tensor:
+    if device == "meta":
+        return torch.empty(shape, dtype=dtype, device="meta")
+    return torch.zeros(shape, dtype=dtype, device=device)
