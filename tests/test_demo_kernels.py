@@ -121,7 +121,7 @@ def front_proj_rmsnorm_fp8():
     from decode_layer import proj
 
     m, k, n = 3, 384, 200
-    gamma = 2.0 ** torch.randint(-1, 2, (k,)).float()
+    gamma = 2.0 ** torch.randint(-1, 2, (k,), generator=_gen(2)).float()
     x = _fp8_exact_activations(m, k, gamma)
     w, w_scale, w_ref = _fp8_weight(n, k)
     out = torch.empty(m, n, dtype=torch.bfloat16)
@@ -158,7 +158,7 @@ def o_proj_residual_in_place():
     m, k, n = 2, 256, 256
     attn = _fp8_exact_activations(m, k, seed=5)
     w, w_scale, w_ref = _fp8_weight(n, k, seed=6)
-    hidden = torch.randn(m, n).to(torch.bfloat16)
+    hidden = torch.randn(m, n, generator=_gen(7)).to(torch.bfloat16)
     ref = hidden.double() + attn.double() @ w_ref.T
     proj.o_proj(attn, w, w_scale, hidden, hidden)
     _close(hidden, ref, what="o_proj")
@@ -189,9 +189,10 @@ def _kv_write_case(cache_dtype, kv_scale: float, finished):
     from decode_layer import attention
 
     rows, page, pages = 4, 16, 6
-    front = torch.randn(rows, 2048 + 576).to(torch.bfloat16)
+    g = _gen(8)
+    front = torch.randn(rows, 2048 + 576, generator=g).to(torch.bfloat16)
     kv_a = front[:, 2048:]  # the kv part of front_proj's output, a strided view
-    norm_w = (torch.rand(512) + 0.5).to(torch.bfloat16)
+    norm_w = (torch.rand(512, generator=g) + 0.5).to(torch.bfloat16)
     cos_sin = _cos_sin(64)
     positions = torch.tensor([3, 17, 40, 5], dtype=torch.int32)
     slots = torch.tensor([0 * page + 3, 4 * page + 15, -1, 2 * page + 0], dtype=torch.int32)
@@ -230,13 +231,19 @@ def kv_write_fp8_scaled():
         got = cache[s // page, s % page].float()
         want_in = (expected[r] / kv_scale).clamp(-448, 448)
         want = want_in.to(fp8).float()
-        # Elements whose correct rounding carries into the next power of two: the interpreter's
-        # cast drops that carry, a GPU does not. Everything else must match bit for bit.
+        # The kernel normalises in fp32 and multiplies by 1 / kv_scale, the reference works in fp64:
+        # a value that sits on a rounding boundary may land one fp8 step (3 mantissa bits) away.
+        binade = torch.floor(torch.log2(want_in.abs().clamp(min=2.0 ** -6)))
+        step = 2.0 ** (binade - 3)
         ok = torch.ones_like(want, dtype=torch.bool)
         if DEVICE == "cpu":
-            ok = want.abs() < 2.0 ** (torch.floor(torch.log2(want_in.abs().clamp(min=1e-30))) + 1)
+            # The interpreter's cast drops the carry when rounding overflows the mantissa (a GPU
+            # does not): skip the elements whose correct rounding carries into the next binade.
+            ok = want.abs() < 2.0 ** (binade + 1)
         assert ok.float().mean() > 0.9, "too few comparable elements"
-        assert torch.equal(got[ok], want[ok]), f"fp8 kv_write row {r} differs"
+        diff = (got - want).abs()
+        assert (diff[ok] <= step[ok]).all(), f"fp8 kv_write row {r}: off by more than one fp8 step"
+        assert (diff[ok] == 0).float().mean() > 0.98, f"fp8 kv_write row {r}: too many one-step misses"
 
 
 def _mla_reference(q, kv_deq, block_table, seq_lens, sm_scale):
@@ -306,8 +313,9 @@ def q_absorb_and_rope():
     from decode_layer import absorb
 
     rows, heads = 3, 4
-    q = torch.randn(rows, heads * 192).to(torch.bfloat16)
-    w_uk = (torch.randn(heads, 128, 512) * 0.1).to(torch.bfloat16)
+    g = _gen(9)
+    q = torch.randn(rows, heads * 192, generator=g).to(torch.bfloat16)
+    w_uk = (torch.randn(heads, 128, 512, generator=g) * 0.1).to(torch.bfloat16)
     cos_sin = _cos_sin(64)
     positions = torch.tensor([1, 30, 63], dtype=torch.int32)
     q_mla = torch.zeros(rows, heads, 576, dtype=torch.bfloat16)
@@ -328,8 +336,9 @@ def v_up_per_head():
     from decode_layer import absorb
 
     rows, heads = 5, 3
-    attn = torch.randn(rows, heads, 512).to(torch.bfloat16)
-    w_uv = (torch.randn(heads, 512, 128) * 0.05).to(torch.bfloat16)
+    g = _gen(10)
+    attn = torch.randn(rows, heads, 512, generator=g).to(torch.bfloat16)
+    w_uv = (torch.randn(heads, 512, 128, generator=g) * 0.05).to(torch.bfloat16)
     out = torch.empty(rows, heads * 128, dtype=torch.bfloat16)
     absorb.v_up(attn, w_uv, out)
     ref = torch.einsum("rhk,hkn->rhn", attn.double(), w_uv.double()).reshape(rows, heads * 128)
