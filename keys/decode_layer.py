@@ -130,7 +130,7 @@ def o_proj(tp, width, stop):
 @matrix.kind(axes=["width", "stop"], name="router")
 def router_logits(width, stop):
     """FP32 router logits from BF16 hi + lo weights (256 x hidden), split-K with an atomic epilogue."""
-    workspace, counters = router.router_workspace(16, EXPERTS, "meta")
+    workspace, counters = router.router_workspace(16, EXPERTS, rs.device())
     router.router_logits(rs.tensor((width, HIDDEN), "bf16"), rs.tensor((EXPERTS, HIDDEN), "bf16"),
                          rs.tensor((EXPERTS, HIDDEN), "bf16"), rs.tensor((width, EXPERTS), "fp32"),
                          workspace, counters, finished=_finished(width, stop))
@@ -151,8 +151,15 @@ def moe_align(width):
 
 
 def _routing(width: int):
-    """The expert-sorted layout moe_align produces for ``width`` tokens."""
-    return moe.MoeRouting.empty(width * TOPK, "meta")
+    """The expert-sorted layout moe_align produces for ``width`` tokens.
+
+    Built from rs.tensor so that, when the GPU fidelity check runs this body for real, the buffers
+    are zero-filled (every slot and expert index in bounds) rather than uninitialised.
+    """
+    slots = width * TOPK
+    blocks = moe.next_power_of_2(slots)
+    return moe.MoeRouting(rs.tensor((blocks * moe.MOE_BLOCK_M,), "int32"), rs.tensor((blocks,), "int32"),
+                          rs.tensor((1,), "int32"), slots, moe.MOE_BLOCK_M)
 
 
 @matrix.kind(axes=["tp", "width", "stop"])

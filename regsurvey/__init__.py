@@ -28,7 +28,14 @@ def tensor(shape, dtype="bf16", *, stride=None, offset=0, storage_numel=None):  
     return _tensor(shape, dtype, stride=stride, offset=offset, storage_numel=storage_numel)
 
 
+def device():  # type: ignore[no-untyped-def]
+    """The torch device a kind body should allocate extra buffers on (``meta`` while surveyed)."""
+    from .meta_tensor import device as _device
+
+    return _device()
+
+
 __all__ = [
-    "Key", "Kind", "Matrix", "TARGETS", "Target", "get_target", "launch", "pin_config", "target",
+    "Key", "Kind", "Matrix", "device", "TARGETS", "Target", "get_target", "launch", "pin_config", "target",
     "tensor", "__version__",
 ]

@@ -82,6 +82,11 @@ def tensor(shape: Sequence[int], dtype: str | torch.dtype = "bf16", *,
 MATERIALIZE_ENV = "REGSURVEY_MATERIALIZE"
 
 
+def device() -> torch.device:
+    """The device kind bodies allocate on: ``meta`` under a survey (a GPU in the fidelity check)."""
+    return torch.device(os.environ.get(MATERIALIZE_ENV) or "meta")
+
+
 def _allocate(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tensor:
     if device == "meta":
         return torch.empty(shape, dtype=dtype, device="meta")
