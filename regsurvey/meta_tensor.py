@@ -45,6 +45,8 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
         if base == "e4m3":
             return torch.float8_e4m3fnuz if fnuz else torch.float8_e4m3fn
         return torch.float8_e5m2fnuz if fnuz else torch.float8_e5m2
+    if name not in _DTYPES and isinstance(getattr(torch, name, None), torch.dtype):
+        return getattr(torch, name)  # torch's own names, as launch records spell them
     if name not in _DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; known: e4m3, e5m2, {', '.join(sorted(_DTYPES))}")
     return _DTYPES[name]

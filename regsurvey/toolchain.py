@@ -313,8 +313,12 @@ def toolchain_info(backend: str) -> dict[str, Any]:
     else:
         from triton.backends.nvidia import compiler as nv
 
-        out = nv.get_ptxas_version(90)
-        info["ptxas"] = out.strip().splitlines()[-1] if out.strip() else ""
+        # Which ptxas compiles an arch moved between Triton versions (3.6: the 12.x ptxas below
+        # sm_100; 3.9: the 13.x "ptxas-blackwell" from sm_90 on): record it per target.
+        info["ptxas"] = {
+            t.name: nv.get_ptxas_version(int(t.arch)).strip().splitlines()[-1]
+            for t in TARGETS.values() if t.is_nvidia
+        }
     return info
 
 
@@ -323,6 +327,13 @@ def triton_version() -> str:
     from importlib.metadata import version
 
     return version("triton")
+
+
+def ptxas_path(arch: int) -> str:
+    """The ptxas Triton runs for compute capability ``arch`` (e.g. 90)."""
+    from triton.backends.nvidia import compiler as nv
+
+    return str(nv.get_ptxas(arch).path)
 
 
 def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None], None],

@@ -8,7 +8,6 @@ here, not regsurvey's reader. NVIDIA: the bundled ptxas re-run with ``-v`` on th
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import subprocess
 import tempfile
@@ -84,12 +83,12 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
 
 def ptxas_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     """Registers, stack and spill bytes from the bundled ptxas re-run on the stored PTX with -v."""
-    import triton.backends.nvidia as nv
+    from regsurvey.toolchain import ptxas_path
 
     ptx = stored_text(store, row, "ptx")
     arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
     assert arch
-    ptxas = os.path.join(os.path.dirname(nv.__file__), "bin", "ptxas-blackwell")
+    ptxas = ptxas_path(int(re.sub(r"\D", "", arch.group(1))))
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.ptx"
         src.write_text(ptx)

@@ -12,6 +12,7 @@ import re
 
 import msgpack
 import pytest
+import triton
 from elftools.elf.elffile import ELFFile
 
 from regsurvey.amd_object import AmdResources, amd_occupancy, parse_hsaco, read_hsaco
@@ -19,6 +20,10 @@ from regsurvey.errors import CorruptObjectError
 from regsurvey.targets import TARGETS
 
 from .objects_kernels import SIGNATURES, compile_kernel
+
+# Facts of Triton 3.9's compiler (its async-copy pipeline on gfx950, its LLVM's SGPR occupancy model);
+# Triton 3.6 builds these kernels differently, and regsurvey supports both.
+TRITON_39 = tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 9)
 
 MATMUL = {"BM": 128, "BN": 128, "BK": 64}
 
@@ -106,6 +111,8 @@ def test_occupancy_matches_llvm_where_lds_does_not_bind(case: str) -> None:
     # LLVM never sees Triton's LDS (allocated dynamically), so its ``; Occupancy`` is the register
     # limit alone: compare with LDS left out. All cases have <= 4 waves per workgroup, where
     # workgroup rounding changes nothing.
+    if case == "sgpr-spill-gfx950" and not TRITON_39:
+        pytest.skip("older LLVM (Triton 3.6) uses the pre-trap-handler SGPR occupancy table")
     res, text = read(case)
     _, target = compiled(case)
     ck, _ = compiled(case)
@@ -117,6 +124,7 @@ def test_occupancy_matches_llvm_where_lds_does_not_bind(case: str) -> None:
         assert res.occupancy == registers_only
 
 
+@pytest.mark.skipif(not TRITON_39, reason="Triton 3.9's async-copy pipeline")
 def test_lds_binds_the_pipelined_gemm_on_gfx950() -> None:
     res, text = read("matmul-async-gfx950")
     # Two stages of 128x64 + 64x128 fp16 tiles: about 66 KiB, so 2 workgroups of 4 waves per CU.
@@ -171,7 +179,7 @@ def test_kernarg_sgprs_match_the_compatibility_prologue(case: str) -> None:
     assert {int(base) for _dest, base, _offset in loads} == {kd.kernarg_segment_ptr_sgpr}
     first = {int(offset, 16): int(dest) for dest, _base, offset in loads}
     assert first[kd.kernarg_preload_offset * 4] == kd.kernarg_preload_sgpr
-    expected = {"add-gfx950": 0, "add-gfx942": 0, "matmul-async-gfx950": 4}
+    expected = {"add-gfx950": 0, "add-gfx942": 0, "matmul-async-gfx950": 4 if TRITON_39 else 0}
     if case in expected:
         assert kd.kernarg_segment_ptr_sgpr == expected[case]
 

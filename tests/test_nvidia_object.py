@@ -20,6 +20,7 @@ from elftools.elf.elffile import ELFFile
 from regsurvey.errors import CorruptObjectError
 from regsurvey.nvidia_object import NvidiaResources, nvidia_occupancy_blocks, read_cubin, spill_bytes, tool_path
 from regsurvey.targets import TARGETS
+from regsurvey.toolchain import ptxas_path
 
 from .objects_kernels import compile_kernel
 
@@ -58,7 +59,8 @@ def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
         src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
         done = subprocess.run(
-            [tool_path("ptxas-blackwell"), "-lineinfo", "-v", "--regAllocOptLevel=2", f"--gpu-name={arch[1]}", str(src),
+            [ptxas_path(int(arch[1][3:].rstrip("a"))), "-lineinfo", "-v", "--regAllocOptLevel=2",
+             f"--gpu-name={arch[1]}", str(src),
              "-o", str(out)],
             capture_output=True, text=True, check=True, timeout=120,
         )  # fmt: skip

@@ -44,5 +44,6 @@ def test_survey_records_the_toolchain(toy_survey: tuple[Path, dict]) -> None:
     assert survey["toolchain"]["hip"]["triton"] == triton.__version__
     if tuple(map(int, triton.__version__.split(".")[:2])) >= (3, 9):
         assert survey["toolchain"]["hip"]["amd_codegen_revision"]
-    assert survey["toolchain"]["cuda"]["ptxas"].startswith("Build cuda_")
+    assert set(survey["toolchain"]["cuda"]["ptxas"]) == {"sm90", "sm100"}
+    assert all(v.startswith("Build cuda_") for v in survey["toolchain"]["cuda"]["ptxas"].values())
     assert survey["schema_version"] == 1 and len(survey["commit"]) == 40

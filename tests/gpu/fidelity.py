@@ -129,6 +129,53 @@ def compare(survey: dict[str, Any], real: dict[str, list[dict[str, Any]]]) -> li
     return mismatches
 
 
+def capture_check(target: str, workdir: Path, program: list[str] | None = None,
+                  offline: bool = False) -> tuple[int, list[str]]:
+    """`regsurvey capture` of a real GPU program, replayed offline: the same specialization?
+
+    The program is the demo kernels' numeric checks on the GPU. Each launch's specialization that
+    Triton computed on the GPU (recorded by the capture) must equal the one the generated keys file's
+    replay computes offline for the same target.
+    """
+    keys_file = workdir / "keys" / "captured.py"
+    records = workdir / "records.jsonl"
+    program = program or [sys.executable, str(ROOT / "tests" / "test_demo_kernels.py"), "--device", "cuda"]
+    cmd = [sys.executable, "-m", "regsurvey", "capture", "--records", str(records), "-o", str(keys_file)]
+    cmd += ["--offline", target] if offline else []
+    out = subprocess.run([*cmd, "--", *program], cwd=ROOT, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        return 0, [f"capture failed: {out.stderr.strip()[-2000:]}"]
+    from regsurvey import toolchain
+    from regsurvey.capture import CaptureSession
+    from regsurvey.keyfiles import expand_keys, load_kinds
+    from regsurvey.targets import get_target
+
+    gpu = {}
+    for line in records.read_text().splitlines()[1:]:
+        rec = json.loads(line)
+        if rec["specialization"]:
+            gpu[json.dumps([rec["kernel"], rec["args"], rec["kwargs"]], sort_keys=True)] = rec["specialization"]
+    sys.path.insert(0, str(ROOT))
+    kinds = {k.name: k for k in load_kinds(workdir, workdir / "keys")}
+    mismatches, checked = [], 0
+    for key in expand_keys(list(kinds.values()), [target]):
+        record = sys.modules["regsurvey_keys_captured"].LAUNCHES[key.kind][key.axes_dict["v"]]
+        ident = json.dumps([record["kernel"], record["args"], record["kwargs"]], sort_keys=True)
+        if ident not in gpu:
+            continue  # this launch hit Triton's in-process cache on the GPU: no specialization recorded
+        session = CaptureSession(get_target(target))
+        try:
+            with toolchain.capturing(session):
+                kinds[key.kind].body(**key.axes_dict)
+        except Exception as exc:
+            mismatches.append(f"capture {key.id}: replay failed: {type(exc).__name__}: {exc}")
+            continue
+        checked += 1
+        if [launch.specialization_data for launch in session.launches] != [gpu[ident]]:
+            mismatches.append(f"capture {key.id}: offline replay specializes differently from the GPU launch")
+    return checked, mismatches
+
+
 def environment() -> dict[str, Any]:
     """GPU, driver and toolchain versions of this machine."""
     import torch
@@ -156,8 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     keys = {r["key"] for r in survey["rows"]}
     real = real_launches(args.target, keys)
     mismatches = compare(survey, real)
+    with tempfile.TemporaryDirectory(prefix="regsurvey-capture-") as tmp:
+        captured, capture_mismatches = capture_check(args.target, Path(tmp))
+    mismatches += capture_mismatches
     outcome = {
         **environment(), "target": args.target, "keys_checked": len(keys), "launches_checked": len(survey["rows"]),
+        "captured_launches_replayed": captured,
         "survey_toolchain": survey["toolchain"], "mismatches": mismatches,
         "offline_survey_s": round(survey_s, 1), "total_s": round(time.monotonic() - start, 1),
         "spilling_keys": sorted({r["key"] for r in survey["rows"] if r["resources"].get("spill_store_bytes")}),
@@ -165,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(outcome, indent=1) + "\n")
     print(f"{outcome['gpu']}: {len(keys)} keys, {len(survey['rows'])} launches checked, "
+          f"{captured} captured launches replayed, "
           f"{len(mismatches)} mismatches -> {args.out}")
     for line in mismatches:
         print("  " + line)
