@@ -3,11 +3,12 @@ surveying it (in a temporary worktree) and storing the result. What diff, stack,
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from .checkout import commit_checkout, repo_root, resolve_commit, working_tree
+from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
 from .results import Survey
-from .store import Store
+from .store import Store, StoreError
 from .survey import Progress, SurveyOptions, survey_checkout
 from .targets import get_target
 
@@ -26,22 +27,41 @@ def current_toolchain(targets: list[str]) -> dict[str, dict]:
 
 def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOptions,
                   progress: Progress | None = None, reuse: bool = True) -> Survey:
-    """The survey of ``rev`` (None: the working tree) for ``options.targets``.
+    """The survey of ``rev`` (None: the working tree) for ``options.targets`` (None: the matrices').
 
-    A stored survey is reused when it covers every requested target, was made with the same
-    toolchain and selects the same keys; anything else is surveyed now and stored.
+    A stored survey of the same commit is reused when it covers every requested target (or the
+    matrices' own targets, when none is requested), was made with the same toolchain and selects every
+    key. A working tree with uncommitted edits is always surveyed again (its unchanged kernels still
+    come from the content-addressed result cache). A damaged stored survey is reported and redone.
     """
     store.prepare()
-    if rev is not None and reuse and options.targets and not (options.kinds or options.keys):
-        repo = repo_root(start)
-        if repo is not None:
-            stored = store.load(resolve_commit(repo, rev), list(options.targets))
-            if stored is not None and stored.toolchain == current_toolchain(list(options.targets)):
-                return stored
+    commit = _commit_of(start, rev)
+    if reuse and commit is not None and not (options.kinds or options.keys):
+        targets = list(options.targets) if options.targets else store.default_targets(commit)
+        stored = None
+        if targets:
+            try:
+                stored = store.load(commit, targets)
+            except StoreError as exc:
+                print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
+        if stored is not None and stored.toolchain == current_toolchain(targets or []):
+            return stored
     if rev is not None:
         with commit_checkout(start, rev) as checkout:
             survey = survey_checkout(checkout, store.objects.root, options, progress)
     else:
         survey = survey_checkout(working_tree(start), store.objects.root, options, progress)
-    store.save(survey)
+    if not (options.kinds or options.keys):
+        store.save(survey, default_targets=not options.targets)
+    else:
+        store.save(survey)
     return survey
+
+
+def _commit_of(start: Path, rev: str | None) -> str | None:
+    if rev is None:
+        return working_tree(start).commit  # None when there are uncommitted edits
+    repo = repo_root(start)
+    if repo is None:
+        raise CheckoutError(f"--commit needs a git repository, and {start} is not in one")
+    return resolve_commit(repo, rev)

@@ -47,6 +47,7 @@ class Row:
     num_warps: int | None = None
     num_stages: int | None = None
     where: str | None = None  # file:line of the launch in the project's code
+    reused: bool = False  # True when the result came from an earlier compile of the same Triton key
 
     @property
     def row_id(self) -> str:
@@ -104,9 +105,13 @@ class Survey:
     def merge(self, other: Survey) -> Survey:
         """This survey plus another target's rows of the same commit."""
         targets = tuple(dict.fromkeys(self.targets + other.targets))
-        keep = [r for r in self.rows if r.target not in other.targets]
+        keep = [r for r in self.rows if r.target not in other.targets] + list(other.rows)
+        # The order a survey makes: key by key (in the keys' own order), then target, then launch.
+        key_order = {k: i for i, k in enumerate(dict.fromkeys(r.key for r in keep))}
+        target_order = {t: i for i, t in enumerate(targets)}
+        keep.sort(key=lambda r: (key_order[r.key], target_order[r.target], r.launch))
         return Survey(commit=self.commit, label=self.label, targets=targets,
-                      toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep) + other.rows,
+                      toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
                       dirty=self.dirty, created=other.created or self.created)
 
 

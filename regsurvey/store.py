@@ -9,6 +9,7 @@ Layout::
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,10 +31,17 @@ class Store:
     def _dir(self, commit: str | None) -> Path:
         return self.root / "surveys" / (commit or "worktree")
 
-    def save(self, survey: Survey) -> list[Path]:
-        """Store each target's rows of ``survey`` as its own file; return the paths written."""
+    def save(self, survey: Survey, default_targets: bool = False) -> list[Path]:
+        """Store each target's rows of ``survey`` as its own file; return the paths written.
+
+        ``default_targets``: the survey covers every key on the matrices' own targets, which later
+        runs without ``--target`` may then reuse.
+        """
         self.prepare()
         paths = []
+        if default_targets:
+            atomic_write(self._dir(survey.commit) / "index.json",
+                         json.dumps({"default_targets": list(survey.targets)}).encode())
         for target in survey.targets:
             part = replace(survey, targets=(target,),
                            rows=tuple(r for r in survey.rows if r.target == target))
@@ -47,6 +55,14 @@ class Store:
         marker = self.root / ".gitignore"
         if not marker.exists():
             atomic_write(marker, b"# created by regsurvey\n*\n")
+
+    def default_targets(self, commit: str) -> list[str] | None:
+        """The matrices' targets of ``commit``, if a full survey of it was stored."""
+        try:
+            data = json.loads((self._dir(commit) / "index.json").read_text())
+            return [str(t) for t in data["default_targets"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def load(self, commit: str | None, targets: list[str]) -> Survey | None:
         """The stored survey of ``commit`` for all ``targets``, or None if any target is missing."""

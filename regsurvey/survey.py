@@ -7,11 +7,14 @@ its key marked ``error``), survives a worker that dies, and turns the rows into 
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import json
 import multiprocessing
 import multiprocessing.connection
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +23,7 @@ from typing import Any
 from . import worker as worker_mod
 from .checkout import Checkout
 from .matrix import Key
+from .objectstore import atomic_write
 from .results import Row, Survey
 from .targets import get_target
 
@@ -38,6 +42,7 @@ class SurveyOptions:
     jobs: int = 1
     timeout: float = 600.0  # seconds per key
     triton_cache_dir: str | None = None  # a Triton cache of the survey's own (e.g. a cold one)
+    reuse_results: bool = True  # take results of identical kernels from the content-addressed cache
 
 
 @dataclass
@@ -70,7 +75,8 @@ class _Pool:
             target=worker_mod.serve, daemon=True, name="regsurvey-worker",
             args=(child, str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
                   self.triton_cache_dir))
-        process.start()
+        with _main_module_hidden():
+            process.start()
         child.close()
         w = _Worker(process, parent)
         self.workers.append(w)
@@ -84,14 +90,28 @@ class _Pool:
         self.workers.remove(w)
 
     def close(self) -> None:
+        # Workers keep nothing unsaved (objects and cache entries are written atomically), and a
+        # polite shutdown of an interpreter holding torch and Triton takes most of a second: kill.
         for w in list(self.workers):
-            try:
-                if w.process.is_alive() and w.key is None:
-                    w.conn.send({"op": "stop"})
-                    w.process.join(timeout=2)
-            except (OSError, BrokenPipeError):
-                pass
             self.kill(w)
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Spawn re-runs the parent's ``__main__`` script in each child unless it cannot find it. A worker
+    needs nothing from it (and a caller's unguarded script would start surveying again in every
+    worker): hide it while the worker starts."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved: dict[str, Any] = {n: main.__dict__[n] for n in ("__file__", "__spec__") if n in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None  # spawn reads it, so it must exist
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
 
 
 def _request(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -129,7 +149,10 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
     pool = _Pool(checkout, objects_dir, options.triton_cache_dir)
     try:
+        # Start every worker now: they import torch, Triton and the keys while the first lists keys.
         first = pool.spawn()
+        for _ in range(max(0, options.jobs - 1)):
+            pool.spawn()
         answer = _request(first, {"op": "list", "targets": list(options.targets or []) or None},
                           timeout=max(options.timeout, 120))
         if not answer["ok"]:
@@ -146,7 +169,9 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
                 raise SurveyError(info["error"])
             toolchain[backend] = info["toolchain"]
         progress.on_start(len(keys))
-        results = _run_keys(pool, keys, options, progress)
+        costs = KeyCosts(objects_dir.parent / "costs.json")
+        results = _run_keys(pool, costs.longest_first(keys), options, progress)
+        costs.update(r for rows in results.values() for r in rows)
     finally:
         pool.close()
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
@@ -157,13 +182,43 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
+class KeyCosts:
+    """Compile seconds per (key, target) from earlier surveys, to schedule the slowest keys first.
+
+    A long key started last is the tail that keeps every other worker idle; started first, it
+    overlaps with the rest. Keys never surveyed go first of all: their cost is unknown.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.seconds: dict[str, float] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.seconds = {}  # none yet, or damaged: scheduling order is only an optimisation
+
+    def longest_first(self, keys: list[Key]) -> list[Key]:
+        """``keys`` reordered: unknown cost first, then by decreasing cost (stable)."""
+        return sorted(keys, key=lambda k: -self.seconds.get(f"{k.target}:{k.id}", float("inf")))
+
+    def update(self, rows: Any) -> None:
+        """Record the compile time of each key (all its launches together) and save."""
+        totals: dict[str, float] = {}
+        for r in rows:
+            if r.ok and not r.reused:
+                totals[f"{r.target}:{r.key}"] = totals.get(f"{r.target}:{r.key}", 0.0) + r.compile_s
+        if not totals:
+            return
+        self.seconds.update({k: round(v, 3) for k, v in totals.items()})
+        try:
+            atomic_write(self.path, json.dumps(self.seconds, sort_keys=True).encode())
+        except OSError:
+            pass
+
+
 def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions,
               progress: Progress) -> dict[tuple[str, str], list[Row]]:
-    pending = list(reversed(keys))  # pop() from the end keeps the listed order
+    pending = list(reversed(keys))  # pop() from the end keeps the given order
     results: dict[tuple[str, str], list[Row]] = {}
-    jobs = max(1, min(options.jobs, len(keys)))
-    while len(pool.workers) < jobs:
-        pool.spawn()
 
     def finish(done: Key, rows: list[Row]) -> None:
         results[(done.id, done.target)] = rows
@@ -174,8 +229,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions,
             if w.key is None and pending:
                 nxt = pending.pop()
                 w.key, w.started = nxt, time.monotonic()
-                w.conn.send({"op": "survey", "key": {"kind": nxt.kind, "axes": [list(p) for p in nxt.axes],
-                                                     "target": nxt.target, "id": nxt.id}})
+                w.conn.send({"op": "survey", "reuse": options.reuse_results,
+                             "key": {"kind": nxt.kind, "axes": [list(p) for p in nxt.axes],
+                                     "target": nxt.target, "id": nxt.id}})
         busy = [w for w in pool.workers if w.key is not None]
         now = time.monotonic()
         wait_for = max(0.0, min(w.started + options.timeout - now for w in busy))

@@ -268,6 +268,29 @@ class CompiledObject:
     metadata: dict[str, Any]
 
 
+def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
+    """The hash ``triton.compile`` would give this launch, computed without compiling.
+
+    The same key Triton's own cache uses (triton_key, source and dependencies, signature, constexprs,
+    attrs, backend, options, cache-invalidating environment): equal hash = the same kernel.
+    """
+    import hashlib
+
+    from triton import knobs
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+    from triton.compiler import ASTSource, make_backend
+    from triton.runtime.cache import get_cache_key
+
+    src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+    backend = make_backend(gpu_target(target))
+    options = backend.parse_options(dict(launch.options, **src.parse_options()))
+    key = get_cache_key(src, backend, options, env_vars=get_cache_invalidating_env_vars())
+    stages_hook = getattr(knobs.runtime, "add_stages_inspection_hook", None)  # Triton >= 3.9
+    if stages_hook is not None:
+        key += stages_hook()[0]
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
     """Compile a captured launch exactly as ``JITFunction._do_compile`` would."""
     import triton
@@ -302,6 +325,8 @@ def toolchain_info(backend: str) -> dict[str, Any]:
         "fp_fusion": bool(knobs.language.default_fp_fusion)
         and not getattr(knobs.language, "force_disable_fp_fusion", False),
         "fp_fusion_env": os.environ.get("TRITON_DEFAULT_FP_FUSION"),
+        # Environment variables that change what Triton compiles (part of its cache key).
+        "env": _cache_invalidating_env(),
     }
     if backend == "hip":
         from triton.backends.amd import compiler as amd
@@ -320,6 +345,12 @@ def toolchain_info(backend: str) -> dict[str, Any]:
             for t in TARGETS.values() if t.is_nvidia
         }
     return info
+
+
+def _cache_invalidating_env() -> dict[str, str]:
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    return {k: str(v) for k, v in sorted(get_cache_invalidating_env_vars().items())}
 
 
 def triton_version() -> str:

@@ -22,6 +22,7 @@ from .errors import CorruptObjectError
 from .keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
 from .matrix import Key, Kind
 from .objectstore import ObjectStore
+from .resultcache import CachedResult, ResultCache
 from .results import ObjectRef, Row
 from .targets import Target, get_target
 
@@ -52,6 +53,7 @@ class Worker:
         self.root = root
         self.keys_dir = keys_dir
         self.objects = ObjectStore(objects_dir)
+        self.results = ResultCache(self.objects)
         self._kinds: dict[str, Kind] | None = None
 
     def kinds(self) -> dict[str, Kind]:
@@ -66,7 +68,7 @@ class Worker:
         order = {k.name: i for i, k in enumerate(kinds)}
         return [{**asdict(k), "kind_index": order[k.kind]} for k in expand_keys(kinds, targets)]
 
-    def survey_key(self, key: Key) -> list[Row]:
+    def survey_key(self, key: Key, reuse: bool = True) -> list[Row]:
         """Run the key's kind body under capture, compile each launch, read its resources."""
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
@@ -84,14 +86,22 @@ class Worker:
             file, line = kind.source
             return [Row(**base, kernel=None, status="error",
                         error=f"kind body ({file}:{line}) launched no kernel")]
-        return [self._compile_row(base, i, launch, target) for i, launch in enumerate(session.launches)]
+        return [self._compile_row(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
 
     def _compile_row(self, base: dict[str, Any], index: int, launch: CapturedLaunch,
-                     target: Target) -> Row:
+                     target: Target, reuse: bool) -> Row:
         common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
                       num_warps=launch.options.get("num_warps"),
                       num_stages=launch.options.get("num_stages"), where=launch.where or None)
         start = time.perf_counter()
+        try:
+            cache_hash = toolchain.triton_cache_hash(launch, target)
+        except Exception:  # let the compile below report what is wrong
+            cache_hash = None
+        cached = self.results.get(cache_hash) if cache_hash and reuse else None
+        if cached is not None:
+            return Row(**common, status="ok", resources=cached.resources, compile_s=cached.compile_s,
+                       object=cached.object, triton_hash=cache_hash, reused=True)
         try:
             compiled = toolchain.compile_launch(launch, target)
         except Exception as exc:
@@ -106,8 +116,11 @@ class Worker:
         ext = "hsaco" if target.is_amd else "cubin"
         sha, path = self.objects.put(compiled.binary, ext, extras={
             name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir") if name in compiled.asm})
-        return Row(**common, status="ok", resources=resources, compile_s=compile_s,
-                   object=ObjectRef(path=path, sha256=sha), triton_hash=compiled.triton_hash)
+        ref = ObjectRef(path=path, sha256=sha)
+        self.results.put(compiled.triton_hash, CachedResult(kernel=launch.kernel, resources=resources, object=ref,
+                                                            compile_s=compile_s, extra={}))
+        return Row(**common, status="ok", resources=resources, compile_s=compile_s, object=ref,
+                   triton_hash=compiled.triton_hash)
 
 
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None) -> None:
@@ -122,6 +135,10 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
     sys.path.insert(0, root)
     worker = Worker(Path(root), Path(keys_dir), Path(objects_dir))
+    try:
+        worker.kinds()  # warm up (torch, Triton, the project's kernels) before the first request
+    except BaseException:  # noqa: S110 - reported again, with its message, when a request needs the keys
+        worker._kinds = None
     while True:
         try:
             request = conn.recv()
@@ -137,7 +154,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                 conn.send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
             elif op == "survey":
                 rows = worker.survey_key(Key(**{**request["key"], "axes": tuple(
-                    tuple(p) for p in request["key"]["axes"])}))
+                    tuple(p) for p in request["key"]["axes"])}), reuse=request.get("reuse", True))
                 conn.send({"ok": True, "rows": [asdict(r) for r in rows]})
             else:
                 conn.send({"ok": False, "error": f"unknown request {op!r}"})

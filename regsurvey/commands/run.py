@@ -34,9 +34,11 @@ from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail, split_csv, usable_c
               default=Path("."), help="Run as if started in this directory.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any key fails to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("--force", is_flag=True, help="Compile every key again: reuse neither a stored survey of this "
+              "commit nor stored results of identical kernels.")
 def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
         jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, strict: bool,
-        quiet: bool) -> None:
+        quiet: bool, force: bool) -> None:
     """Compile every key of a commit for every target and report its resources."""
     from rich.console import Console
 
@@ -44,7 +46,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
     from ..output.table import print_survey
 
     options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys,
-                            jobs=jobs or usable_cores(), timeout=timeout)
+                            jobs=jobs or usable_cores(), timeout=timeout, reuse_results=not force)
     start = repo.resolve()
     try:
         if options.targets:
@@ -52,7 +54,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
                                        "targets": tuple(get_target(t).name for t in options.targets)})
         store = Store(store_dir) if store_dir else default_store(start)
         with survey_progress(enabled=not quiet) as progress:
-            survey = obtain_survey(start, rev, store, options, progress, reuse=False)
+            survey = obtain_survey(start, rev, store, options, progress, reuse=not force)
     except BAD_INPUT as exc:
         fail(str(exc))
     except KeyboardInterrupt:
