@@ -1,4 +1,4 @@
-"""A progress bar for surveys on stderr: keys done/total, failures so far, ETA.
+"""A progress bar for surveys on stderr: keys done/total, launches compiled and reused, failures, ETA.
 
 Quiet when stderr is not a terminal or when disabled (``--quiet``).
 """
@@ -24,18 +24,20 @@ def survey_progress(enabled: bool = True) -> Iterator[Progress]:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
     from rich.progress import Progress as Bar
 
-    failures = 0
+    counts = {"failed": 0, "compiled": 0, "reused": 0}
     with Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-             TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+             TextColumn("{task.fields[compiled]} compiled, {task.fields[reused]} reused, "
+                        "{task.fields[failed]} failed"), TimeRemainingColumn(),
              console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("listing keys", total=None, failed=0)
+        task = bar.add_task("listing keys", total=None, **counts)
 
         def on_start(total: int) -> None:
             bar.update(task, total=total, description="surveying")
 
         def on_key(key: Key, rows: list[Row]) -> None:
-            nonlocal failures
-            failures += any(not r.ok for r in rows)
-            bar.update(task, advance=1, failed=failures, description=key.id)
+            counts["failed"] += any(not r.ok for r in rows)
+            counts["reused"] += sum(r.reused for r in rows)
+            counts["compiled"] += sum(r.ok and not r.reused for r in rows)
+            bar.update(task, advance=1, description=key.id, **counts)
 
         yield Progress(on_start=on_start, on_key=on_key)
