@@ -1,0 +1,176 @@
+"""How fast regsurvey surveys, against the toolchain's own compile time (issue targets in README).
+
+Prints, in one run on the demo suite (this repository's keys/ and decode_layer/):
+
+1. the sum of raw ``triton.compile`` times for every demo launch in a bare loop (one process, cold
+   Triton cache): the floor;
+2. a cold survey at ``-j 1`` (cold Triton cache, empty store) and its ratio to that floor;
+3. a warm re-run of the same commit (the stored survey is reused);
+4. a survey of a commit that changed one kind (how many launches compiled, and whether only that kind's);
+5. ``regsurvey diff`` of two commits that were both surveyed (if the diff command is installed);
+6. the peak memory (RSS) of the largest survey process (a worker);
+7. cold surveys at ``-j 1, 2, 4, 8, 16`` up to the usable cores, against the bound
+   max(longest key, sum of compile times / N).
+
+    python benchmarks/survey_speed.py [--targets gfx950,sm90] [--jobs 1,2,4] [--quick]
+
+A benchmark, not a test: it asserts nothing and prints figures measured side by side in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def regsurvey(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, dict | None, str]:
+    """Run the CLI; (wall seconds, parsed JSON output or None, stderr)."""
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "regsurvey", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if out.returncode != 0:
+        raise SystemExit(f"regsurvey {' '.join(args)} failed:\n{out.stderr[-3000:]}")
+    data = json.loads(out.stdout) if "--format" in args and "json" in args else None
+    return wall, data, out.stderr
+
+
+def bare_loop(targets: list[str], cache: Path, key_glob: str | None) -> tuple[float, int]:
+    """Sum of triton.compile seconds over every demo launch, cold cache, in this process's child."""
+    code = f"""
+import fnmatch, json, os, sys, time
+os.environ["TRITON_CACHE_DIR"] = {str(cache)!r}
+sys.path.insert(0, {str(ROOT)!r})
+from pathlib import Path
+from regsurvey import toolchain
+from regsurvey.capture import CaptureSession
+from regsurvey.keyfiles import expand_keys, load_kinds
+from regsurvey.targets import get_target
+import triton
+from triton.compiler import ASTSource
+kinds = {{k.name: k for k in load_kinds(Path({str(ROOT)!r}), Path({str(ROOT / 'keys')!r}))}}
+total, n = 0.0, 0
+for key in expand_keys(list(kinds.values()), {targets!r}):
+    if {key_glob!r} and not fnmatch.fnmatchcase(key.id, {key_glob!r}):
+        continue
+    session = CaptureSession(get_target(key.target))
+    with toolchain.capturing(session):
+        kinds[key.kind].body(**key.axes_dict)
+    for launch in session.launches:
+        src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+        t = time.perf_counter()
+        triton.compile(src, target=toolchain.gpu_target(session.target), options=dict(launch.options))
+        total += time.perf_counter() - t
+        n += 1
+print(json.dumps([total, n]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    total, n = json.loads(out.stdout.strip().splitlines()[-1])
+    return total, n
+
+
+def key_seconds(data: dict) -> dict[str, float]:
+    """Compile seconds per (key, target) in a cold survey: launches it compiled, not those it reused
+    from an identical kernel compiled earlier in the same survey (those cost no compile)."""
+    per: dict[str, float] = {}
+    for r in data["rows"]:
+        cost = 0.0 if r["reused"] else r["compile_s"]
+        per[f"{r['target']}:{r['key']}"] = per.get(f"{r['target']}:{r['key']}", 0.0) + cost
+    return per
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", default="gfx950,sm90")
+    parser.add_argument("--jobs", default=None, help="comma-separated worker counts for the scaling runs")
+    parser.add_argument("--key", default=None, help="only keys matching this glob (a quicker benchmark)")
+    args = parser.parse_args()
+    targets = args.targets.split(",")
+    cores = len(os.sched_getaffinity(0))
+    jobs = [int(j) for j in args.jobs.split(",")] if args.jobs else [j for j in (1, 2, 4, 8, 16) if j <= cores]
+    key_args = ["--key", args.key] if args.key else []
+    work = Path(tempfile.mkdtemp(prefix="regsurvey-bench-"))
+    try:
+        import triton
+
+        print(f"machine: {cores} usable cores; Python {sys.version.split()[0]}; Triton {triton.__version__}")
+        print(f"suite: demo decode layer, targets {', '.join(targets)}" + (f", keys {args.key}" if args.key else ""))
+
+        # 1. the floor
+        floor, launches = bare_loop(targets, work / "bare-cache", args.key)
+        print(f"1. bare triton.compile loop (cold cache): {floor:7.1f} s for {launches} launches")
+
+        # 2. cold survey at -j 1
+        env = dict(os.environ, TRITON_CACHE_DIR=str(work / "cold-cache"))
+        store = work / "store"
+        cold, cold_data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "--format", "json", "-j", "1", "--target",
+                                   args.targets, "--store", str(store), *key_args], ROOT, env)
+        assert cold_data is not None
+        keys = len({(r["key"], r["target"]) for r in cold_data["rows"]})
+        print(f"2. cold survey -j 1: {cold:7.1f} s for {keys} keys ({cold / floor:.2f}x the bare loop)")
+
+        # 3. warm re-run of the same commit
+        warm, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "--target", args.targets, "--store", str(store),
+                                *key_args, "--format", "json"], ROOT, env)
+        print(f"3. warm re-run of the same commit: {warm:5.2f} s end to end")
+
+        # 4. a commit that changes one kind (the router's tile table)
+        clone = work / "clone"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        router = clone / "decode_layer" / "router.py"
+        text = router.read_text()
+        amd, nvidia = "8: (64, 128, 4, 2),\n            16:", "8: (64, 128, 4, 3),\n               16:"
+        changed = text.replace(amd, amd.replace("128", "64", 1)).replace(nvidia, nvidia.replace("128", "64", 1))
+        assert changed != text, "the router's tile table moved: update the benchmark's edit"
+        router.write_text(changed)
+        git = ["git", "-C", str(clone), "-c", "user.email=bench@regsurvey", "-c", "user.name=bench"]
+        subprocess.run([*git, "commit", "-qam", "router: narrower tile at 8 rows"], check=True)
+        base, _, _ = regsurvey(["run", "--commit", "HEAD~1", "-q", "--target", args.targets, "--store",
+                                str(store), *key_args], clone, env)
+        inc, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "--format", "json", "--target", args.targets,
+                                  "--store", str(store), *key_args], clone, env)
+        assert data is not None
+        compiled = [r for r in data["rows"] if not r["reused"]]
+        kinds = sorted({r["kind"] for r in compiled})
+        print(f"4. commit changing one kind: {inc:5.2f} s, {len(compiled)} of {len(data['rows'])} launches "
+              f"compiled, kinds compiled: {', '.join(kinds) or 'none'} (base commit from store: {base:.2f} s)")
+
+        # 5. diff of two stored surveys
+        try:
+            dwall, _, _ = regsurvey(["diff", "HEAD~1", "HEAD", "-q", "--target", args.targets, "--store", str(store),
+                                     "--format", "json"], clone, env)
+            print(f"5. diff of two stored surveys: {dwall:5.2f} s")
+        except SystemExit as exc:
+            print(f"5. diff of two stored surveys: not measured ({str(exc).splitlines()[0]})")
+
+        # 6. peak memory: the largest process any survey above ran (a worker)
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"6. peak memory of the largest survey process (a worker): {peak_mb:.0f} MB")
+
+        # 7. scaling
+        seconds = key_seconds(cold_data)
+        total = sum(seconds.values())
+        longest = max(seconds.values())
+        print(f"7. scaling (cold): sum of per-key compile times {total:.1f} s, longest key {longest:.1f} s")
+        for n in jobs:
+            env_n = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
+            wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", args.targets,
+                                    "--store", str(work / f"store-j{n}"), *key_args], ROOT, env_n)
+            bound = max(longest, total / n)
+            print(f"   -j {n:2d}: {wall:7.1f} s   bound {bound:6.1f} s   ratio {wall / bound:.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
