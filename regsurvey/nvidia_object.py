@@ -106,14 +106,17 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
     regs = info.get((_EIATTR_REGCOUNT, symbol_index))
     if regs is None:
         raise CorruptObjectError(f"cubin has no REGCOUNT for kernel {kernel}")
-    stores, loads = spill_bytes(disassemble(data))
+    stack = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
+    # Spills go to local memory, which is the stack frame: with no frame there is no STL/LDL to
+    # count, and nvdisasm (about 0.4 s a run, more than many compiles) is skipped.
+    stores, loads = spill_bytes(disassemble(data)) if stack else (0, 0)
     shared = shared_bytes + static_shared
     blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
     return NvidiaResources(
         regs=regs,
         spill_store_bytes=stores,
         spill_load_bytes=loads,
-        stack_bytes=info.get((_EIATTR_FRAME_SIZE, symbol_index), 0),
+        stack_bytes=stack,
         shared_bytes=shared,
         occupancy_blocks=blocks,
         occupancy_warps=blocks * num_warps,

@@ -18,7 +18,14 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from regsurvey.errors import CorruptObjectError
-from regsurvey.nvidia_object import NvidiaResources, nvidia_occupancy_blocks, read_cubin, spill_bytes, tool_path
+from regsurvey.nvidia_object import (
+    NvidiaResources,
+    disassemble,
+    nvidia_occupancy_blocks,
+    read_cubin,
+    spill_bytes,
+    tool_path,
+)
 from regsurvey.targets import TARGETS
 from regsurvey.toolchain import ptxas_path
 
@@ -186,7 +193,16 @@ def _corrupt_cases() -> dict[str, tuple[bytes, str]]:
     }
 
 
-@pytest.mark.parametrize("name", ["empty", "garbage", "truncated", "truncated-by-one", "hsaco", "garbled-code"])
+def test_garbled_code_is_refused_by_the_disassembler() -> None:
+    # read_cubin disassembles only kernels with a stack frame (no frame, no spills to count), so
+    # garbled code is caught where the SASS is read: here, and in the lint.
+    data, expected = _corrupt_cases()["garbled-code"]
+    with pytest.raises(CorruptObjectError) as raised:
+        disassemble(data)
+    assert expected in str(raised.value) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["empty", "garbage", "truncated", "truncated-by-one", "hsaco"])
 def test_corrupt_objects_raise_one_line(name: str) -> None:
     data, expected = _corrupt_cases()[name]
     with pytest.raises(CorruptObjectError) as raised:
