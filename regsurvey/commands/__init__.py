@@ -8,7 +8,15 @@ import click
 def register(group: click.Group) -> None:
     """Add every subcommand to ``group``."""
     from .capture import capture
+    from .demo import demo
+    from .diff import diff
+    from .rebuild_check import rebuild_check
     from .run import run
+    from .stack import stack
 
     group.add_command(run)
     group.add_command(capture)
+    group.add_command(diff)
+    group.add_command(stack)
+    group.add_command(rebuild_check)
+    group.add_command(demo)

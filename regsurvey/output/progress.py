@@ -29,7 +29,7 @@ def survey_progress(enabled: bool = True) -> Iterator[Progress]:
              TextColumn("{task.fields[compiled]} compiled, {task.fields[reused]} reused, "
                         "{task.fields[failed]} failed"), TimeRemainingColumn(),
              console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("listing keys", total=None, **counts)
+        task = bar.add_task("listing keys", total=None, failed=0, compiled=0, reused=0)
 
         def on_start(total: int) -> None:
             bar.update(task, total=total, description="surveying")
@@ -38,6 +38,7 @@ def survey_progress(enabled: bool = True) -> Iterator[Progress]:
             counts["failed"] += any(not r.ok for r in rows)
             counts["reused"] += sum(r.reused for r in rows)
             counts["compiled"] += sum(r.ok and not r.reused for r in rows)
-            bar.update(task, advance=1, description=key.id, **counts)
+            bar.update(task, advance=1, description=key.id, failed=counts["failed"],
+                       compiled=counts["compiled"], reused=counts["reused"])
 
         yield Progress(on_start=on_start, on_key=on_key)

@@ -1,0 +1,83 @@
+"""``regsurvey demo``: a throwaway two-commit repository from the demo suite, diffed, as an HTML report."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from ..checkout import repo_root
+from ..demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
+from ..diff.summary import summarize
+from ..output.figure_text import total_line
+from ..output.html import HtmlFormat
+from .common import BAD_INPUT, EXIT_OK, fail, split_csv
+from .options import make_survey_options
+
+SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
+
+
+@click.command()
+@click.option("-t", "--target", "targets", multiple=True, metavar="TARGET",
+              help=f"Targets (default: {','.join(DEMO_TARGETS)}); e.g. --target gfx942,gfx950,sm90,sm100.")
+@click.option("--kind", "kinds", multiple=True, metavar="GLOB",
+              help=f"Kinds to survey (default: {','.join(DEMO_KINDS)}, the one the change touches; "
+                   "--kind '*' for the whole layer).")
+@click.option("--key", "keys", multiple=True, metavar="GLOB",
+              help="Only keys whose id matches, e.g. 'mla_decode/tp4/*' (a quicker look).")
+@click.option("-j", "--jobs", type=click.IntRange(1), default=None,
+              help="Worker processes (default: the number of usable cores).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="Seconds one key may take before it is marked error.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the HTML report (default: reports/demo.html at the repository root, "
+                   "or in the current directory outside git).")
+@click.option("--keep", is_flag=True, help="Keep the throwaway repository (and say where it is).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None, timeout: float,
+         output: Path | None, keep: bool, quiet: bool) -> None:
+    """Show what a diff looks like: the demo suite, a kernel change, and the report.
+
+    Builds a throwaway git repository from the demo suite (decode_layer/ and keys/decode_layer.py),
+    commits a change to MLA decode attention on top, surveys both commits and writes the diff as
+    reports/demo.html.
+    """
+    from ..output.progress import survey_progress
+
+    cwd = Path.cwd()
+    path = output or (repo_root(cwd) or cwd) / "reports" / "demo.html"
+    workdir = Path(tempfile.mkdtemp(prefix="regsurvey-demo-"))
+    finished = False
+    try:
+        options = make_survey_options(split_csv(targets) or DEMO_TARGETS, kinds or DEMO_KINDS, keys, jobs, timeout)
+        click.echo(f"demo: the decode-layer suite, then \"{DEMO_CHANGE.message}\"; surveying "
+                   f"{', '.join(options.kinds)} on {', '.join(options.targets or ())} for both commits", err=True)
+        with survey_progress(enabled=not quiet) as progress:
+            comparison = run_demo(workdir, options, progress)
+        finished = True
+    except (DemoError, *BAD_INPUT) as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("regsurvey: interrupted", err=True)
+        sys.exit(130)
+    finally:
+        # The throwaway repository goes, whatever happened, unless asked to keep a finished one.
+        if not (keep and finished):
+            shutil.rmtree(workdir, ignore_errors=True)
+    if keep:
+        click.echo(f"the demo repository: {workdir / 'decode-layer-demo'} (try `regsurvey diff HEAD~1 HEAD` there)")
+    lines = summarize(comparison).lines
+    for line in lines[:SHOWN_LINES]:
+        click.echo(f"- {line.text}")
+    if len(lines) > SHOWN_LINES:
+        click.echo(f"- ... {len(lines) - SHOWN_LINES} more lines in the report")
+    click.echo(total_line(comparison, arrow="->"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    note = (f"regsurvey demo: HEAD~1 is the decode-layer demo suite; HEAD changes one kernel: "
+            f"\"{DEMO_CHANGE.message}\" ({DEMO_CHANGE.path})")
+    path.write_text(HtmlFormat(note=note).format(comparison), encoding="utf-8")
+    click.echo(f"wrote {path} (open it in a browser)")
+    sys.exit(EXIT_OK)

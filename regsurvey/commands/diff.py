@@ -1,0 +1,70 @@
+"""``regsurvey diff BASE [HEAD]``: every build of two revisions, figure by figure, as a report."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from ..diff.core import compare
+from ..obtain import default_store
+from ..output.formats import FORMAT_NAMES, get_format
+from ..rebuild import rebuild_check
+from ..revisions import is_survey_file, obtain_surveys, survey_store
+from ..store import Store
+from .common import BAD_INPUT, EXIT_OK, fail
+from .options import (
+    default_report_path,
+    filename_part,
+    make_survey_options,
+    report_options,
+    survey_options,
+    table_style,
+    write_report,
+)
+
+
+@click.command()
+@click.argument("base")
+@click.argument("head", required=False)
+@survey_options
+@report_options(FORMAT_NAMES)
+@click.option("--rebuild-check", "rebuild", is_flag=True,
+              help="Also compile every key of HEAD twice more, each time from a cold Triton cache, and "
+                   "report any object that differs (with its first differing ELF section).")
+def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
+         jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,
+         output: Path | None, limit: int, rebuild: bool) -> None:
+    """Compare the surveys of BASE and HEAD (default: the working tree) build by build.
+
+    BASE and HEAD are git revisions (or survey JSON files from `regsurvey run --format json`). A stored
+    survey made with the toolchain in use is reused; any other revision is surveyed in a temporary
+    worktree and stored. Each build is marked worse, better, newly failing, fixed, added, removed,
+    unchanged, or not comparable (different toolchains). Exit status 0 whatever changed.
+    """
+    from ..output.progress import survey_progress
+
+    start = repo.resolve()
+    try:
+        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        if rebuild and is_survey_file(head):
+            fail("--rebuild-check needs HEAD to be a git revision or the working tree, not a survey file")
+        store = Store(store_dir) if store_dir else default_store(start)
+        with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
+            before, after = obtain_surveys(start, [base, head], used, options, progress)
+            comparison = compare(before, after)
+            if rebuild:
+                check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
+                comparison = replace(comparison, rebuild=check)
+    except BAD_INPUT as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("regsurvey: interrupted", err=True)
+        sys.exit(130)
+    style = table_style() if output is None else {"color": False, "width": 200}
+    text = get_format(fmt, limit=limit, **style).format(comparison)
+    name = f"{filename_part(base, comparison.base.commit)}..{filename_part(head, comparison.head.commit)}.html"
+    write_report(text, fmt, output, default_report_path(start, name))
+    sys.exit(EXIT_OK)

@@ -1,0 +1,103 @@
+"""Options the comparison commands share (``diff``, ``stack``, ``rebuild-check``, ``demo``), defined
+once, as asv defines its comparison flags; and how they turn into survey options and report files.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ..checkout import repo_root
+from ..survey import SurveyOptions
+from ..targets import get_target
+from .common import split_csv, usable_cores
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def survey_options(command: F) -> F:
+    """``-t/--target``, ``--kind``, ``--key``, ``-j``, ``--timeout``, ``--store``, ``-C/--repo``, ``-q``:
+    the same meaning as in ``regsurvey run``."""
+    decorators = [
+        click.option("-t", "--target", "targets", multiple=True, metavar="TARGET",
+                     help="Targets to compile for (repeat or comma-separate); overrides the keys' matrices."),
+        click.option("--kind", "kinds", multiple=True, metavar="GLOB", help="Only kinds matching this pattern."),
+        click.option("--key", "keys", multiple=True, metavar="GLOB",
+                     help="Only keys whose id matches, e.g. 'mla_decode/tp8/*'."),
+        click.option("-j", "--jobs", type=click.IntRange(1), default=None,
+                     help="Worker processes (default: the number of usable cores)."),
+        click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+                     help="Seconds one key may take before it is marked error."),
+        click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Where surveys and objects are kept (default: .regsurvey/ at the repository root)."),
+        click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     default=Path("."), help="Run as if started in this directory."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def report_options(formats: tuple[str, ...]) -> Callable[[F], F]:
+    """``--format`` (one of ``formats``), ``--output PATH`` and ``--limit N`` (terminal rows per group)."""
+    def apply(command: F) -> F:
+        command = click.option("--limit", type=click.IntRange(0), default=50, show_default=True,
+                               help="Table: rows shown per group before an [Other] line (0: all).")(command)
+        command = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+                               help="Write the report here (default: stdout; HTML: "
+                                    "reports/<base>..<head>.html at the repository root).")(command)
+        return click.option("--format", "fmt", type=click.Choice(list(formats)), default=formats[0],
+                            show_default=True)(command)
+    return apply
+
+
+def make_survey_options(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
+                        jobs: int | None, timeout: float) -> SurveyOptions:
+    """SurveyOptions from the shared options; UnknownTargetError for a target regsurvey does not know."""
+    chosen = split_csv(targets)
+    return SurveyOptions(targets=tuple(get_target(t).name for t in chosen) or None, kinds=kinds, keys=keys,
+                         jobs=jobs or usable_cores(), timeout=timeout)
+
+
+def filename_part(rev: str | None, commit: str | None = None) -> str:
+    """A revision as a file name part: the name as typed (``HEAD~1`` -> ``HEAD_1``), a sha shortened to
+    10 characters, a survey file's stem, or ``worktree``."""
+    if rev is None:
+        return "worktree"
+    if rev.endswith(".json"):
+        rev = Path(rev).stem
+    elif commit and commit.startswith(rev) and len(rev) > 10:
+        rev = rev[:10]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", rev).strip("._") or "rev"
+
+
+def default_report_path(start: Path, name: str) -> Path:
+    """``reports/<name>`` under the repository root (or ``start`` outside git)."""
+    return (repo_root(start) or start) / "reports" / name
+
+
+def write_report(text: str, fmt: str, output: Path | None, default_html: Path) -> None:
+    """Print the report, or write it to ``output`` (HTML goes to ``default_html`` unless told
+    otherwise) and say where on stdout."""
+    path = output or (default_html if fmt == "html" else None)
+    if path is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {path}")
+
+
+def table_style() -> dict[str, Any]:
+    """Colour and width for the terminal table: the terminal's when stdout is one, else wide and plain."""
+    import shutil
+
+    if sys.stdout.isatty():
+        return {"color": True, "width": shutil.get_terminal_size().columns}
+    return {"color": False, "width": 200}

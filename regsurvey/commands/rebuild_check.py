@@ -1,0 +1,55 @@
+"""``regsurvey rebuild-check [--commit REV]``: does every key build the same object twice?"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..obtain import default_store
+from ..rebuild import rebuild_check as check_rebuild
+from ..store import Store
+from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail
+from .options import make_survey_options, survey_options
+
+
+@click.command("rebuild-check")
+@click.option("--commit", "rev", metavar="REV", help="Check this git revision (in a temporary worktree). "
+              "Default: the working tree as it is.")
+@survey_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
+                  jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
+                  fmt: str) -> None:
+    """Compile every key twice, each time from a cold Triton cache, and compare the objects.
+
+    Both builds run in one checkout (the objects' debug sections record the source path), each with
+    a fresh, empty TRITON_CACHE_DIR. Each build whose object differs is listed with the first
+    differing ELF section. Exit status 1 when any build differs, else 0.
+    """
+    from rich.console import Console
+
+    from ..output.diff_table import rebuild_lines
+    from ..output.progress import survey_progress
+    from ..revisions import survey_store
+
+    start = repo.resolve()
+    try:
+        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        store = Store(store_dir) if store_dir else default_store(start)
+        with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
+            result = check_rebuild(start, rev, used, options, progress)
+    except BAD_INPUT as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("regsurvey: interrupted", err=True)
+        sys.exit(130)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=1))
+    else:
+        console = Console(highlight=False)
+        for line in rebuild_lines(result):
+            console.print(line)
+    sys.exit(EXIT_OK if result.deterministic else EXIT_FINDINGS)

@@ -1,0 +1,62 @@
+"""``regsurvey stack BASE..HEAD``: every commit of a range against its parent, and HEAD against BASE."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from ..diff.core import stack as make_stack
+from ..obtain import default_store
+from ..output.formats import FORMAT_NAMES, get_format
+from ..revisions import commit_range, obtain_surveys, survey_store
+from ..store import Store
+from .common import BAD_INPUT, EXIT_OK, fail
+from .options import (
+    default_report_path,
+    filename_part,
+    make_survey_options,
+    report_options,
+    survey_options,
+    table_style,
+    write_report,
+)
+
+
+@click.command()
+@click.argument("commits", metavar="BASE..HEAD")
+@survey_options
+@report_options(FORMAT_NAMES)
+def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
+          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,
+          output: Path | None, limit: int) -> None:
+    """Survey every commit of BASE..HEAD (first parents, oldest first) and report each against its
+    parent, plus HEAD against BASE, in one report. Stored surveys are reused. Exit status 0."""
+    from ..output.progress import survey_progress
+
+    start = repo.resolve()
+    try:
+        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        base, commits_in_range = commit_range(start, commits)
+        store = Store(store_dir) if store_dir else default_store(start)
+        with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
+            surveys = obtain_surveys(start, [base, *(c.sha for c in commits_in_range)], used, options, progress)
+    except BAD_INPUT as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("regsurvey: interrupted", err=True)
+        sys.exit(130)
+    # Name the ends as the user did ("main", "HEAD"); the commits between by short sha.
+    base_rev, head_rev = commits.split("..")
+    surveys = [replace(s, label=s.commit[:10] if s.commit else s.label) for s in surveys]
+    surveys[0] = replace(surveys[0], label=f"{base_rev or 'HEAD'} ({base[:10]})")
+    surveys[-1] = replace(surveys[-1], label=f"{head_rev or 'HEAD'} ({commits_in_range[-1].sha[:10]})")
+    result = make_stack(surveys, [c.subject for c in commits_in_range])
+    style = table_style() if output is None else {"color": False, "width": 200}
+    text = get_format(fmt, limit=limit, **style).format_stack(result)
+    name = (f"{filename_part(base_rev or 'HEAD', result.base.commit)}.."
+            f"{filename_part(head_rev or 'HEAD', result.head.commit)}.stack.html")
+    write_report(text, fmt, output, default_report_path(start, name))
+    sys.exit(EXIT_OK)

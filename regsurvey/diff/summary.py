@@ -1,0 +1,397 @@
+"""A comparison in a kernel engineer's words: one line per change that a group of builds shares.
+
+How lines are made (nothing here knows any project's kinds or axes):
+
+1. Each changed build yields **effects**: a status change (``breaks``, ``fixes``, new or dropped
+   builds) or, per changed figure, ``adds``/``removes`` (a spill-like figure from or to zero) or
+   ``raises``/``lowers``. A companion figure (scratch beside VGPR spills, spill loads beside spill
+   stores, blocks beside warps) rides in its parent's line instead of making its own.
+2. Builds with the same effect are grouped per kind and kernel; groups of different kinds merge when
+   each is complete for its own description and the merged group keeps every axis value that
+   described either (``tp8 w8`` of ``mla_decode`` and of ``q_b``).
+3. A group is described by what all its builds share: kinds, the axis values that are constant
+   (spelled as in key ids), targets; "N of M builds" when the description covers builds that did not
+   change. Its values are ranges (``20-24 -> 0``); when one varying axis splits the builds into parts
+   with clearly different ranges, each part gets its own range (``tp8 0 -> 3, tp4 0 -> 16-17``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .core import Comparison, FigureDelta, Mark, RowComparison
+from .figures import FIGURE_ORDER, FIGURES, figure
+
+# Shown beside a companion's values in its parent's line.
+_COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
+                   "occupancy_blocks": ""}
+MAX_BREAKDOWN_PARTS = 4
+MAX_KINDS_NAMED = 5
+
+
+@dataclass(frozen=True)
+class SummaryLine:
+    """One sentence about a group of builds that share a change."""
+
+    text: str
+    tone: str  # "worse", "better" or "neutral"
+    rows: tuple[str, ...]  # RowComparison.ref of every build it speaks of
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The sentences describing a comparison, most important first."""
+
+    lines: tuple[SummaryLine, ...]
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Just the sentences."""
+        return tuple(line.text for line in self.lines)
+
+
+@dataclass(frozen=True)
+class _Effect:
+    verb: str  # adds, removes, raises, lowers (figures); breaks, fixes, new, dropped, still fails
+    figure: str | None  # None for a build-status effect
+    tone: str
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        """Worse before better before neutral; status changes first, then figures by importance."""
+        tone = {"worse": 0, "better": 1}.get(self.tone, 2)
+        if self.figure is None:
+            return (tone, 0, _STATUS_ORDER.index(self.verb))
+        return (tone, 1, FIGURE_ORDER.get(self.figure, len(FIGURE_ORDER)))
+
+
+_STATUS_ORDER = ("breaks", "fixes", "still fails", "new", "dropped")
+_STATUS_EFFECTS = {
+    Mark.NEWLY_FAILING: _Effect("breaks", None, "worse"),
+    Mark.FIXED: _Effect("fixes", None, "better"),
+    Mark.STILL_FAILING: _Effect("still fails", None, "neutral"),
+    Mark.ADDED: _Effect("new", None, "neutral"),
+    Mark.REMOVED: _Effect("dropped", None, "neutral"),
+}
+
+
+def _effects(row: RowComparison) -> list[_Effect]:
+    if row.mark in _STATUS_EFFECTS:
+        return [_STATUS_EFFECTS[row.mark]]
+    if row.mark not in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
+        return []
+    changed = {f.name: f for f in row.changed_figures}
+    effects = []
+    for f in changed.values():
+        fig = figure(f.name)
+        if fig.companion_of is not None and fig.companion_of in changed:
+            continue  # told in the parent's line
+        assert f.before is not None and f.after is not None
+        if fig.zero_matters and f.before == 0:
+            verb = "adds"
+        elif fig.zero_matters and f.after == 0:
+            verb = "removes"
+        else:
+            verb = "raises" if f.after > f.before else "lowers"
+        effects.append(_Effect(verb, f.name, {"worse": "worse", "better": "better"}.get(f.verdict, "neutral")))
+    return effects
+
+
+# ---- describing a group of builds -------------------------------------------------------------
+
+_TARGET = "\0target"  # a pseudo-axis: targets are described like axis values
+
+
+def _values(row: RowComparison) -> dict[str, str]:
+    return {**row.segments, _TARGET: row.target}
+
+
+def _constants(rows: list[RowComparison]) -> dict[str, str]:
+    """Axes (and the target) that every build having them shares one value of."""
+    seen: dict[str, set[str]] = {}
+    for row in rows:
+        for axis, value in _values(row).items():
+            seen.setdefault(axis, set()).add(value)
+    return {axis: next(iter(v)) for axis, v in seen.items() if len(v) == 1}
+
+
+def _axis_order(rows: Iterable[RowComparison]) -> list[str]:
+    order: dict[str, None] = {}
+    for row in rows:
+        order.update(dict.fromkeys(row.segments))
+    return list(order)
+
+
+def _join(words: list[str]) -> str:
+    if len(words) <= 1:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _natural(value: str) -> tuple[Any, ...]:
+    # tp4 before tp16, nostop before stop: digits compare as numbers.
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", value))
+
+
+class _Describer:
+    """What one comparison knows that descriptions need: every build, and each kind's kernels."""
+
+    def __init__(self, comparison: Comparison):
+        self.comparison = comparison
+        self.rows = comparison.rows
+        self.kernels_of: dict[str, set[str | None]] = {}
+        for row in self.rows:
+            self.kernels_of.setdefault(row.kind, set()).add(row.kernel)
+        self.target_order = {t: i for i, t in enumerate(comparison.targets)}
+
+    def candidates(self, rows: list[RowComparison], effect: _Effect) -> list[RowComparison]:
+        """Every build the description of ``rows`` covers, changed or not: the same kernels of the same
+        kinds, with the same constant axis values and targets (and, for a figure, built on both sides)."""
+        constants = _constants(rows)
+        pairs = {(r.kind, r.kernel) for r in rows}
+        out = []
+        for row in self.rows:
+            if (row.kind, row.kernel) not in pairs:
+                continue
+            if effect.figure is not None and not _comparable(row, effect.figure):
+                continue
+            values = _values(row)
+            if all(values.get(axis, value) == value for axis, value in constants.items()):
+                out.append(row)
+        return out
+
+    def complete(self, rows: list[RowComparison], effect: _Effect) -> bool:
+        """True when every build the description covers is in ``rows``."""
+        return len(self.candidates(rows, effect)) == len(rows)
+
+    def subject(self, rows: list[RowComparison], effect: _Effect, omit: str | None = None
+                ) -> tuple[str, str | None]:
+        """``mla_decode and q_b tp8 w8 on gfx950``, and ``5 of 8 builds`` when the description covers
+        builds that did not change (else None)."""
+        kinds = list(dict.fromkeys(r.kind for r in rows))
+        named = []
+        for kind in kinds[:MAX_KINDS_NAMED]:
+            kernels = sorted({r.kernel for r in rows if r.kind == kind and r.kernel}, key=str)
+            qualify = len(self.kernels_of[kind]) > 1 and set(kernels) != self.kernels_of[kind]
+            named.append(f"{kind} ({', '.join(kernels)})" if qualify and kernels else kind)
+        if len(kinds) > MAX_KINDS_NAMED:
+            named.append(f"{len(kinds) - MAX_KINDS_NAMED} more kinds")
+        words = [_join(named)]
+        constants = _constants(rows)
+        words += [constants[a] for a in _axis_order(rows) if a in constants and a != omit]
+        if omit != _TARGET:
+            targets = sorted({r.target for r in rows}, key=lambda t: self.target_order.get(t, 99))
+            words.append("on " + _join(targets))
+        total = len(self.candidates(rows, effect))
+        return " ".join(words), (f"{len(rows)} of {total} builds" if total > len(rows) else None)
+
+
+def _comparable(row: RowComparison, name: str) -> bool:
+    f = row.figure(name)
+    return (row.mark not in (Mark.NOT_COMPARABLE,) and row.before is not None and row.after is not None
+            and row.before.ok and row.after.ok and f is not None and f.before is not None
+            and f.after is not None)
+
+
+# ---- ranges ---------------------------------------------------------------------------------------
+
+
+def _span(values: list[int]) -> tuple[int, int]:
+    return min(values), max(values)
+
+
+def _fmt_span(span: tuple[int, int]) -> str:
+    return str(span[0]) if span[0] == span[1] else f"{span[0]}-{span[1]}"
+
+
+def _deltas(rows: list[RowComparison], name: str) -> list[FigureDelta]:
+    return [f for r in rows if (f := r.figure(name)) is not None and f.before is not None and f.after is not None]
+
+
+def _arrow(deltas: list[FigureDelta], unit: str) -> str:
+    before = _span([d.before for d in deltas if d.before is not None])
+    after = _span([d.after for d in deltas if d.after is not None])
+    return f"{_fmt_span(before)} -> {_fmt_span(after)}{unit}"
+
+
+def _spread(deltas: list[FigureDelta]) -> int:
+    before = _span([d.before for d in deltas if d.before is not None])
+    after = _span([d.after for d in deltas if d.after is not None])
+    return (before[1] - before[0]) + (after[1] - after[0])
+
+
+def _values_text(rows: list[RowComparison], name: str) -> tuple[str, str | None]:
+    """The range of ``name`` and, for the companions that changed too, theirs (``scratch 0 -> 228 B``)."""
+    main = _arrow(_deltas(rows, name), figure(name).unit)
+    told = []
+    for companion in (f for f in FIGURES if f.companion_of == name):
+        deltas = _deltas(rows, companion.name)
+        if any(d.changed for d in deltas):
+            noun = _COMPANION_NOUN.get(companion.name, companion.noun)
+            told.append((f"{noun} " if noun else "") + _arrow(deltas, companion.unit))
+    return main, (", ".join(told) or None)
+
+
+def _segment_of(axis: str) -> Callable[[RowComparison], str]:
+    return lambda r: r.segments[axis]
+
+
+def _breakdown(rows: list[RowComparison], name: str, describer: _Describer
+               ) -> tuple[str, list[tuple[str, list[RowComparison]]]] | None:
+    """The varying dimension whose parts have clearly different ranges, with the parts; or None."""
+    whole = _spread(_deltas(rows, name))
+    if whole == 0:
+        return None
+    constants = _constants(rows)
+    dims: list[tuple[str, Callable[[RowComparison], str]]] = []
+    common = [a for a in _axis_order(rows) if all(a in r.segments for r in rows) and a not in constants]
+    dims += [(a, _segment_of(a)) for a in common]
+    dims.append(("\0kind", lambda r: r.kind))
+    dims.append((_TARGET, lambda r: r.target))
+    best: tuple[tuple[int, int, int], str, list[tuple[str, list[RowComparison]]]] | None = None
+    for rank, (dim, value_of) in enumerate(dims):
+        parts: dict[str, list[RowComparison]] = {}
+        for row in rows:
+            parts.setdefault(value_of(row), []).append(row)
+        if not 2 <= len(parts) <= MAX_BREAKDOWN_PARTS:
+            continue
+        texts = [_values_text(p, name) for p in parts.values()]
+        if len(set(texts)) < len(texts):
+            continue  # two parts read the same: the axis does not explain the spread
+        spread = sum(_spread(_deltas(p, name)) for p in parts.values())
+        if spread * 2 > whole:
+            continue
+        if dim == _TARGET:
+            ordered = sorted(parts.items(), key=lambda kv: describer.target_order.get(kv[0], 99))
+        elif dim == "\0kind":
+            ordered = list(parts.items())
+        else:
+            ordered = sorted(parts.items(), key=lambda kv: _natural(kv[0]))
+        score = (spread, len(parts), rank)
+        if best is None or score < best[0]:
+            best = (score, dim, ordered)
+    return None if best is None else (best[1], best[2])
+
+
+# ---- sentences -------------------------------------------------------------------------------------
+
+
+_FIGURE_VERB = {"adds": ("adds", "to"), "removes": ("removes", "from"), "raises": ("raises", "of"),
+                "lowers": ("lowers", "of")}
+
+
+def _figure_sentence(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> str:
+    assert effect.figure is not None
+    verb, prep = _FIGURE_VERB[effect.verb]
+    noun = figure(effect.figure).noun
+    split = _breakdown(rows, effect.figure, describer)
+    if split is None:
+        subject, coverage = describer.subject(rows, effect)
+        told = "; ".join(t for t in (*_values_text(rows, effect.figure), coverage) if t)
+        return f"{verb} {noun} {prep} {subject} ({told})"
+    dim, parts = split
+    subject, coverage = describer.subject(rows, effect, omit=dim if dim != "\0kind" else None)
+    described = []
+    shared = _constants(rows)
+    for label, part in parts:
+        # A part is named by its value of the axis, plus whatever else all its builds share.
+        own = _constants(part)
+        extra = [own[a] for a in _axis_order(part) if a in own and a not in shared and a != dim]
+        main, companion = _values_text(part, effect.figure)
+        described.append(" ".join([label, *extra, main]) + (f" ({companion})" if companion else ""))
+    return f"{verb} {noun} {prep} {subject}{f' ({coverage})' if coverage else ''}: {', '.join(described)}"
+
+
+def _first_error(rows: list[RowComparison], side: str) -> str:
+    lines = []
+    for r in rows:
+        row = r.after if side == "after" else r.before
+        if row is not None and row.error:
+            lines.append(row.error.strip().splitlines()[0][:120])
+    if not lines:
+        return ""
+    (common, _), *rest = Counter(lines).most_common()
+    others = f" (and {len(rest)} other error{'s' if len(rest) > 1 else ''})" if rest else ""
+    return f": {common}{others}"
+
+
+def _status_sentence(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> str:
+    subject, coverage = describer.subject(rows, effect)
+    if coverage:
+        subject += f" ({coverage})"
+    n = len(rows)
+    builds = f"{n} build{'s' if n > 1 else ''}"
+    if effect.verb == "breaks":
+        return f"breaks {subject}{_first_error(rows, 'after')}"
+    if effect.verb == "fixes":
+        return f"fixes {subject}"
+    if effect.verb == "still fails":
+        return f"still fails: {subject}{_first_error(rows, 'after')}"
+    if effect.verb == "new":
+        return f"adds {builds}: {subject}"
+    return f"drops {builds}: {subject}"
+
+
+def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> list[list[RowComparison]]:
+    # Per kind and kernel first; then merge units whose union keeps every describing value.
+    units: dict[tuple[str, str | None], list[RowComparison]] = {}
+    for row in rows:
+        units.setdefault((row.kind, row.kernel), []).append(row)
+    merged: list[list[RowComparison]] = []
+    mergeable: list[bool] = []
+    for unit in units.values():
+        complete = describer.complete(unit, effect)
+        for i, group in enumerate(merged):
+            if not (complete and mergeable[i]):
+                continue
+            union = group + unit
+            if set(_constants(union)) == set(_constants(group)) | set(_constants(unit)):
+                merged[i] = union
+                break
+        else:
+            merged.append(list(unit))
+            mergeable.append(complete)
+    return merged
+
+
+def summarize(comparison: Comparison) -> Summary:
+    """The comparison's sentences: worse changes first, then better, then the rest and the totals."""
+    describer = _Describer(comparison)
+    by_effect: dict[_Effect, list[RowComparison]] = {}
+    for row in comparison.rows:
+        for effect in _effects(row):
+            by_effect.setdefault(effect, []).append(row)
+    lines = []
+    for effect in sorted(by_effect, key=lambda e: e.order):
+        for group in _groups(by_effect[effect], effect, describer):
+            text = (_status_sentence(group, effect, describer) if effect.figure is None
+                    else _figure_sentence(group, effect, describer))
+            lines.append(SummaryLine(text, effect.tone, tuple(r.ref for r in group)))
+    lines += _closing_lines(comparison)
+    return Summary(tuple(lines))
+
+
+def _closing_lines(comparison: Comparison) -> list[SummaryLine]:
+    lines = []
+    failing_before, failing_after = comparison.failing_builds
+    if not failing_before and not failing_after and comparison.rows:
+        lines.append(SummaryLine("every key builds on both commits", "neutral", ()))
+    unchanged = comparison.with_mark(Mark.UNCHANGED)
+    total = len(comparison.rows)
+    if unchanged and len(unchanged) == total:
+        lines.append(SummaryLine(f"no figure changed in any of the {total} builds", "neutral", ()))
+    elif unchanged:
+        lines.append(SummaryLine(f"{len(unchanged)} of {total} builds unchanged", "neutral",
+                                 tuple(r.ref for r in unchanged)))
+    not_comparable = comparison.with_mark(Mark.NOT_COMPARABLE)
+    if not_comparable:
+        targets = _join(sorted({r.target for r in not_comparable}))
+        why = "; ".join(c.describe() for c in comparison.toolchain_changes)
+        lines.append(SummaryLine(
+            f"{len(not_comparable)} builds on {targets} are not comparable: the toolchain differs ({why})",
+            "neutral", tuple(r.ref for r in not_comparable)))
+    return lines

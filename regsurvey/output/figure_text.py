@@ -1,0 +1,76 @@
+"""How every report writes figures, marks and totals, so the table, Markdown and HTML read alike."""
+
+from __future__ import annotations
+
+from ..diff.core import Comparison, FigureDelta, Mark, RowComparison
+from ..diff.figures import FIGURE_ORDER, figure
+
+
+def change_text(f: FigureDelta, arrow: str = "→") -> str:
+    """``38 → 64 (+26)``; one side only: ``64`` or ``38 → -``."""
+    if f.before is None and f.after is None:
+        return ""
+    if f.before is None:
+        return str(f.after)
+    if f.after is None:
+        return f"{f.before} {arrow} -"
+    if f.before == f.after:
+        return str(f.after)
+    return f"{f.before} {arrow} {f.after} ({f.after - f.before:+d})"
+
+
+def changed_names(rows: tuple[RowComparison, ...] | list[RowComparison]) -> list[str]:
+    """Figures that changed in any of ``rows``, in display order."""
+    names = {f.name for r in rows for f in r.changed_figures}
+    return sorted(names, key=lambda n: FIGURE_ORDER.get(n, len(FIGURE_ORDER)))
+
+
+def counts_text(comparison: Comparison) -> str:
+    """``3 worse, 2 better, 91 unchanged`` (marks with no row are left out)."""
+    return ", ".join(f"{n} {m.value}" for m, n in comparison.counts.items() if n)
+
+
+def spill_totals_text(comparison: Comparison, arrow: str = "→") -> str:
+    """``VGPR spills 112 → 16, spill stores 1200 → 800 B``."""
+    parts = [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
+             for t in comparison.spill_totals]
+    return ", ".join(parts) if parts else "no spill figures"
+
+
+def total_line(comparison: Comparison, arrow: str = "→") -> str:
+    """The closing line: what was compared, the marks, and the spill totals before and after."""
+    before, after = comparison.spilling_builds
+    return (f"{comparison.keys} keys ({len(comparison.rows)} builds) compared on "
+            f"{', '.join(comparison.targets) or 'no target'}: {counts_text(comparison) or 'nothing'}; "
+            f"spill totals {spill_totals_text(comparison, arrow)}; builds that spill {before} {arrow} {after}")
+
+
+def first_line(text: str | None, limit: int = 160) -> str:
+    """The first line of an error, cut to ``limit`` characters."""
+    if not text:
+        return ""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def status_text(r: RowComparison) -> str:
+    """What a build-status row says instead of figures (the error, or that it is new)."""
+    if r.mark in (Mark.NEWLY_FAILING, Mark.STILL_FAILING):
+        return first_line(r.after.error if r.after else None)
+    if r.mark is Mark.FIXED:
+        return "was: " + first_line(r.before.error if r.before else None)
+    if r.mark in (Mark.ADDED, Mark.REMOVED):
+        row = r.after if r.mark is Mark.ADDED else r.before
+        if row is not None and not row.ok:
+            return "error: " + first_line(row.error)
+        return ""
+    if r.mark is Mark.NOT_COMPARABLE:
+        return r.note or ""
+    return ""
+
+
+def figure_total_delta(comparison: Comparison, arrow: str = "→") -> str:
+    """The spill totals that changed (``VGPR spills 112 → 16``), or ``unchanged``."""
+    parts = [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
+             for t in comparison.spill_totals if t.before != t.after]
+    return ", ".join(parts) if parts else "unchanged"

@@ -1,0 +1,118 @@
+"""The comparison as Markdown for a pull request's "Registers" section: the summary in words and a
+compact table of the builds that changed.
+
+Everything that comes from a kernel or a compiler (keys, kernel names, errors) is escaped: GitHub
+renders inline HTML and Markdown emphasis in table cells.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..diff.core import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
+from ..diff.figures import figure
+from ..diff.summary import summarize
+from .figure_text import change_text, figure_total_delta, status_text, total_line
+
+MAX_TABLE_ROWS = 60  # a PR description stays readable; the HTML report has every row
+
+# Intraword underscores (mla_decode) never emphasise in GitHub Markdown: leave them readable.
+_SPECIAL = re.compile(r"([\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+def escape(text: str) -> str:
+    """Plain text safe in Markdown prose and table cells: HTML characters as entities, emphasis,
+    links, code and cell separators backslash-escaped, newlines as spaces."""
+    text = " ".join(str(text).split()).replace(" -> ", " → ")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def code(text: str) -> str:
+    """A code span (no Markdown or HTML inside), fenced past any backticks it holds; ``|`` escaped,
+    as GitHub tables require even inside code."""
+    text = " ".join(str(text).split())
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def _changes(r: RowComparison) -> str:
+    if r.mark in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
+        return ", ".join(f"{figure(f.name).label} {change_text(f)}" for f in r.changed_figures)
+    return status_text(r)
+
+
+def _rows_table(rows: list[RowComparison]) -> list[str]:
+    lines = ["| | key | target | kernel | change |", "| --- | --- | --- | --- | --- |"]
+    for r in rows[:MAX_TABLE_ROWS]:
+        mark = f"**{r.mark.value}**" if r.mark in (Mark.WORSE, Mark.NEWLY_FAILING) else r.mark.value
+        lines.append(f"| {mark} | {code(r.key)} | {escape(r.target)} | {code(r.kernel or '-')} "
+                     f"| {escape(_changes(r))} |")
+    if len(rows) > MAX_TABLE_ROWS:
+        lines.append(f"| | {len(rows) - MAX_TABLE_ROWS} more changed builds: see the HTML report | | | |")
+    return lines
+
+
+def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
+    lines = [heading, ""]
+    for change in comparison.toolchain_changes:
+        lines.append(f"> toolchain differs: {escape(change.describe())}")
+    if comparison.toolchain_changes:
+        lines.append("")
+    lines += [f"- {escape(line.text)}" for line in summarize(comparison).lines]
+    lines.append("")
+    changed = [r for m in MARK_ORDER if m is not Mark.UNCHANGED for r in comparison.with_mark(m)]
+    if changed:
+        lines += _rows_table(changed)
+        lines.append("")
+    if comparison.rebuild is not None:
+        check = comparison.rebuild
+        if check.deterministic:
+            lines.append(f"Rebuild check: all {check.builds} builds identical from a cold Triton cache.")
+        else:
+            lines.append(f"Rebuild check: **{len(check.differences)} of {check.builds} builds differ** "
+                         "from a cold Triton cache:")
+            lines += [f"- {code(d.key)} {escape(d.target)}: {code(d.section)}: {escape(d.detail)}"
+                      for d in check.differences[:MAX_TABLE_ROWS]]
+        lines.append("")
+    lines.append(f"<sub>{escape(total_line(comparison))}</sub>")
+    return lines
+
+
+def _name(info: SurveyInfo) -> str:
+    short, commit = info.short, info.commit
+    return code(short) + (f" ({commit[:10]})" if commit and not short.startswith(commit[:7]) else "")
+
+
+class MarkdownFormat:
+    """``--format markdown``: paste into a pull request description."""
+
+    name = "markdown"
+
+    def format(self, comparison: Comparison) -> str:
+        """A "Registers" section: summary sentences, then the changed builds."""
+        heading = (f"### Registers: {_name(comparison.base)} → "
+                   f"{_name(comparison.head)}")
+        return "\n".join(_comparison_lines(comparison, heading)) + "\n"
+
+    def format_stack(self, stack: Stack) -> str:
+        """A table of the commits, then each commit against its parent, then the whole range."""
+        lines = [f"### Registers, commit by commit: {_name(stack.base)}.."
+                 f"{_name(stack.head)}", "",
+                 "| commit | subject | keys build | worse | better | newly failing | fixed | spills | lint |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for step in stack.steps:
+            counts = step.comparison.counts
+            ok, total = step.keys_built
+            lint = "-" if step.lint_findings is None else str(step.lint_findings)
+            lines.append(f"| {step.commit[:10]} | {escape(step.subject)} | {ok}/{total} | {counts[Mark.WORSE]} "
+                         f"| {counts[Mark.BETTER]} | {counts[Mark.NEWLY_FAILING]} | {counts[Mark.FIXED]} "
+                         f"| {escape(figure_total_delta(step.comparison))} | {lint} |")
+        lines.append("")
+        for step in stack.steps:
+            lines += _comparison_lines(step.comparison, f"#### {step.commit[:10]} {escape(step.subject)}")
+            lines.append("")
+        lines += _comparison_lines(stack.overall, "#### The whole range")
+        return "\n".join(lines) + "\n"

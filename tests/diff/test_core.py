@@ -1,0 +1,136 @@
+"""The comparison engine on a real survey whose figures are edited per test."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from regsurvey.diff.core import DIFF_SCHEMA_VERSION, FigureDelta, Mark, compare, stack
+from regsurvey.diff.figures import FIGURE_BY_NAME, FIGURES, verdict
+from regsurvey.results import AMD_RESOURCES, NVIDIA_RESOURCES, Survey
+
+from ..layer_survey import edited, row, without
+
+AMD, NV = "gfx950", "sm90"
+
+
+def test_every_surveyed_figure_has_a_direction() -> None:
+    assert set(FIGURE_BY_NAME) == set(AMD_RESOURCES) | set(NVIDIA_RESOURCES)
+    worse_when_more = {f.name for f in FIGURES if f.worse == +1}
+    assert worse_when_more == {"vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes", "lds_bytes",
+                               "regs", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes"}
+    assert {f.name for f in FIGURES if f.worse == -1} == {"occupancy", "occupancy_warps"}
+    assert {f.name for f in FIGURES if f.worse == 0} == {"kernarg_bytes", "occupancy_blocks"}
+    assert verdict("occupancy", 2, 1) == "worse" and verdict("vgpr", 96, 88) == "better"
+    assert verdict("kernarg_bytes", 96, 104) == "changed" and verdict("regs", None, 40) == "n/a"
+
+
+def test_a_survey_against_itself_is_unchanged(layer: Survey) -> None:
+    c = compare(layer, layer)
+    assert c.counts[Mark.UNCHANGED] == len(layer.rows) == 40  # attn launches two kernels per key
+    assert sum(c.counts.values()) == 40 and c.keys == 24 and c.regressions == ()
+    gemm = next(r for r in c.rows if r.key == "attn/tp4/w2/bf16" and r.target == AMD)
+    assert [(f.name, f.before, f.after, f.delta) for f in gemm.figures][:3] == [
+        ("vgpr_spill", 0, 0, 0), ("sgpr_spill", 0, 0, 0), ("scratch_bytes", 0, 0, 0)]
+    assert gemm.figure("vgpr") == FigureDelta("vgpr", 38, 38)
+    assert gemm.segments == {"tp": "tp4", "width": "w2", "cache": "bf16"}
+    scale = next(r for r in c.rows if r.row_id == "attn/tp4/w2/bf16#1" and r.target == AMD)
+    assert (scale.kernel, scale.launch, scale.figure("vgpr")) == ("scale_rows", 1, FigureDelta("vgpr", 3, 3))
+
+
+def test_marks(layer: Survey) -> None:
+    head = edited(layer, {
+        ("attn/tp4/w2/bf16", AMD): {"vgpr": 96, "vgpr_spill": 0},  # more VGPRs: worse
+        ("attn/tp4/w2/e4m3", AMD): {"vgpr": 30},  # fewer: better
+        ("attn/tp4/w8/bf16", AMD): {"vgpr": 30, "occupancy": 6},  # better VGPRs, worse occupancy: worse
+        ("attn/tp4/w8/e4m3", AMD): {"kernarg_bytes": 320},  # neutral figure only
+        ("attn/tp8/w2/bf16", NV): {"status": "error", "error": "out of resource: shared memory"},
+        ("proj/tp4/w2", NV): {"occupancy_blocks": 12, "occupancy_warps": 48},  # less occupancy: worse
+    })
+    base = edited(layer, {("proj/tp8/w8", NV): {"status": "error", "error": "was broken"},
+                          ("proj/tp8/w2", NV): {"status": "error", "error": "still broken"}})
+    head = edited(head, {("proj/tp8/w2", NV): {"status": "error", "error": "still broken"}})
+    base = without(base, {("attn/tp8/w8/e4m3", AMD)})
+    head = without(head, {("proj/tp4/w8", AMD)})
+    c = compare(base, head)
+    marks = {(r.key, r.target): r.mark for r in c.rows if r.mark is not Mark.UNCHANGED}
+    assert marks == {
+        ("attn/tp4/w2/bf16", AMD): Mark.WORSE, ("attn/tp4/w2/e4m3", AMD): Mark.BETTER,
+        ("attn/tp4/w8/bf16", AMD): Mark.WORSE, ("attn/tp4/w8/e4m3", AMD): Mark.CHANGED,
+        ("attn/tp8/w2/bf16", NV): Mark.NEWLY_FAILING, ("proj/tp4/w2", NV): Mark.WORSE,
+        ("proj/tp8/w8", NV): Mark.FIXED, ("proj/tp8/w2", NV): Mark.STILL_FAILING,
+        ("attn/tp8/w8/e4m3", AMD): Mark.ADDED, ("proj/tp4/w8", AMD): Mark.REMOVED,
+    }
+    assert {(r.key, r.target) for r in c.regressions} == {
+        ("attn/tp4/w2/bf16", AMD), ("attn/tp4/w8/bf16", AMD), ("attn/tp8/w2/bf16", NV), ("proj/tp4/w2", NV)}
+    worse = next(r for r in c.rows if r.key == "attn/tp4/w8/bf16" and r.target == AMD)
+    assert [(f.name, f.before, f.after, f.delta, f.verdict) for f in worse.changed_figures] == [
+        ("occupancy", 7, 6, -1, "worse"), ("vgpr", 38, 30, -8, "better")]
+    failing = next(r for r in c.rows if r.mark is Mark.NEWLY_FAILING)
+    assert failing.error == "out of resource: shared memory"
+    assert [(f.before, f.after) for f in failing.figures if f.name == "regs"] == [(48, None)]
+    assert c.failing_builds == (2, 2)
+    # Rows keep the head's order; the row only the base has stays where the base had it.
+    order = [(r.key, r.target) for r in c.rows]
+    assert order.index(("proj/tp4/w8", AMD)) == order.index(("proj/tp4/w2", NV)) + 1
+
+
+def test_spill_totals(layer: Survey) -> None:
+    base = edited(layer, {("attn/tp8/w8/bf16", AMD): {"vgpr_spill": 20, "scratch_bytes": 80},
+                          ("attn/tp8/w8/e4m3", AMD): {"vgpr_spill": 24, "scratch_bytes": 96},
+                          ("proj/tp8/w8", NV): {"spill_store_bytes": 8, "spill_load_bytes": 8}})
+    head = edited(layer, {("attn/tp8/w8/e4m3", AMD): {"sgpr_spill": 3}})
+    c = compare(base, head)
+    assert [(t.name, t.before, t.after) for t in c.spill_totals] == [
+        ("vgpr_spill", 44, 0), ("sgpr_spill", 0, 3), ("spill_store_bytes", 8, 0), ("spill_load_bytes", 8, 0)]
+    assert c.spilling_builds == (3, 1)
+
+
+def test_different_toolchains_are_not_comparable(layer: Survey) -> None:
+    cuda = dict(layer.toolchain["cuda"], ptxas="Build cuda_12.8.r12.8/compiler.0_0")
+    base = replace(layer, toolchain={**layer.toolchain, "cuda": cuda})
+    head = edited(layer, {("proj/tp4/w2", NV): {"regs": 40}, ("proj/tp4/w2", AMD): {"vgpr": 9}})
+    c = compare(base, head)
+    assert [ch.describe() for ch in c.toolchain_changes] == [
+        f"cuda ptxas: Build cuda_12.8.r12.8/compiler.0_0 -> {layer.toolchain['cuda']['ptxas']}"]
+    nvidia = [r for r in c.rows if r.target == NV]
+    assert {r.mark for r in nvidia} == {Mark.NOT_COMPARABLE}
+    assert nvidia[0].note == c.toolchain_changes[0].describe()
+    amd = {r.row_id: r.mark for r in c.rows if r.target == AMD}
+    assert amd["proj/tp4/w2"] is Mark.WORSE and list(amd.values()).count(Mark.UNCHANGED) == 19
+
+
+def test_json_is_schema_versioned_and_complete(layer: Survey) -> None:
+    head = edited(layer, {("attn/tp4/w2/bf16", AMD): {"vgpr": 96}})
+    data = json.loads(compare(layer, head).to_json())
+    assert data["schema_version"] == DIFF_SCHEMA_VERSION == 1
+    assert data["report"] == "comparison"
+    assert set(data) == {"schema_version", "report", "base", "head", "toolchain_changes", "counts", "totals",
+                         "summary", "rows", "rebuild"}
+    assert data["counts"]["worse"] == 1 and data["counts"]["unchanged"] == 39
+    assert data["totals"]["keys"] == 24 and data["totals"]["builds"] == 40
+    worse = next(r for r in data["rows"] if r["mark"] == "worse")
+    assert worse["segments"] == {"tp": "tp4", "width": "w2", "cache": "bf16"}
+    assert {"name": "vgpr", "before": 38, "after": 96, "delta": 58, "verdict": "worse"} in worse["figures"]
+    assert worse["before"]["object"]["sha256"] == row(layer, "attn/tp4/w2/bf16", AMD).object.sha256
+    assert worse["lint_findings"] is None
+    assert data["summary"][0]["text"] == "raises VGPRs of attn (matmul) tp4 w2 bf16 on gfx950 (38 -> 96)"
+
+
+def test_stack_compares_each_commit_with_its_parent(layer: Survey) -> None:
+    second = edited(layer, {("attn/tp4/w2/bf16", AMD): {"vgpr": 96}}, commit="b" * 40, label="b")
+    third = edited(second, {("attn/tp4/w2/bf16", AMD): {"vgpr": 64},
+                            ("proj/tp4/w2", NV): {"status": "error", "error": "boom"}}, commit="c" * 40, label="c")
+    s = stack([replace(layer, commit="a" * 40, label="a"), second, third], ["raise", "lower"])
+    assert [step.commit for step in s.steps] == ["b" * 40, "c" * 40]
+    first, last = s.steps
+    assert [(r.key, r.mark) for r in first.comparison.rows if r.mark is not Mark.UNCHANGED] == [
+        ("attn/tp4/w2/bf16", Mark.WORSE)]
+    assert sorted((r.key, r.mark.value) for r in last.comparison.rows if r.mark is not Mark.UNCHANGED) == [
+        ("attn/tp4/w2/bf16", "better"), ("proj/tp4/w2", "newly failing")]
+    assert last.keys_built == (23, 24) and last.builds == (39, 40) and first.lint_findings is None
+    overall = next(r for r in s.overall.rows if r.key == "attn/tp4/w2/bf16" and r.target == AMD)
+    assert (overall.mark, overall.figure("vgpr")) == (Mark.WORSE, FigureDelta("vgpr", 38, 64))
+    data = json.loads(s.to_json())
+    assert data["report"] == "stack" and len(data["steps"]) == 2
+    assert data["steps"][1]["keys_built"] == {"ok": 23, "total": 24} and data["steps"][1]["lint_findings"] is None

@@ -1,0 +1,89 @@
+"""The summary in words, on the real layer survey with edited figures: exact sentences."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from regsurvey.diff import compare, summarize
+from regsurvey.results import Survey
+
+from ..layer_survey import edited, without
+
+AMD, NV = "gfx950", "sm90"
+
+
+def lines(base: Survey, head: Survey) -> list[tuple[str, str]]:
+    return [(line.text, line.tone) for line in summarize(compare(base, head)).lines]
+
+
+def test_removed_spills_shared_by_two_kinds_are_one_line(layer: Survey) -> None:
+    # The tp8 w8 builds of attn's GEMM (both caches) and of proj spilled before; none does now.
+    base = edited(layer, {("attn/tp8/w8/bf16", AMD): {"vgpr_spill": 20, "scratch_bytes": 80},
+                          ("attn/tp8/w8/e4m3", AMD): {"vgpr_spill": 24, "scratch_bytes": 96},
+                          ("proj/tp8/w8", AMD): {"vgpr_spill": 22, "scratch_bytes": 88}})
+    summary = summarize(compare(base, layer))
+    assert [(line.text, line.tone) for line in summary.lines] == [
+        ("removes VGPR spills from attn (matmul) and proj tp8 w8 on gfx950 (20-24 -> 0; scratch 80-96 -> 0 B)",
+         "better"),
+        ("every key builds on both commits", "neutral"),
+        ("37 of 40 builds unchanged", "neutral"),
+    ]
+    assert summary.lines[0].rows == (f"{AMD}:attn/tp8/w8/bf16", f"{AMD}:attn/tp8/w8/e4m3", f"{AMD}:proj/tp8/w8")
+
+
+def test_ranges_split_by_the_axis_that_explains_them(layer: Survey) -> None:
+    head = edited(layer, {("attn/tp8/w8/bf16", AMD): {"sgpr_spill": 3}, ("attn/tp8/w8/e4m3", AMD): {"sgpr_spill": 3},
+                          ("attn/tp4/w8/bf16", AMD): {"sgpr_spill": 16}, ("attn/tp4/w8/e4m3", AMD): {"sgpr_spill": 17}})
+    assert lines(layer, head)[0] == (
+        "adds SGPR spills to attn (matmul) w8 on gfx950: tp4 0 -> 16-17, tp8 0 -> 3", "worse")
+
+
+def test_partial_groups_say_how_many_and_breaks_quote_the_error(layer: Survey) -> None:
+    head = edited(layer, {
+        ("attn/tp4/w2/bf16", AMD): {"vgpr": 64}, ("attn/tp4/w2/e4m3", AMD): {"vgpr": 64},
+        ("attn/tp4/w8/bf16", AMD): {"vgpr": 70},
+        ("attn/tp8/w2/bf16", NV): {"status": "error",
+                                   "error": "out of resource: shared memory, Required: 300000\nsecond line"},
+    })
+    assert lines(layer, head) == [
+        ("breaks attn (matmul) tp8 w2 bf16 on sm90: out of resource: shared memory, Required: 300000", "worse"),
+        ("raises VGPRs of attn (matmul) tp4 on gfx950 (3 of 4 builds): w2 38 -> 64, w8 bf16 38 -> 70", "worse"),
+        ("36 of 40 builds unchanged", "neutral"),
+    ]
+
+
+def test_companions_ride_with_their_figure_and_unrelated_groups_stay_apart(layer: Survey) -> None:
+    head = edited(layer, {
+        ("attn/tp4/w2/bf16", NV): {"spill_store_bytes": 96, "spill_load_bytes": 96, "stack_bytes": 96},
+        ("attn/tp4/w2/e4m3", NV): {"spill_store_bytes": 96, "spill_load_bytes": 100, "stack_bytes": 96},
+        ("attn/tp8/w8/bf16#1", NV): {"occupancy_blocks": 8, "occupancy_warps": 32},
+        ("proj/tp4/w2", NV): {"occupancy_blocks": 8, "occupancy_warps": 32},
+    })
+    assert lines(layer, head)[:3] == [
+        ("adds spill stores to attn (matmul) tp4 w2 on sm90 (0 -> 96 B; loads 0 -> 96-100 B, stack 0 -> 96 B)",
+         "worse"),
+        ("lowers occupancy of attn (scale_rows) tp8 w8 bf16 on sm90 (64 -> 32 warps/SM; 16 -> 8 blocks/SM)",
+         "worse"),
+        ("lowers occupancy of proj tp4 w2 on sm90 (64 -> 32 warps/SM; 16 -> 8 blocks/SM)", "worse"),
+    ]
+
+
+def test_nothing_changed(layer: Survey) -> None:
+    assert lines(layer, layer) == [("every key builds on both commits", "neutral"),
+                                   ("no figure changed in any of the 40 builds", "neutral")]
+
+
+def test_new_and_dropped_builds_and_another_toolchain(layer: Survey) -> None:
+    cuda = dict(layer.toolchain["cuda"], ptxas="Build cuda_12.8.r12.8/compiler.0_0")
+    base = without(replace(layer, toolchain={**layer.toolchain, "cuda": cuda}),
+                   {("proj/tp4/w2", AMD), ("proj/tp4/w8", AMD)})
+    head = without(layer, {("attn/tp8/w8/e4m3", AMD)})
+    ptxas = layer.toolchain["cuda"]["ptxas"]
+    assert lines(base, head) == [
+        ("adds 2 builds: proj tp4 on gfx950", "neutral"),
+        ("drops 1 build: attn (matmul) tp8 w8 e4m3 on gfx950", "neutral"),
+        ("every key builds on both commits", "neutral"),
+        ("17 of 40 builds unchanged", "neutral"),
+        ("20 builds on sm90 are not comparable: the toolchain differs "
+         f"(cuda ptxas: Build cuda_12.8.r12.8/compiler.0_0 -> {ptxas})", "neutral"),
+    ]
