@@ -51,10 +51,10 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
             survey = survey_checkout(checkout, store.objects.root, options, progress)
     else:
         survey = survey_checkout(working_tree(start), store.objects.root, options, progress)
-    if not (options.kinds or options.keys):
-        store.save(survey, default_targets=not options.targets)
+    if options.kinds or options.keys:
+        store.save(survey, partial=True)
     else:
-        store.save(survey)
+        store.save(survey, default_targets=not options.targets)
     return survey
 
 

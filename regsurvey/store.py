@@ -3,6 +3,7 @@
 Layout::
 
     surveys/<commit sha>/<target>.json   one survey per commit and target (schema-versioned JSON)
+    surveys/<commit sha>/partial/...     the latest survey of only some kinds/keys (--kind, --key)
     surveys/worktree/<target>.json       the latest survey of a working tree with uncommitted edits
     objects/<sha[:2]>/<sha>.<ext>        compiled objects, content-addressed (see ObjectStore)
 """
@@ -31,21 +32,23 @@ class Store:
     def _dir(self, commit: str | None) -> Path:
         return self.root / "surveys" / (commit or "worktree")
 
-    def save(self, survey: Survey, default_targets: bool = False) -> list[Path]:
+    def save(self, survey: Survey, default_targets: bool = False, partial: bool = False) -> list[Path]:
         """Store each target's rows of ``survey`` as its own file; return the paths written.
 
         ``default_targets``: the survey covers every key on the matrices' own targets, which later
-        runs without ``--target`` may then reuse.
+        runs without ``--target`` may then reuse. ``partial``: only some kinds or keys were surveyed;
+        kept under ``partial/`` so it never stands in for (or replaces) a whole survey.
         """
         self.prepare()
         paths = []
+        folder = self._dir(survey.commit) / "partial" if partial else self._dir(survey.commit)
         if default_targets:
             atomic_write(self._dir(survey.commit) / "index.json",
                          json.dumps({"default_targets": list(survey.targets)}).encode())
         for target in survey.targets:
             part = replace(survey, targets=(target,),
                            rows=tuple(r for r in survey.rows if r.target == target))
-            path = self._dir(survey.commit) / f"{target}.json"
+            path = folder / f"{target}.json"
             atomic_write(path, part.to_json().encode())
             paths.append(path)
         return paths

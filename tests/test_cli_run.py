@@ -118,8 +118,12 @@ def test_commit_survey_uses_a_temporary_worktree_and_ignores_edits(toy_repo: Pat
 
 def test_stored_survey_per_commit_and_target(toy_repo: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    data = survey_json(toy_repo, "--commit", "HEAD", "--kind", "scale", "--store", str(store))
+    data = survey_json(toy_repo, "--commit", "HEAD", "--store", str(store))
     sha = git(toy_repo, "rev-parse", "HEAD")
+    # A survey of some kinds only is kept apart: it never stands in for the whole commit.
+    partial = survey_json(toy_repo, "--commit", "HEAD", "--kind", "scale", "--store", str(store))
+    assert {r["kind"] for r in partial["rows"]} == {"scale"}
+    assert json.loads((store / "surveys" / sha / "partial" / "sm90.json").read_text())["rows"]
     for target in ("gfx950", "sm90"):
         stored = json.loads((store / "surveys" / sha / f"{target}.json").read_text())
         assert stored["schema_version"] == 1 and stored["targets"] == [target]
