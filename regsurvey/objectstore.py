@@ -64,6 +64,12 @@ class ObjectStore:
             raise CorruptObjectError(f"stored object {rel} does not match its sha256 (corrupt or truncated)")
         return data
 
+    def put_text(self, rel: str, name: str, text: str) -> None:
+        """Keep a text beside a stored object (e.g. its lint findings), replacing any earlier one."""
+        path = self.root.parent / rel
+        atomic_write(path.with_name(f"{path.name.rsplit('.', 1)[0]}.{name}.gz"),
+                     gzip.compress(text.encode(), compresslevel=3, mtime=0))
+
     def text(self, rel: str, name: str) -> str | None:
         """An IR text stored beside an object (``amdgcn``, ``ptx``, ``llir``), or None."""
         path = self.root.parent / rel

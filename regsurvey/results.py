@@ -48,6 +48,7 @@ class Row:
     num_stages: int | None = None
     where: str | None = None  # file:line of the launch in the project's code
     reused: bool = False  # True when the result came from an earlier compile of the same Triton key
+    lint: list[dict[str, Any]] | None = None  # kernarg lint findings; None where the survey did not lint
 
     @property
     def row_id(self) -> str:

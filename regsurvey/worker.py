@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +100,11 @@ class Worker:
             cache_hash = None
         cached = self.results.get(cache_hash) if cache_hash and reuse else None
         if cached is not None:
+            lint = cached.extra.get("lint")
+            if lint is not None:  # findings name the row they were first found on
+                lint = [{**f, "key": Row(**common, status="ok").row_id} for f in lint]
             return Row(**common, status="ok", resources=cached.resources, compile_s=cached.compile_s,
-                       object=cached.object, triton_hash=cache_hash, reused=True)
+                       object=cached.object, triton_hash=cache_hash, reused=True, lint=lint)
         try:
             compiled = toolchain.compile_launch(launch, target)
         except Exception as exc:
@@ -115,12 +118,32 @@ class Worker:
                        error=f"unreadable object: {exc}")
         ext = "hsaco" if target.is_amd else "cubin"
         sha, path = self.objects.put(compiled.binary, ext, extras={
-            name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir") if name in compiled.asm})
+            name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir", "ttir") if name in compiled.asm})
         ref = ObjectRef(path=path, sha256=sha)
+        row = Row(**common, status="ok", resources=resources, compile_s=compile_s, object=ref,
+                  triton_hash=compiled.triton_hash)
+        lint = self._lint(row, target)
         self.results.put(compiled.triton_hash, CachedResult(kernel=launch.kernel, resources=resources, object=ref,
-                                                            compile_s=compile_s, extra={}))
-        return Row(**common, status="ok", resources=resources, compile_s=compile_s, object=ref,
-                   triton_hash=compiled.triton_hash)
+                                                            compile_s=compile_s, extra={"lint": lint}))
+        return replace(row, lint=lint)
+
+    def _lint(self, row: Row, target: Target) -> list[dict[str, Any]] | None:
+        """The row's lint findings, or None where the survey does not lint.
+
+        AMD objects are linted from their amdgcn text (milliseconds). An NVIDIA object needs its SASS,
+        and nvdisasm costs more than many compiles: the survey lints only those it disassembles anyway
+        (kernels with a stack frame); ``regsurvey lint`` lints every one.
+        """
+        if target.is_nvidia and not row.resources.get("stack_bytes"):
+            return None
+        from .lint import LintInputError
+        from .lint.inputs import lint_row
+
+        try:
+            found = lint_row(row, self.objects)
+        except (LintInputError, ValueError):
+            return None
+        return [{**f.to_dict(), "key": row.row_id} for f in found]
 
 
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None) -> None:

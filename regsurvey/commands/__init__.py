@@ -10,6 +10,7 @@ def register(group: click.Group) -> None:
     from .capture import capture
     from .demo import demo
     from .diff import diff
+    from .lint import lint
     from .rebuild_check import rebuild_check
     from .run import run
     from .stack import stack
@@ -20,3 +21,4 @@ def register(group: click.Group) -> None:
     group.add_command(stack)
     group.add_command(rebuild_check)
     group.add_command(demo)
+    group.add_command(lint)

@@ -1,0 +1,88 @@
+"""``regsurvey lint``: kernel arguments that the compiled code loads and never reads (miscompile suspects)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..errors import CorruptObjectError
+from ..obtain import default_store, obtain_survey
+from ..store import Store
+from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail
+from .options import make_survey_options, survey_options, table_style
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--commit", "rev", metavar="REV", help="Lint the survey of this git revision (default: the "
+              "working tree). A stored survey made with this toolchain is reused.")
+@survey_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="Also print the time the lint itself took, and its share.")
+def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
+         keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
+         fmt: str, verbose: bool) -> None:
+    """Find kernel arguments that are loaded into registers and never read on any path.
+
+    Without FILES, lints every key of a survey (the working tree, or --commit REV): AMD objects with
+    their amdgcn text and LLVM IR, NVIDIA cubins against their PTX. With FILES, lints loose amdgcn
+    text (.s, .amdgcn) or AMD code objects (.hsaco, .co; needs llvm-objdump of LLVM >= 20).
+
+    An argument the LLVM IR (or the PTX) uses but the machine code never reads is a miscompile
+    suspect (error); one loaded and never read with nothing saying it is needed is a note. Exit
+    status: 1 if there is any suspect, 0 otherwise, 2 on bad input.
+    """
+    from ..lint import LintInputError
+    from ..lint.disassembler import DisassemblerMissing
+    from ..lint.inputs import LintRun, lint_file, lint_survey
+    from ..lint.render import findings_json, findings_table
+
+    started = time.perf_counter()
+    if files and rev is not None:
+        fail("give FILES or --commit, not both")
+    runs: list[LintRun] = []
+    try:
+        if files:
+            for path in files:
+                try:
+                    runs.append(lint_file(path))
+                except OSError as exc:
+                    fail(f"{path}: {exc.strerror or exc}")
+                except (LintInputError, CorruptObjectError, DisassemblerMissing) as exc:
+                    fail(f"{path}: {exc}")
+        else:
+            from ..output.progress import survey_progress
+
+            start = repo.resolve()
+            options = make_survey_options(targets, kinds, keys, jobs, timeout)
+            store = Store(store_dir) if store_dir else default_store(start)
+            with survey_progress(enabled=not quiet) as progress:
+                survey = obtain_survey(start, rev, store, options, progress, reuse=True)
+            try:
+                runs.append(lint_survey(survey, store.objects, jobs=options.jobs))
+            except CorruptObjectError as exc:
+                fail(str(exc))
+    except BAD_INPUT as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("regsurvey: interrupted", err=True)
+        sys.exit(130)
+    findings = [f for run in runs for f in run.findings]
+    kernels = sum(run.kernels for run in runs)
+    if fmt == "json":
+        click.echo(findings_json(findings))
+    else:
+        click.echo(findings_table(findings, kernels=kernels, **table_style()), nl=False)
+    for run in runs:
+        for skipped in run.skipped:
+            click.echo(f"regsurvey: not linted: {skipped}", err=True)
+    if verbose:
+        total = time.perf_counter() - started
+        spent = sum(run.seconds for run in runs)
+        per = spent / kernels * 1000 if kernels else 0.0
+        click.echo(f"lint: {spent:.2f} s for {kernels} kernels ({per:.0f} ms each), "
+                   f"{100 * spent / total if total else 0:.0f}% of {total:.2f} s", err=True)
+    sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in findings) else EXIT_OK)

@@ -1,0 +1,165 @@
+"""The NVIDIA side of the kernarg lint: parameters the PTX loads that the SASS never reads.
+
+A kernel's parameters live in constant bank 0 (``c[0x0][...]``), from 0x210 on sm_90 and from 0x380 on
+sm_100. The PTX reads a parameter with ``ld.param``; ptxas turns that into ``LDC``/``ULDC``/``LDCU`` or a
+constant-bank operand of an ALU instruction. A parameter the PTX loads and no SASS instruction reads
+is a miscompile suspect: the value the source uses never reaches the machine code.
+
+Parameters whose address the PTX takes (``mov.b64 %rd, name_param_3``: TMA descriptors passed by
+value, for one) are read through pointers the lint does not follow; they are never reported, and a
+kernel whose SASS reads the bank at a register offset is not judged at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .finding import ERROR, Finding
+
+# Start of the parameter area in constant bank 0, by SM major version (sm_90: c[0x0][0x210];
+# sm_100: c[0x0][0x380]); checked against the cubins' EIATTR_PARAM_CBANK in the tests.
+PARAM_BASE = {9: 0x210, 10: 0x380}
+
+_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\((.*?)\)", re.S)
+_PARAM = re.compile(r"\.param\s+(.*?)\s*([\w$]+)(?:\[(\d+)\])?\s*$")
+_LD_PARAM = re.compile(r"\bld\.param((?:\.\w+)*)\s+[^,\[]*(?:\{[^}]*\})?[^\[]*\[\s*([\w$]+)\s*(?:\+\s*(-?\w+))?\s*\]")
+_TARGET = re.compile(r"^\s*\.target\s+sm_(\d+)", re.M)
+# One SASS line of nvdisasm: "/*0020*/  @P0 LDC.64 R176, c[0x0][0x230] ;".
+_SASS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)((?:\.[\w]+)*)\s*(.*?);", re.M)
+_BANK = re.compile(r"c\[0x0\]\[([^\]]+)\]")
+_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+
+
+@dataclass(frozen=True)
+class PtxParam:
+    """One ``.param`` of a PTX entry: its position, byte offset in the parameter area and size."""
+
+    index: int
+    name: str
+    offset: int
+    size: int
+
+
+def ptx_params(ptx: str) -> tuple[str, list[PtxParam]]:
+    """The first entry's name and its parameters, laid out as the CUDA ABI does (each aligned to its
+    ``.align`` or, for a scalar, to its size)."""
+    m = _ENTRY.search(ptx)
+    if not m:
+        raise ValueError("no .entry in the PTX")
+    params = []
+    offset = 0
+    for index, decl in enumerate(p for p in m[2].split(",") if p.strip()):
+        pm = _PARAM.match(decl.strip())
+        if not pm:
+            raise ValueError(f"cannot read the PTX parameter {decl.strip()!r}")
+        words, name, count = pm[1].split(), pm[2], int(pm[3] or 1)
+        types = [w for w in words if re.fullmatch(r"\.[busf](8|16|32|64)|\.pred|\.bf16", w)]
+        elem = _TYPE_BYTES.get(re.sub(r"\D", "", types[0]) if types else "32", 4) if types != [".pred"] else 1
+        # `.ptr .global .align 1` describes the pointee; only an `.align` outside `.ptr` is the param's.
+        align = elem
+        if ".ptr" not in words and ".align" in words:
+            align = int(words[words.index(".align") + 1])
+        offset = -(-offset // align) * align
+        params.append(PtxParam(index, name, offset, elem * count))
+        offset += elem * count
+    return m[1], params
+
+
+def _ptx_reads(ptx: str, params: Sequence[PtxParam]) -> tuple[dict[int, tuple[str, int]], set[int]]:
+    """Per parameter index, the first ``ld.param`` of it (text, line); and the parameters whose address
+    the PTX takes (mentioned other than by ``ld.param``)."""
+    by_name = {p.name: p for p in params}
+    loads: dict[int, tuple[str, int]] = {}
+    escaped: set[int] = set()
+    body_start = ptx.find("{", _ENTRY.search(ptx).end()) if _ENTRY.search(ptx) else 0  # type: ignore[union-attr]
+    first_line = ptx.count("\n", 0, body_start) + 1
+    for number, line in enumerate(ptx[body_start:].splitlines(), start=first_line):
+        code = line.split("//", 1)[0]
+        mentioned = [n for n in re.findall(r"[\w$]+", code) if n in by_name]
+        if not mentioned:
+            continue
+        ld = _LD_PARAM.search(code)
+        for name in mentioned:
+            index = by_name[name].index
+            if ld and ld[2] == name:
+                loads.setdefault(index, (" ".join(code.split()), number))
+            else:
+                escaped.add(index)
+    return loads, escaped
+
+
+def sass_bank_reads(sass: str) -> tuple[list[tuple[int, int]], bool]:
+    """Byte ranges of constant bank 0 the SASS reads, and whether any read is at a register offset."""
+    ranges = []
+    indirect = False
+    for m in _SASS.finditer(sass):
+        opcode, suffixes, operands = m[1], m[2], m[3]
+        for bank in _BANK.finditer(operands):
+            try:
+                start = int(bank[1], 16)
+            except ValueError:
+                indirect = True  # c[0x0][R2+0x10]: any parameter may be read
+                continue
+            ranges.append((start, start + _access_bytes(opcode, suffixes)))
+    return ranges, indirect
+
+
+def _access_bytes(opcode: str, suffixes: str) -> int:
+    parts = suffixes.split(".")
+    for part, size in (("128", 16), ("64", 8), ("U16", 2), ("S16", 2), ("U8", 1), ("S8", 1)):
+        if part in parts:
+            return size
+    if opcode in ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX"):
+        return 8  # double-precision ALU operands take a register pair's worth of the bank
+    return 4
+
+
+def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None) -> list[Finding]:
+    """Parameters the PTX reads with ``ld.param`` that no SASS instruction reads from constant bank 0."""
+    kernel, params = ptx_params(ptx)
+    sm = _TARGET.search(ptx)
+    if not sm:
+        raise ValueError("no .target in the PTX")
+    arch = int(sm[1])
+    base = PARAM_BASE.get(arch // 10)
+    if base is None:
+        raise ValueError(f"no known parameter bank offset for sm_{arch}")
+    loads, escaped = _ptx_reads(ptx, params)
+    ranges, indirect = sass_bank_reads(sass)
+    if indirect:
+        return []
+    # Triton appends two pointer parameters (global scratch, profile scratch): never reported.
+    skip = {p.index for p in params[-2:]} if len(params) >= 2 else set()
+    out = []
+    for p in params:
+        if p.index not in loads or p.index in escaped or p.index in skip:
+            continue
+        lo, hi = base + p.offset, base + p.offset + p.size
+        if any(start < hi and lo < end for start, end in ranges):
+            continue
+        text, line = loads[p.index]
+        name = arg_names[p.index] if arg_names is not None and p.index < len(arg_names) else None
+        out.append(Finding(
+            kernel=kernel, target=f"sm{arch}", arg_index=p.index, arg_offset=p.offset, arg_name=name,
+            severity=ERROR, load=text, line=line,
+            reason=f"the PTX loads it (ld.param) but no SASS instruction reads c[0x0][{lo:#x}..{hi - 1:#x}]",
+        ))
+    return out
+
+
+def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = None,
+                sass: str | None = None) -> list[Finding]:
+    """Lint one Triton NVIDIA kernel: its PTX against the SASS of its cubin.
+
+    ``sass`` is ``nvdisasm -c`` of ``cubin`` if the caller already has it (the survey worker does);
+    otherwise the cubin is disassembled here. ``arg_names`` are the Python parameters that are not
+    constexpr, in order. Raises :class:`~regsurvey.errors.CorruptObjectError` if nvdisasm rejects the
+    cubin and ValueError if the PTX has no entry or an unknown target.
+    """
+    if sass is None:
+        from ..nvidia_object import disassemble
+
+        sass = disassemble(cubin)
+    return lint_ptx_sass(ptx, sass, arg_names=arg_names)

@@ -1,0 +1,123 @@
+"""The NVIDIA side of the lint: PTX ``ld.param`` against the SASS's reads of the parameter constant bank.
+
+Kernels are compiled here offline for sm90 and sm100; the parameter layout is checked against what ptxas
+recorded in the cubin (``.nv.info.<kernel>``: EIATTR_PARAM_CBANK, EIATTR_KPARAM_INFO), and the mutations
+delete SASS instructions that read a parameter.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from regsurvey.errors import CorruptObjectError
+from regsurvey.lint import ERROR, lint_nvidia
+from regsurvey.lint.nvidia import PARAM_BASE, lint_ptx_sass, ptx_params, sass_bank_reads
+from regsurvey.nvidia_object import disassemble
+
+from ..objects_kernels import SIGNATURES, compile_kernel
+
+MATMUL = {"BM": 128, "BN": 128, "BK": 64}
+CASES = {
+    "add-sm90": ("add_kernel", "sm90", (("num_warps", 4),), {"BLOCK": 1024}),
+    "add-sm100": ("add_kernel", "sm100", (("num_warps", 4),), {"BLOCK": 1024}),
+    "spill-sm90": ("hold_tile_kernel", "sm90", (("num_warps", 1),), {"BLOCK": 4096}),
+    "many-sm90": ("many_buffers_kernel", "sm90", (("num_warps", 4),), {"BLOCK": 256}),
+    "many-sm100": ("many_buffers_kernel", "sm100", (("num_warps", 4),), {"BLOCK": 256}),
+    "matmul-sm90": ("matmul_kernel", "sm90", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    "matmul-sm100": ("matmul_kernel", "sm100", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+}
+
+
+def compiled(case: str):  # type: ignore[no-untyped-def]
+    kernel, target, options, constexprs = CASES[case]
+    ck = compile_kernel(kernel, target, options=options, **constexprs)
+    return ck, [n for n, t in SIGNATURES[kernel].items() if t != "constexpr"]
+
+
+def param_info(cubin: bytes) -> tuple[int, dict[int, int]]:
+    """(param bank offset, {ordinal: offset}) from the cubin's .nv.info.<kernel>: what ptxas laid out."""
+    elf = ELFFile(io.BytesIO(cubin))
+    (section,) = [s for s in elf.iter_sections() if s.name.startswith(".nv.info.")]
+    raw, pos, base, offsets = section.data(), 0, -1, {}
+    while pos + 4 <= len(raw):
+        fmt, attr, size = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != 0x04:  # EIFMT_SVAL: size bytes follow
+            continue
+        if attr == 0x0A:  # EIATTR_PARAM_CBANK: symbol, offset, size
+            base = struct.unpack_from("<IHH", raw, pos)[1]
+        elif attr == 0x17:  # EIATTR_KPARAM_INFO: index, ordinal, offset, flags
+            _, ordinal, offset, _ = struct.unpack_from("<IHHI", raw, pos)
+            offsets[ordinal] = offset
+        pos += size
+    return base, offsets
+
+
+@pytest.mark.parametrize("case", ["add-sm90", "add-sm100", "matmul-sm90", "matmul-sm100"])
+def test_parameter_layout_matches_the_cubin(case: str) -> None:
+    ck, _ = compiled(case)
+    base, offsets = param_info(ck.asm["cubin"])
+    assert PARAM_BASE[ck.metadata.target.arch // 10] == base
+    kernel, params = ptx_params(ck.asm["ptx"])
+    assert kernel == ck.metadata.name
+    assert {p.index: p.offset for p in params} == offsets
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_real_kernels_are_clean(case: str) -> None:
+    ck, names = compiled(case)
+    assert lint_nvidia(ck.asm["ptx"], ck.asm["cubin"], arg_names=names) == []
+
+
+def without(sass: str, *needles: str) -> str:
+    """The SASS minus every instruction line that contains one of ``needles``."""
+    return "\n".join(line for line in sass.splitlines() if not any(n in line for n in needles))
+
+
+@pytest.mark.parametrize("case", ["add-sm90", "add-sm100"])
+def test_a_parameter_read_deleted_from_the_sass_is_found(case: str) -> None:
+    ck, names = compiled(case)
+    ptx, sass = ck.asm["ptx"], disassemble(ck.asm["cubin"])
+    base = PARAM_BASE[ck.metadata.target.arch // 10]
+    # out_ptr is parameter 2, 16 bytes in; n is parameter 3 (i32) right after it.
+    out_ptr = f"c[0x0][{base + 16:#x}]"
+    (found,) = lint_ptx_sass(ptx, without(sass, out_ptr), arg_names=names)
+    assert (found.arg_name, found.arg_index, found.arg_offset, found.severity) == ("out_ptr", 2, 16, ERROR)
+    assert found.load.startswith("ld.param.b64") and found.load.endswith("_param_2];")
+    assert ptx.splitlines()[found.line - 1].split("//")[0].split() == found.load.split()
+    assert found.target == f"sm{ck.metadata.target.arch}"
+    lost_both = lint_ptx_sass(ptx, without(sass, out_ptr, f"c[0x0][{base + 24:#x}]"), arg_names=names)
+    assert [f.arg_name for f in lost_both] == ["out_ptr", "n"]
+
+
+def test_widths_of_bank_reads() -> None:
+    sass = """
+        /*0020*/                   LDC.64 R176, c[0x0][0x230] ;
+        /*0030*/                   ULDC UR4, c[0x0][0x23c] ;
+        /*0040*/              @!P0 ISETP.GE.AND P0, PT, R0, c[0x0][0x228], PT ;
+        /*0050*/                   LDCU.128 UR8, c[0x0][0x380] ;
+"""
+    assert sass_bank_reads(sass) == ([(0x230, 0x238), (0x23C, 0x240), (0x228, 0x22C), (0x380, 0x390)], False)
+    assert sass_bank_reads("        /*0000*/  LDC R2, c[0x0][R0+0x210] ;")[1] is True
+
+
+def test_indirect_reads_and_address_taken_params_are_never_reported() -> None:
+    ck, names = compiled("add-sm90")
+    ptx, sass = ck.asm["ptx"], disassemble(ck.asm["cubin"])
+    gone = without(sass, "c[0x0][0x220]")
+    # A read at a register offset may be of any parameter: nothing can be said.
+    assert lint_ptx_sass(ptx, gone + "\n        /*9990*/  LDC R2, c[0x0][R0+0x210] ;", arg_names=names) == []
+    # The PTX takes the parameter's address (as for a TMA descriptor): reads go through a pointer.
+    taken = ptx.replace("\tret;", "\tmov.b64 \t%rd99, add_kernel_param_2;\n\tret;", 1)
+    assert taken != ptx
+    assert lint_ptx_sass(taken, gone, arg_names=names) == []
+
+
+def test_a_broken_cubin_is_a_corrupt_object() -> None:
+    ck, names = compiled("add-sm90")
+    with pytest.raises(CorruptObjectError):
+        lint_nvidia(ck.asm["ptx"], ck.asm["cubin"][:600], arg_names=names)
