@@ -161,7 +161,11 @@ def main() -> int:
         total = sum(seconds.values())
         longest = max(seconds.values())
         print(f"7. scaling (cold): sum of per-key compile times {total:.1f} s, longest key {longest:.1f} s")
+        print(f"   -j  1: {cold:7.1f} s   bound {max(longest, total):6.1f} s   ratio {cold / max(longest, total):.2f}"
+              "   (the cold survey of 2.)")
         for n in jobs:
+            if n == 1:
+                continue
             env_n = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
             wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", args.targets,
                                     "--store", str(work / f"store-j{n}"), *key_args], ROOT, env_n)
