@@ -9,6 +9,7 @@ importing Triton.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import io
 import os
@@ -146,7 +147,16 @@ def nvidia_occupancy_blocks(*, regs: int, shared_bytes: int, num_warps: int, tar
 
 
 def disassemble(data: bytes) -> str:
-    """The SASS of a cubin, from ``nvdisasm -c``; CorruptObjectError if nvdisasm rejects it."""
+    """The SASS of a cubin, from ``nvdisasm -c``; CorruptObjectError if nvdisasm rejects it.
+
+    The last few results are kept: the survey reads spills and lints from the same SASS, and one
+    nvdisasm run costs about 0.3 s.
+    """
+    return _disassemble(data)
+
+
+@functools.lru_cache(maxsize=8)
+def _disassemble(data: bytes) -> str:
     with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
