@@ -167,6 +167,10 @@ def main() -> int:
             if n == 1:
                 continue
             env_n = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
+            # Cold caches, but key costs known from the earlier survey (as in a store in daily use),
+            # so the slowest keys are scheduled first.
+            (work / f"store-j{n}").mkdir()
+            shutil.copy(store / "costs.json", work / f"store-j{n}" / "costs.json")
             wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", args.targets,
                                     "--store", str(work / f"store-j{n}"), *key_args], ROOT, env_n)
             bound = max(longest, total / n)
