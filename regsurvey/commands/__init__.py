@@ -8,6 +8,7 @@ import click
 def register(group: click.Group) -> None:
     """Add every subcommand to ``group``."""
     from .capture import capture
+    from .check import check
     from .demo import demo
     from .diff import diff
     from .lint import lint
@@ -22,3 +23,4 @@ def register(group: click.Group) -> None:
     group.add_command(rebuild_check)
     group.add_command(demo)
     group.add_command(lint)
+    group.add_command(check)

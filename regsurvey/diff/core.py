@@ -1,9 +1,10 @@
-"""Comparing two surveys build by build: the engine behind ``diff``, ``stack`` and (later) ``check``.
+"""Comparing two surveys build by build: the engine behind ``diff``, ``stack`` and ``check``.
 
 Rows are matched by target and :attr:`Row.row_id` (key, launch, autotune config). Each matched pair
-gets a :class:`FigureDelta` per figure and one :class:`Mark`, as ``asv compare`` marks its rows. The
+gets a :class:`FigureDelta` per figure, a :class:`LintChange` (the kernarg lint's findings on both
+sides, as the surveys recorded them) and one :class:`Mark`, as ``asv compare`` marks its rows. The
 result is a :class:`Comparison`: plain frozen dataclasses, a pure function of the two surveys (no
-compiling, no reading objects), serialised with its own schema version.
+compiling, no reading objects, no linting), serialised with its own schema version.
 """
 
 from __future__ import annotations
@@ -23,18 +24,23 @@ if TYPE_CHECKING:
     from ..rebuild import RebuildCheck
 
 DIFF_SCHEMA_VERSION = 1
+# A lint finding's severity that means a miscompile suspect (regsurvey.lint.finding.ERROR, as the survey
+# JSON spells it); read from the data so that comparing never imports the lint.
+LINT_ERROR = "error"
 
 
 class Mark(str, Enum):
     """What happened to one build between the two surveys."""
 
-    WORSE = "worse"  # a figure moved the wrong way (see figures.FIGURES), whatever else improved
+    # A figure moved the wrong way (see figures.FIGURES), or the lint found a new miscompile suspect,
+    # whatever else improved.
+    WORSE = "worse"
     NEWLY_FAILING = "newly failing"  # built before, fails now
-    BETTER = "better"  # at least one figure improved and none got worse
+    BETTER = "better"  # a figure improved or a miscompile suspect went away, and nothing got worse
     FIXED = "fixed"  # failed before, builds now
     ADDED = "added"  # only in the head survey
     REMOVED = "removed"  # only in the base survey
-    CHANGED = "changed"  # only neutral figures (kernel arguments) changed
+    CHANGED = "changed"  # only neutral figures (kernel arguments) or lint notes changed
     STILL_FAILING = "still failing"  # fails on both sides
     NOT_COMPARABLE = "not comparable"  # the two surveys' toolchains differ for this target's backend
     UNCHANGED = "unchanged"
@@ -71,6 +77,94 @@ class FigureDelta:
         return self.before is not None and self.after is not None and self.before != self.after
 
 
+def finding_identity(finding: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """What makes two lint findings of one build the same finding: kernel, argument offset, severity.
+
+    Not the load's line or instruction: unrelated edits move those while the same argument stays unread.
+    """
+    return finding.get("kernel"), finding.get("arg_offset"), finding.get("severity")
+
+
+def _is_error(finding: dict[str, Any]) -> bool:
+    return finding.get("severity") == LINT_ERROR
+
+
+@dataclass(frozen=True)
+class LintChange:
+    """The kernarg lint's findings on one build, before and after, as the surveys recorded them.
+
+    A side is None where the survey did not lint the build: it failed or is missing, or it is an NVIDIA
+    build without a stack frame (the survey disassembles only those). Findings are ``Row.lint`` dicts
+    (see :meth:`regsurvey.lint.Finding.to_dict`), matched by :func:`finding_identity`. A finding of a
+    build the base did not lint counts as new; a build the head did not lint has fixed nothing.
+    """
+
+    before: tuple[dict[str, Any], ...] | None = None
+    after: tuple[dict[str, Any], ...] | None = None
+
+    @property
+    def linted(self) -> bool:
+        """True when either side was linted."""
+        return self.before is not None or self.after is not None
+
+    @property
+    def new(self) -> tuple[dict[str, Any], ...]:
+        """Findings of the head that the base does not have."""
+        if self.after is None:
+            return ()
+        known = {finding_identity(f) for f in self.before or ()}
+        return tuple(f for f in self.after if finding_identity(f) not in known)
+
+    @property
+    def fixed(self) -> tuple[dict[str, Any], ...]:
+        """Findings of the base that the head, linted too, does not have."""
+        if self.before is None or self.after is None:
+            return ()
+        now = {finding_identity(f) for f in self.after}
+        return tuple(f for f in self.before if finding_identity(f) not in now)
+
+    @property
+    def new_errors(self) -> tuple[dict[str, Any], ...]:
+        """New miscompile suspects (severity ``error``): what makes a build worse."""
+        return tuple(f for f in self.new if _is_error(f))
+
+    @property
+    def fixed_errors(self) -> tuple[dict[str, Any], ...]:
+        """Miscompile suspects the head no longer has: what makes a build better."""
+        return tuple(f for f in self.fixed if _is_error(f))
+
+    @property
+    def changed(self) -> bool:
+        """True when a finding appeared or went away."""
+        return bool(self.new or self.fixed)
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """``{"before", "after", "new", "fixed"}`` (lists of findings; a side not linted is null), or None
+        when neither side was linted."""
+        if not self.linted:
+            return None
+        return {"before": list(self.before) if self.before is not None else None,
+                "after": list(self.after) if self.after is not None else None,
+                "new": list(self.new), "fixed": list(self.fixed)}
+
+
+@dataclass(frozen=True)
+class LintCounts:
+    """Lint findings summed over the builds of a comparison's head, and what changed against the base."""
+
+    findings: int  # on the head's linted builds
+    errors: int  # of which miscompile suspects
+    new: int
+    new_errors: int
+    fixed: int
+    fixed_errors: int
+    linted: int  # head builds the survey linted
+
+    def to_dict(self) -> dict[str, int]:
+        """The counts as JSON-ready data."""
+        return asdict(self)
+
+
 @dataclass(frozen=True)
 class ToolchainChange:
     """One part of one backend's toolchain that differs between the surveys (makes rows not comparable)."""
@@ -102,8 +196,7 @@ class RowComparison:
     before: Row | None
     after: Row | None
     note: str | None = None  # why the row is not comparable
-    # Reserved for the lint (a later command): findings on the head's object; None = not linted.
-    lint_findings: int | None = None
+    lint_findings: LintChange = LintChange()  # the kernarg lint's findings on both sides
 
     @property
     def ref(self) -> str:
@@ -193,8 +286,31 @@ class Comparison:
 
     @property
     def regressions(self) -> tuple[RowComparison, ...]:
-        """What a gate fails on: builds that got worse or stopped building."""
+        """Builds that got worse (a figure, or a new miscompile suspect) or stopped building.
+
+        ``regsurvey check`` judges these against its rules and baseline (:mod:`regsurvey.check`).
+        """
         return tuple(r for r in self.rows if r.mark in REGRESSIONS)
+
+    @property
+    def lint_counts(self) -> LintCounts | None:
+        """The head's lint findings and what changed; None when the head has no linted build."""
+        linted = [r.lint_findings for r in self.rows if r.lint_findings.after is not None]
+        if not linted:
+            return None
+        after = [f for change in linted for f in change.after or ()]
+        changes = [r.lint_findings for r in self.rows]
+        return LintCounts(findings=len(after), errors=sum(map(_is_error, after)),
+                          new=sum(len(c.new) for c in changes), new_errors=sum(len(c.new_errors) for c in changes),
+                          fixed=sum(len(c.fixed) for c in changes),
+                          fixed_errors=sum(len(c.fixed_errors) for c in changes), linted=len(linted))
+
+    @property
+    def lint_errors(self) -> tuple[int, int]:
+        """Miscompile suspects on all linted builds, before and after."""
+        def errors(row: Row | None) -> int:
+            return sum(map(_is_error, row.lint or ())) if row is not None else 0
+        return (sum(errors(r.before) for r in self.rows), sum(errors(r.after) for r in self.rows))
 
     @property
     def keys(self) -> int:
@@ -251,6 +367,7 @@ class Comparison:
                 "spills": [asdict(t) for t in self.spill_totals],
                 "spilling_builds": dict(zip(("before", "after"), self.spilling_builds)),
                 "failing_builds": dict(zip(("before", "after"), self.failing_builds)),
+                "lint": lint.to_dict() if (lint := self.lint_counts) is not None else None,
             },
             "summary": [{"text": line.text, "tone": line.tone, "rows": list(line.rows)}
                         for line in summarize(self).lines],
@@ -267,7 +384,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
     return {
         "target": r.target, "row_id": r.row_id, "key": r.key, "kind": r.kind, "axes": r.axes,
         "segments": r.segments, "kernel": r.kernel, "launch": r.launch, "config": r.config,
-        "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings,
+        "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
         "figures": [{"name": f.name, "before": f.before, "after": f.after, "delta": f.delta,
                      "verdict": f.verdict} for f in r.figures],
         "before": asdict(r.before) if r.before is not None else None,
@@ -315,7 +432,13 @@ def _figures(before: Row | None, after: Row | None) -> tuple[FigureDelta, ...]:
                              after.resources.get(n) if after else None) for n in ordered)
 
 
-def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta]) -> Mark:
+def _lint_change(before: Row | None, after: Row | None) -> LintChange:
+    def side(row: Row | None) -> tuple[dict[str, Any], ...] | None:
+        return tuple(row.lint) if row is not None and row.ok and row.lint is not None else None
+    return LintChange(side(before), side(after))
+
+
+def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta], lint: LintChange) -> Mark:
     if before is None:
         return Mark.ADDED
     if after is None:
@@ -325,11 +448,12 @@ def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta])
     if not after.ok:
         return Mark.NEWLY_FAILING
     verdicts = {f.verdict for f in figures}
-    if "worse" in verdicts:
+    # A new miscompile suspect weighs like a figure that got worse; a new or fixed note is neutral.
+    if "worse" in verdicts or lint.new_errors:
         return Mark.WORSE
-    if "better" in verdicts:
+    if "better" in verdicts or lint.fixed_errors:
         return Mark.BETTER
-    if "changed" in verdicts:
+    if "changed" in verdicts or lint.changed:
         return Mark.CHANGED
     return Mark.UNCHANGED
 
@@ -358,18 +482,19 @@ def compare(base: Survey, head: Survey) -> Comparison:
         row = after or before
         assert row is not None
         figures = _figures(before, after)
+        lint = _lint_change(before, after)
         note = None
         backend = _backend(row.target)
         if backend in changed_backends and before is not None and after is not None:
             mark = Mark.NOT_COMPARABLE
             note = "; ".join(c.describe() for c in changes if c.backend == backend)
         else:
-            mark = _mark(before, after, figures)
+            mark = _mark(before, after, figures, lint)
         rows.append(RowComparison(
             target=row.target, row_id=row.row_id, key=row.key, kind=row.kind, axes=dict(row.axes),
             kernel=(after.kernel if after is not None and after.kernel else before.kernel if before else None),
             launch=row.launch, config=row.config, mark=mark, figures=figures, before=before, after=after,
-            note=note))
+            note=note, lint_findings=lint))
     return Comparison(base=SurveyInfo.of(base), head=SurveyInfo.of(head), rows=tuple(rows),
                       toolchain_changes=changes)
 
@@ -400,8 +525,11 @@ class StackStep:
     commit: str
     subject: str
     comparison: Comparison
-    # Reserved for the lint (a later command): findings on this commit; None = not linted.
-    lint_findings: int | None = None
+
+    @property
+    def lint_findings(self) -> LintCounts | None:
+        """This commit's lint findings and those new against its parent; None when nothing was linted."""
+        return self.comparison.lint_counts
 
     @property
     def builds(self) -> tuple[int, int]:
@@ -439,7 +567,7 @@ class Stack:
             "steps": [{"commit": s.commit, "subject": s.subject,
                        "builds": dict(zip(("ok", "total"), s.builds)),
                        "keys_built": dict(zip(("ok", "total"), s.keys_built)),
-                       "lint_findings": s.lint_findings,
+                       "lint_findings": lint.to_dict() if (lint := s.lint_findings) is not None else None,
                        "comparison": s.comparison.to_dict()} for s in self.steps],
             "overall": self.overall.to_dict(),
         }
@@ -461,7 +589,7 @@ def stack(surveys: list[Survey], subjects: list[str]) -> Stack:
 
 
 __all__ = [
-    "Comparison", "DIFF_SCHEMA_VERSION", "FigureDelta", "FigureTotal", "Mark", "MARK_ORDER", "RowComparison",
-    "Stack", "StackStep", "SurveyInfo", "ToolchainChange", "axis_segments", "compare", "stack",
-    "toolchain_changes",
+    "Comparison", "DIFF_SCHEMA_VERSION", "FigureDelta", "FigureTotal", "LintChange", "LintCounts", "Mark",
+    "MARK_ORDER", "REGRESSIONS", "RowComparison", "Stack", "StackStep", "SurveyInfo", "ToolchainChange",
+    "axis_segments", "compare", "finding_identity", "stack", "toolchain_changes",
 ]

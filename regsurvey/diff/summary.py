@@ -3,9 +3,10 @@
 How lines are made (nothing here knows any project's kinds or axes):
 
 1. Each changed build yields **effects**: a status change (``breaks``, ``fixes``, new or dropped
-   builds) or, per changed figure, ``adds``/``removes`` (a spill-like figure from or to zero) or
-   ``raises``/``lowers``. A companion figure (scratch beside VGPR spills, spill loads beside spill
-   stores, blocks beside warps) rides in its parent's line instead of making its own.
+   builds), a lint change (a miscompile suspect or a lint note added or removed: kernel arguments
+   loaded and never read) or, per changed figure, ``adds``/``removes`` (a spill-like figure from or to
+   zero) or ``raises``/``lowers``. A companion figure (scratch beside VGPR spills, spill loads beside
+   spill stores, blocks beside warps) rides in its parent's line instead of making its own.
 2. Builds with the same effect are grouped per kind and kernel; groups of different kinds merge when
    each is complete for its own description and the merged group keeps every axis value that
    described either (``tp8 w8`` of ``mla_decode`` and of ``q_b``).
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .core import Comparison, FigureDelta, Mark, RowComparison
+from .core import LINT_ERROR, Comparison, FigureDelta, Mark, RowComparison
 from .figures import FIGURE_ORDER, FIGURES, figure
 
 # Shown beside a companion's values in its parent's line.
@@ -62,14 +63,25 @@ class _Effect:
 
     @property
     def order(self) -> tuple[int, int, int]:
-        """Worse before better before neutral; status changes first, then figures by importance."""
+        """Worse before better before neutral; status changes first, then lint changes, then figures by
+        importance."""
         tone = {"worse": 0, "better": 1}.get(self.tone, 2)
+        if self.verb in _LINT_VERBS:
+            return (tone, 1, _LINT_VERBS.index(self.verb))
         if self.figure is None:
             return (tone, 0, _STATUS_ORDER.index(self.verb))
-        return (tone, 1, FIGURE_ORDER.get(self.figure, len(FIGURE_ORDER)))
+        return (tone, 2, FIGURE_ORDER.get(self.figure, len(FIGURE_ORDER)))
 
 
 _STATUS_ORDER = ("breaks", "fixes", "still fails", "new", "dropped")
+# Lint effects: a new or fixed miscompile suspect (severity error), or lint note.
+_LINT_VERBS = ("adds suspect", "removes suspect", "adds note", "removes note")
+_LINT_EFFECTS = {
+    ("adds", True): _Effect("adds suspect", None, "worse"),
+    ("removes", True): _Effect("removes suspect", None, "better"),
+    ("adds", False): _Effect("adds note", None, "neutral"),
+    ("removes", False): _Effect("removes note", None, "neutral"),
+}
 _STATUS_EFFECTS = {
     Mark.NEWLY_FAILING: _Effect("breaks", None, "worse"),
     Mark.FIXED: _Effect("fixes", None, "better"),
@@ -79,11 +91,22 @@ _STATUS_EFFECTS = {
 }
 
 
+def _lint_effects(row: RowComparison) -> list[_Effect]:
+    lint = row.lint_findings
+    effects = []
+    for verb, found in (("adds", lint.new), ("removes", lint.fixed)):
+        for error in (True, False):
+            if any((f.get("severity") == LINT_ERROR) == error for f in found):
+                effects.append(_LINT_EFFECTS[(verb, error)])
+    return effects
+
+
 def _effects(row: RowComparison) -> list[_Effect]:
+    lint = _lint_effects(row)
     if row.mark in _STATUS_EFFECTS:
-        return [_STATUS_EFFECTS[row.mark]]
+        return [_STATUS_EFFECTS[row.mark], *lint]
     if row.mark not in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
-        return []
+        return lint
     changed = {f.name: f for f in row.changed_figures}
     effects = []
     for f in changed.values():
@@ -98,7 +121,7 @@ def _effects(row: RowComparison) -> list[_Effect]:
         else:
             verb = "raises" if f.after > f.before else "lowers"
         effects.append(_Effect(verb, f.name, {"worse": "worse", "better": "better"}.get(f.verdict, "neutral")))
-    return effects
+    return effects + lint
 
 
 # ---- describing a group of builds -------------------------------------------------------------
@@ -336,6 +359,28 @@ def _status_sentence(rows: list[RowComparison], effect: _Effect, describer: _Des
     return f"drops {builds}: {subject}"
 
 
+def argument_label(finding: dict[str, Any]) -> str:
+    """A lint finding's argument as a kernel engineer names it: its Python name, else its position."""
+    return finding.get("arg_name") or f"#{finding.get('arg_index')}"
+
+
+def _lint_sentence(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> str:
+    subject, coverage = describer.subject(rows, effect)
+    if coverage:
+        subject += f" ({coverage})"
+    verb, kind = effect.verb.split()
+    error = kind == "suspect"
+    found = [f for r in rows for f in (r.lint_findings.new if verb == "adds" else r.lint_findings.fixed)
+             if (f.get("severity") == LINT_ERROR) == error]
+    names = list(dict.fromkeys(argument_label(f) for f in found))
+    what = ("a miscompile suspect" if len(names) == 1 else "miscompile suspects") if error else \
+        ("a kernarg lint note" if len(names) == 1 else "kernarg lint notes")
+    arguments = f"argument{'s' if len(names) > 1 else ''} {', '.join(names)}"
+    if verb == "adds":
+        return f"adds {what} to {subject}: {arguments} ({'never read' if error else 'loaded, never read'})"
+    return f"removes {what} from {subject}: {arguments}"
+
+
 def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> list[list[RowComparison]]:
     # Per kind and kernel first; then merge units whose union keeps every describing value.
     units: dict[tuple[str, str | None], list[RowComparison]] = {}
@@ -368,8 +413,12 @@ def summarize(comparison: Comparison) -> Summary:
     lines = []
     for effect in sorted(by_effect, key=lambda e: e.order):
         for group in _groups(by_effect[effect], effect, describer):
-            text = (_status_sentence(group, effect, describer) if effect.figure is None
-                    else _figure_sentence(group, effect, describer))
+            if effect.verb in _LINT_VERBS:
+                text = _lint_sentence(group, effect, describer)
+            elif effect.figure is None:
+                text = _status_sentence(group, effect, describer)
+            else:
+                text = _figure_sentence(group, effect, describer)
             lines.append(SummaryLine(text, effect.tone, tuple(r.ref for r in group)))
     lines += _closing_lines(comparison)
     return Summary(tuple(lines))

@@ -18,7 +18,15 @@ from ..diff.figures import figure
 from ..diff.summary import summarize
 from ..rebuild import RebuildCheck
 from ..targets import TARGETS
-from .figure_text import change_text, changed_names, figure_total_delta, status_text, total_line
+from .figure_text import (
+    change_text,
+    changed_names,
+    figure_total_delta,
+    lint_change_text,
+    lint_counts_text,
+    status_text,
+    total_line,
+)
 
 _MARK_STYLE = {
     Mark.WORSE: "bold red", Mark.NEWLY_FAILING: "bold red", Mark.BETTER: "bold green", Mark.FIXED: "bold green",
@@ -47,6 +55,9 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
     names = [] if mark in _STATUS_MARKS else changed_names(rows)
     for name in names:
         table.add_column(figure(name).label, justify="right", no_wrap=True)
+    lint = any(r.lint_findings.changed for r in rows)
+    if lint:
+        table.add_column("kernarg lint", overflow="fold")
     status = mark in _STATUS_MARKS or mark is Mark.NOT_COMPARABLE
     if status:
         table.add_column("why" if mark is Mark.NOT_COMPARABLE else "error", overflow="fold")
@@ -54,12 +65,15 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
     for r in shown:
         kernel = (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
         cells: list[Text | str] = [r.key, r.target, kernel, *[_figure_cell(r, n) for n in names]]
+        if lint:
+            style = "red" if r.lint_findings.new_errors else "green" if r.lint_findings.fixed_errors else ""
+            cells.append(Text(lint_change_text(r), style=style))
         if status:
             cells.append(Text(status_text(r), style="red" if mark is not Mark.FIXED else ""))
         table.add_row(*cells)
     if len(rows) > len(shown):
         table.add_row(Text(f"[Other] {len(rows) - len(shown)} more", style="dim"), "", "",
-                      *[""] * (len(names) + status))
+                      *[""] * (len(names) + lint + status))
     return table
 
 
@@ -148,8 +162,7 @@ class TableFormat:
             ok, total = step.keys_built
             table.add_row(step.commit[:10], step.subject, f"{ok}/{total}", str(counts[Mark.WORSE]),
                           str(counts[Mark.BETTER]), str(counts[Mark.NEWLY_FAILING]), str(counts[Mark.FIXED]),
-                          figure_total_delta(step.comparison),
-                          "-" if step.lint_findings is None else str(step.lint_findings))
+                          figure_total_delta(step.comparison), lint_counts_text(step.lint_findings))
         console.print(table)
         for step in stack.steps:
             console.print()

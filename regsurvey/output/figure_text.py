@@ -1,9 +1,13 @@
-"""How every report writes figures, marks and totals, so the table, Markdown and HTML read alike."""
+"""How every report writes figures, marks, lint findings and totals, so the table, Markdown and HTML read
+alike."""
 
 from __future__ import annotations
 
-from ..diff.core import Comparison, FigureDelta, Mark, RowComparison
+from typing import Any
+
+from ..diff.core import LINT_ERROR, Comparison, FigureDelta, LintCounts, Mark, RowComparison
 from ..diff.figures import FIGURE_ORDER, figure
+from ..diff.summary import argument_label
 
 
 def change_text(f: FigureDelta, arrow: str = "→") -> str:
@@ -40,9 +44,13 @@ def spill_totals_text(comparison: Comparison, arrow: str = "→") -> str:
 def total_line(comparison: Comparison, arrow: str = "→") -> str:
     """The closing line: what was compared, the marks, and the spill totals before and after."""
     before, after = comparison.spilling_builds
-    return (f"{comparison.keys} keys ({len(comparison.rows)} builds) compared on "
+    line = (f"{comparison.keys} keys ({len(comparison.rows)} builds) compared on "
             f"{', '.join(comparison.targets) or 'no target'}: {counts_text(comparison) or 'nothing'}; "
             f"spill totals {spill_totals_text(comparison, arrow)}; builds that spill {before} {arrow} {after}")
+    errors_before, errors_after = comparison.lint_errors
+    if errors_before or errors_after:  # quiet while the lint has nothing to say
+        line += f"; miscompile suspects {errors_before} {arrow} {errors_after}"
+    return line
 
 
 def first_line(text: str | None, limit: int = 160) -> str:
@@ -74,3 +82,31 @@ def figure_total_delta(comparison: Comparison, arrow: str = "→") -> str:
     parts = [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
              for t in comparison.spill_totals if t.before != t.after]
     return ", ".join(parts) if parts else "unchanged"
+
+
+def finding_text(finding: dict[str, Any]) -> str:
+    """``out_ptr (#2, offset 16)``: a lint finding's argument."""
+    return f"{argument_label(finding)} (#{finding.get('arg_index')}, offset {finding.get('arg_offset')})"
+
+
+def lint_change_text(r: RowComparison) -> str:
+    """What the lint found new or fixed on a build: ``new miscompile suspect out_ptr; fixed note M``;
+    empty when nothing changed."""
+    parts = []
+    for word, found in (("new", r.lint_findings.new), ("fixed", r.lint_findings.fixed)):
+        for error, noun in ((True, "miscompile suspect"), (False, "lint note")):
+            names = [argument_label(f) for f in found if (f.get("severity") == LINT_ERROR) == error]
+            if names:
+                plural = "s" if len(names) > 1 else ""
+                parts.append(f"{word} {noun}{plural} {', '.join(names)}")
+    return "; ".join(parts)
+
+
+def lint_counts_text(counts: LintCounts | None, not_linted: str = "-") -> str:
+    """A commit's findings for the stack's lint column: ``3 (1 suspect, 1 new)``, ``0``, or ``not_linted``."""
+    if counts is None:
+        return not_linted
+    parts = [f"{counts.errors} suspect{'s' if counts.errors > 1 else ''}"] if counts.errors else []
+    parts += [f"{counts.new} new"] if counts.new else []
+    parts += [f"{counts.fixed} fixed"] if counts.fixed else []
+    return str(counts.findings) + (f" ({', '.join(parts)})" if parts else "")

@@ -14,10 +14,17 @@ from typing import Any
 
 import jinja2
 
-from ..diff.core import MARK_ORDER, Comparison, RowComparison, Stack
+from ..diff.core import MARK_ORDER, Comparison, LintChange, RowComparison, Stack, finding_identity
 from ..diff.figures import FIGURES
-from ..diff.summary import summarize
-from .figure_text import changed_names, figure_total_delta, spill_totals_text, total_line
+from ..diff.summary import argument_label, summarize
+from .figure_text import (
+    changed_names,
+    figure_total_delta,
+    lint_change_text,
+    lint_counts_text,
+    spill_totals_text,
+    total_line,
+)
 
 PAGE_ROWS = 100
 
@@ -30,11 +37,34 @@ def _side(row: Any) -> dict[str, Any] | None:
             "where": row.where, "compile_s": row.compile_s}
 
 
+def _finding(f: dict[str, Any], new: bool) -> dict[str, Any]:
+    load = f.get("load") or {}
+    return {"arg": argument_label(f), "index": f.get("arg_index"), "offset": f.get("arg_offset"),
+            "severity": f.get("severity"), "kernel": f.get("kernel"), "load": load.get("instruction"),
+            "line": load.get("line"), "reason": f.get("reason"), "new": new}
+
+
+def _lint(r: RowComparison) -> dict[str, Any] | None:
+    """The detail panel's findings (the head's, new ones flagged, then the fixed ones) and the table's
+    lint cell; None when neither side was linted."""
+    change: LintChange = r.lint_findings
+    if not change.linted:
+        return None
+    new = {finding_identity(f) for f in change.new}
+    return {"before": None if change.before is None else len(change.before),
+            "after": None if change.after is None else len(change.after),
+            "findings": [_finding(f, finding_identity(f) in new) for f in change.after or ()],
+            "fixed": [_finding(f, False) for f in change.fixed],
+            "change": lint_change_text(r),
+            "score": len(change.new_errors) - len(change.fixed_errors),
+            "tone": "worse" if change.new_errors else "better" if change.fixed_errors else ""}
+
+
 def _row(r: RowComparison) -> dict[str, Any]:
     return {"ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target,
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
             "f": {f.name: [f.before, f.after] for f in r.figures}, "note": r.note,
-            "lint": r.lint_findings, "before": _side(r.before), "after": _side(r.after)}
+            "lint": _lint(r), "before": _side(r.before), "after": _side(r.after)}
 
 
 def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
@@ -61,6 +91,7 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "axes": list(axes),
         "figures": sorted(present, key=lambda n: order.get(n, len(order))),
         "changed": changed_names(comparison.rows),
+        "lint_changed": any(r.lint_findings.changed for r in comparison.rows),
         "rows": [_row(r) for r in comparison.rows],
         "rebuild": comparison.rebuild.to_dict() if comparison.rebuild is not None else None,
     }
@@ -120,7 +151,8 @@ class HtmlFormat:
             counts = step.comparison.counts
             steps.append({"commit": step.commit, "subject": step.subject, "keys_ok": ok, "keys": total,
                           "counts": {m.value: n for m, n in counts.items()},
-                          "spills": figure_total_delta(step.comparison), "lint": step.lint_findings,
+                          "spills": figure_total_delta(step.comparison),
+                          "lint": lint_counts_text(step.lint_findings, not_linted="not linted"),
                           "comparison": i})
         return render_page(_page_data(title, comparisons, steps, self.note))
 

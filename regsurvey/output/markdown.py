@@ -8,11 +8,15 @@ renders inline HTML and Markdown emphasis in table cells.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ..diff.core import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
 from ..diff.figures import figure
 from ..diff.summary import summarize
-from .figure_text import change_text, figure_total_delta, status_text, total_line
+from .figure_text import change_text, figure_total_delta, lint_change_text, lint_counts_text, status_text, total_line
+
+if TYPE_CHECKING:
+    from ..check.gate import GateResult
 
 MAX_TABLE_ROWS = 60  # a PR description stays readable; the HTML report has every row
 
@@ -40,8 +44,11 @@ def code(text: str) -> str:
 
 def _changes(r: RowComparison) -> str:
     if r.mark in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
-        return ", ".join(f"{figure(f.name).label} {change_text(f)}" for f in r.changed_figures)
-    return status_text(r)
+        text = ", ".join(f"{figure(f.name).label} {change_text(f)}" for f in r.changed_figures)
+    else:
+        text = status_text(r)
+    lint = lint_change_text(r)
+    return "; ".join(t for t in (text, lint) if t)
 
 
 def _rows_table(rows: list[RowComparison]) -> list[str]:
@@ -106,7 +113,7 @@ class MarkdownFormat:
         for step in stack.steps:
             counts = step.comparison.counts
             ok, total = step.keys_built
-            lint = "-" if step.lint_findings is None else str(step.lint_findings)
+            lint = escape(lint_counts_text(step.lint_findings))
             lines.append(f"| {step.commit[:10]} | {escape(step.subject)} | {ok}/{total} | {counts[Mark.WORSE]} "
                          f"| {counts[Mark.BETTER]} | {counts[Mark.NEWLY_FAILING]} | {counts[Mark.FIXED]} "
                          f"| {escape(figure_total_delta(step.comparison))} | {lint} |")
@@ -116,3 +123,47 @@ class MarkdownFormat:
             lines.append("")
         lines += _comparison_lines(stack.overall, "#### The whole range")
         return "\n".join(lines) + "\n"
+
+
+def _gate_name(info: SurveyInfo) -> str:
+    return _name(info) if info.commit or info.short != "worktree" else "the working tree"
+
+
+def format_gate(result: GateResult) -> str:
+    """``regsurvey check``'s report: the verdict, each problem under its rule, the worse figures the
+    baseline allows (and why), then the comparison's "Registers" section."""
+    from ..check.gate import RULES, Allowed, figure_change
+
+    comparison = result.comparison
+    against = f"{_gate_name(comparison.head)} against {_gate_name(comparison.base)}"
+    n = len(result.problems)
+    verdict = "passed" if result.passed else f"failed, {n} problem{'s' if n > 1 else ''}"
+    lines = [f"### regsurvey check {verdict}: {against}", ""]
+    if result.baseline.found and result.baseline.path is not None:
+        entries = len(result.baseline.allow)
+        lines += [f"Baseline: {code(result.baseline.path.name)} ({entries} entr{'y' if entries == 1 else 'ies'}).",
+                  ""]
+    for rule in RULES:
+        problems = [p for p in result.problems if p.rule is rule]
+        if not problems:
+            continue
+        lines.append(f"**{escape(rule.title)}** ({code(rule.id)})")
+        lines += [f"- {escape(p.message)}" for p in problems[:MAX_TABLE_ROWS]]
+        if len(problems) > MAX_TABLE_ROWS:
+            lines.append(f"- {len(problems) - MAX_TABLE_ROWS} more")
+        lines.append("")
+    if result.allowed:
+        # One line per build and entry: the figures it allows, and the entry's reason.
+        grouped: dict[tuple[str, int], list[Allowed]] = {}
+        for a in result.allowed:
+            grouped.setdefault((a.row.ref, a.entry.number), []).append(a)
+        lines.append("**allowed by the baseline**")
+        for group in list(grouped.values())[:MAX_TABLE_ROWS]:
+            row, entry = group[0].row, group[0].entry
+            build = f"{row.row_id} on {row.target} ({row.kernel or '-'})"
+            told = ", ".join(figure_change(a.figure) for a in group)
+            lines.append(f"- {escape(build)}: {escape(told)}, by {escape(entry.describe())}: {escape(entry.reason)}")
+        if len(grouped) > MAX_TABLE_ROWS:
+            lines.append(f"- {len(grouped) - MAX_TABLE_ROWS} more")
+        lines.append("")
+    return "\n".join(lines) + "\n" + MarkdownFormat().format(comparison)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from regsurvey.diff.core import DIFF_SCHEMA_VERSION, FigureDelta, Mark, compare, stack
+from regsurvey.diff.core import DIFF_SCHEMA_VERSION, FigureDelta, LintCounts, Mark, compare, stack
 from regsurvey.diff.figures import FIGURE_BY_NAME, FIGURES, verdict
 from regsurvey.results import AMD_RESOURCES, NVIDIA_RESOURCES, Survey
 
@@ -113,7 +113,7 @@ def test_json_is_schema_versioned_and_complete(layer: Survey) -> None:
     assert worse["segments"] == {"tp": "tp4", "width": "w2", "cache": "bf16"}
     assert {"name": "vgpr", "before": 38, "after": 96, "delta": 58, "verdict": "worse"} in worse["figures"]
     assert worse["before"]["object"]["sha256"] == row(layer, "attn/tp4/w2/bf16", AMD).object.sha256
-    assert worse["lint_findings"] is None
+    assert worse["lint_findings"] == {"before": [], "after": [], "new": [], "fixed": []}  # linted, clean
     assert data["summary"][0]["text"] == "raises VGPRs of attn (matmul) tp4 w2 bf16 on gfx950 (38 -> 96)"
 
 
@@ -128,9 +128,12 @@ def test_stack_compares_each_commit_with_its_parent(layer: Survey) -> None:
         ("attn/tp4/w2/bf16", Mark.WORSE)]
     assert sorted((r.key, r.mark.value) for r in last.comparison.rows if r.mark is not Mark.UNCHANGED) == [
         ("attn/tp4/w2/bf16", "better"), ("proj/tp4/w2", "newly failing")]
-    assert last.keys_built == (23, 24) and last.builds == (39, 40) and first.lint_findings is None
+    assert last.keys_built == (23, 24) and last.builds == (39, 40)
+    # Every AMD build is linted in the survey (NVIDIA ones only with a stack frame): no finding.
+    assert first.lint_findings == last.lint_findings == LintCounts(0, 0, 0, 0, 0, 0, linted=20)
     overall = next(r for r in s.overall.rows if r.key == "attn/tp4/w2/bf16" and r.target == AMD)
     assert (overall.mark, overall.figure("vgpr")) == (Mark.WORSE, FigureDelta("vgpr", 38, 64))
     data = json.loads(s.to_json())
     assert data["report"] == "stack" and len(data["steps"]) == 2
-    assert data["steps"][1]["keys_built"] == {"ok": 23, "total": 24} and data["steps"][1]["lint_findings"] is None
+    assert data["steps"][1]["keys_built"] == {"ok": 23, "total": 24}
+    assert data["steps"][1]["lint_findings"]["linted"] == 20

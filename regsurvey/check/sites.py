@@ -1,0 +1,85 @@
+"""Where in the repository a build comes from, for code scanning: the kernel's launch site, else the keys
+file that defines its kind.
+
+A survey records the launch site as the path the worker saw (``Row.where``): under the repository for
+the working tree, under a temporary worktree (since removed) for a commit. Either is mapped back to the
+repository by the longest trailing part of the path that names a file there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from ..diff.core import RowComparison
+
+_RAISED_AT = re.compile(r"raised at (\S+?):(\d+)")
+
+
+@dataclass(frozen=True)
+class Site:
+    """A file of the repository (a POSIX path relative to its root) and a line (None: the whole file)."""
+
+    path: str
+    line: int | None = None
+
+
+def repository_path(path: str, repo: Path) -> str | None:
+    """``path`` as a POSIX path relative to ``repo``, when it names a file of the repository."""
+    pure = PurePath(path)
+    if pure.is_absolute():
+        try:
+            relative = pure.relative_to(repo)
+            if (repo / relative).is_file():
+                return relative.as_posix()
+        except ValueError:
+            pass
+    elif (repo / pure).is_file():
+        return pure.as_posix()
+    parts = pure.parts
+    for i in range(1, len(parts)):  # longest suffix first
+        candidate = PurePath(*parts[i:])
+        if (repo / candidate).is_file():
+            return candidate.as_posix()
+    return None
+
+
+def _split(where: str) -> tuple[str, int | None]:
+    path, _, line = where.rpartition(":")
+    if path and line.isdigit():
+        return path, int(line)
+    return where, None
+
+
+def _keys_file(kind: str, repo: Path) -> str | None:
+    # The file that defines the kind: a body named like it, or a kind(name="...") naming it.
+    pattern = re.compile(rf"^\s*def\s+{re.escape(kind)}\s*\(|name\s*=\s*[\"']{re.escape(kind)}[\"']", re.M)
+    keys = repo / "keys"
+    files = sorted(p for p in keys.glob("*.py") if not p.name.startswith("_")) if keys.is_dir() else []
+    for path in files:
+        try:
+            if pattern.search(path.read_text(encoding="utf-8", errors="replace")):
+                return path.relative_to(repo).as_posix()
+        except OSError:
+            continue
+    return files[0].relative_to(repo).as_posix() if len(files) == 1 else None
+
+
+def build_site(row: RowComparison, repo: Path) -> Site:
+    """The launch site of the head's build; else where its kind body raised; else the base's launch
+    site; else the keys file of its kind; else the ``keys`` directory."""
+    candidates: list[tuple[str, int | None]] = []
+    if row.after is not None and row.after.where:
+        candidates.append(_split(row.after.where))
+    raised = _RAISED_AT.search(row.error or "")
+    if raised:
+        candidates.append((raised[1], int(raised[2])))
+    if row.before is not None and row.before.where:
+        candidates.append(_split(row.before.where))
+    for path, line in candidates:
+        found = repository_path(path, repo)
+        if found is not None:
+            return Site(found, line)
+    keys_file = _keys_file(row.kind, repo)
+    return Site(keys_file) if keys_file else Site("keys")

@@ -1,0 +1,112 @@
+"""``regsurvey check --base REV [--head REV]``: the pre-merge gate (exit 1 when the change fails it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..check.baseline import BASELINE_FILE, BaselineError, load_baseline, parse_baseline, updated_baseline_text
+from ..check.gate import GateResult, judge
+from ..checkout import repo_root
+from ..diff.core import compare
+from ..obtain import default_store
+from ..revisions import obtain_surveys, survey_store
+from ..store import Store
+from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail
+from .options import make_survey_options, survey_options
+
+
+@click.command()
+@click.option("--base", "base", required=True, metavar="REV",
+              help="The revision the change is judged against, e.g. origin/main.")
+@click.option("--head", "head", metavar="REV", help="The revision judged (default: the working tree as it is).")
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False, path_type=Path),
+              help=f"The baseline of accepted figures (default: {BASELINE_FILE} at the repository root; "
+                   "none there: the default rules, nothing allowed).")
+@click.option("--update-baseline", "update", is_flag=True,
+              help="Write an [[allow]] entry for every build whose figures fail, with HEAD's figures and "
+                   "--reason, so that HEAD passes (newly failing builds and miscompile suspects still fail).")
+@click.option("--reason", metavar="TEXT", help="With --update-baseline: why the new figures are acceptable "
+              "(written into each entry; required).")
+@click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the problems as SARIF 2.1.0 here (for code scanning).")
+@survey_options
+def check(base: str, head: str | None, baseline_path: Path | None, update: bool, reason: str | None,
+          sarif_path: Path | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
+          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool) -> None:
+    """Judge HEAD against BASE as a pre-merge gate, and exit 1 if it fails.
+
+    Surveys both revisions (stored surveys made with this toolchain are reused) and fails on builds that
+    stop building, new miscompile suspects of the kernarg lint, and worse spill or occupancy figures
+    (register counts too, past the baseline's [check] register_increase) that no entry of the baseline
+    allows. Prints the verdict and the comparison as Markdown (appended to $GITHUB_STEP_SUMMARY when
+    set). Exit status: 0 passed, 1 failed, 2 bad input (one line).
+    """
+    from ..output.markdown import format_gate
+    from ..output.progress import survey_progress
+
+    if update and not reason:
+        fail("--update-baseline needs --reason TEXT: why the new figures are acceptable")
+    if reason and not update:
+        fail("--reason goes with --update-baseline")
+    start = repo.resolve()
+    root = repo_root(start) or start
+    path = baseline_path or root / BASELINE_FILE
+    try:
+        # A baseline named on the command line must exist, unless it is about to be written.
+        baseline = load_baseline(path, required=baseline_path is not None and not update)
+        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        store = Store(store_dir) if store_dir else default_store(start)
+        with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
+            before, after = obtain_surveys(start, [base, head], used, options, progress)
+        comparison = compare(before, after)
+        result = judge(comparison, baseline)
+        if update:
+            assert reason is not None
+            result = _update_baseline(result, path, reason)
+    except BaselineError as exc:
+        fail(str(exc))
+    except BAD_INPUT as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("regsurvey: interrupted", err=True)
+        sys.exit(130)
+    report = format_gate(result)
+    sys.stdout.write(report)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as out:
+            out.write(report + "\n")
+    if sarif_path is not None:
+        _write_sarif(result, sarif_path, root)
+    sys.exit(EXIT_OK if result.passed else EXIT_FINDINGS)
+
+
+def _update_baseline(result: GateResult, path: Path, reason: str) -> GateResult:
+    """Allow every failing figure in the baseline at ``path``; the result judged again with it."""
+    needed = list(result.needed_allowances())
+    if not needed:
+        click.echo(f"regsurvey: {path}: no figure needs an allowance; left as it was", err=True)
+        return result
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: unreadable ({exc})") from None
+    new_text = updated_baseline_text(text, needed, reason, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new_text, encoding="utf-8")
+    click.echo(f"regsurvey: {path}: allowed the figures of {len(needed)} build"
+               f"{'s' if len(needed) > 1 else ''} ({'created' if text is None else 'updated'})", err=True)
+    return judge(result.comparison, parse_baseline(new_text, path))
+
+
+def _write_sarif(result: GateResult, path: Path, root: Path) -> None:
+    from ..check.sites import build_site
+    from ..output.sarif import format_sarif
+
+    sites = {p.row.ref: build_site(p.row, root) for p in result.problems}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(format_sarif(result, sites), encoding="utf-8")

@@ -1,0 +1,175 @@
+"""The gate's rules on real surveys: the toy layer with edited figures, and rows carrying real lint
+findings from the kernarg lint's fixtures."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from regsurvey.check.baseline import Baseline, CheckRules, parse_baseline, updated_baseline_text
+from regsurvey.check.gate import (
+    KERNARG_NEVER_READ,
+    NEW_SPILL,
+    NEWLY_FAILING,
+    OCCUPANCY_DROP,
+    REGISTER_INCREASE,
+    judge,
+)
+from regsurvey.diff.core import compare
+from regsurvey.results import Survey
+
+from ..layer_survey import edited, row, without
+from ..lint_surveys import clean_and_mutated, findings, fixture_row, lint_survey
+
+AMD, NV = "gfx950", "sm90"
+
+
+def problems(result) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    return [(p.rule.id, p.row.row_id, p.row.target, tuple(f.name for f in p.figures)) for p in result.problems]
+
+
+def test_an_unchanged_survey_passes(layer: Survey) -> None:
+    result = judge(compare(layer, layer), Baseline())
+    assert result.passed and result.problems == () and result.allowed == ()
+
+
+def test_spills_fail_unless_the_baseline_allows_them(layer: Survey) -> None:
+    head = edited(layer, {
+        ("attn/tp4/w8/e4m3", AMD): {"vgpr": 128, "vgpr_spill": 24, "scratch_bytes": 96},
+        ("attn/tp4/w2/bf16", NV): {"regs": 32, "spill_store_bytes": 72, "spill_load_bytes": 72, "stack_bytes": 64},
+        ("proj/tp8/w8", NV): {"regs": 10},  # fewer registers: better, nothing to judge
+    })
+    c = compare(layer, head)
+    result = judge(c, Baseline())
+    assert not result.passed
+    assert problems(result) == [
+        (NEW_SPILL.id, "attn/tp4/w2/bf16", NV, ("spill_store_bytes", "spill_load_bytes", "stack_bytes")),
+        (NEW_SPILL.id, "attn/tp4/w8/e4m3", AMD, ("vgpr_spill", "scratch_bytes")),
+    ]
+    assert result.problems[1].message == (
+        "attn/tp4/w8/e4m3 on gfx950 (matmul): VGPR spills 0 -> 24, scratch 0 -> 96 B; no baseline entry allows it")
+    # A glob entry allowing VGPR spills (scratch rides along), and one too tight for the NVIDIA spills.
+    baseline = parse_baseline('''
+[[allow]]
+key = "attn/tp4/w8/*"
+target = "gfx950"
+kernel = "matmul"
+vgpr_spill = 32
+reason = "w8 tiles spill a little on gfx950"
+
+[[allow]]
+key = "attn/tp4/*"
+target = "sm90"
+spill_store_bytes = 64
+reason = "older cap"
+''')
+    result = judge(c, baseline)
+    # Entry 2 names spill stores: loads and stack ride with them, the stores are past its value.
+    assert problems(result) == [(NEW_SPILL.id, "attn/tp4/w2/bf16", NV, ("spill_store_bytes",))]
+    assert result.problems[0].limits == ('entry 2 (key "attn/tp4/*", target sm90) allows spill stores up to 64 B',)
+    assert result.problems[0].message == (
+        "attn/tp4/w2/bf16 on sm90 (matmul): spill stores 0 -> 72 B; "
+        "entry 2 (key \"attn/tp4/*\", target sm90) allows spill stores up to 64 B")
+    assert [(a.row.row_id, a.figure.name, a.entry.number) for a in result.allowed] == [
+        ("attn/tp4/w2/bf16", "spill_load_bytes", 2), ("attn/tp4/w2/bf16", "stack_bytes", 2),
+        ("attn/tp4/w8/e4m3", "vgpr_spill", 1), ("attn/tp4/w8/e4m3", "scratch_bytes", 1)]
+    # --update-baseline: the entries it needs (attn launches two kernels: the entry names its kernel).
+    needed = judge(c, Baseline()).needed_allowances()
+    assert [(a.key, a.target, a.kernel, dict(a.figures)) for a in needed] == [
+        ("attn/tp4/w2/bf16", NV, "matmul", {"spill_store_bytes": 72, "spill_load_bytes": 72, "stack_bytes": 64}),
+        ("attn/tp4/w8/e4m3", AMD, "matmul", {"vgpr_spill": 24, "scratch_bytes": 96})]
+    assert judge(c, parse_baseline(updated_baseline_text(None, list(needed), "capped at 32 registers"))).passed
+    needed = result.needed_allowances()
+    assert [(a.key, a.target, a.kernel, dict(a.figures)) for a in needed] == [
+        ("attn/tp4/w2/bf16", NV, "matmul", {"spill_store_bytes": 72})]
+    updated = parse_baseline(updated_baseline_text(None, list(needed), "capped at 32 registers"))
+    assert judge(c, updated).problems[0].rule is NEW_SPILL  # the first entry is not in this file
+    both = parse_baseline(updated_baseline_text('''
+[[allow]]
+key = "attn/tp4/w8/*"
+vgpr_spill = 32
+reason = "w8 tiles spill a little on gfx950"
+''', list(needed), "capped at 32 registers"))
+    assert judge(c, both).passed
+
+
+def test_occupancy_drops_fail_register_growth_only_past_the_threshold(layer: Survey) -> None:
+    head = edited(layer, {
+        ("attn/tp4/w2/bf16", AMD): {"vgpr": 64, "occupancy": 6},  # registers cost a wave
+        ("attn/tp8/w2/bf16", AMD): {"vgpr": 48},  # more registers, same occupancy
+        ("proj/tp4/w2", NV): {"regs": 40, "occupancy_warps": 48, "occupancy_blocks": 12},
+    })
+    c = compare(layer, head)
+    assert problems(judge(c, Baseline())) == [
+        (OCCUPANCY_DROP.id, "attn/tp4/w2/bf16", AMD, ("occupancy",)),
+        (OCCUPANCY_DROP.id, "proj/tp4/w2", NV, ("occupancy_warps",)),
+    ]
+    strict = Baseline(rules=CheckRules(register_increase=16))
+    assert problems(judge(c, strict))[2:] == [
+        (REGISTER_INCREASE.id, "attn/tp4/w2/bf16", AMD, ("vgpr",)),  # +26
+        (REGISTER_INCREASE.id, "proj/tp4/w2", NV, ("regs",)),  # +22; attn/tp8/w2/bf16 is +10
+    ]
+    allowed = parse_baseline('''
+[check]
+occupancy_drop = true
+register_increase = 16
+
+[[allow]]
+key = "attn/*"
+occupancy = 6
+vgpr = 64
+reason = "bigger tiles trade a wave for fewer LDS round trips"
+''')
+    assert problems(judge(c, allowed)) == [(OCCUPANCY_DROP.id, "proj/tp4/w2", NV, ("occupancy_warps",)),
+                                           (REGISTER_INCREASE.id, "proj/tp4/w2", NV, ("regs",))]
+    assert judge(c, Baseline(rules=CheckRules(occupancy_drop=False))).passed
+
+
+def test_builds_that_stop_building_fail(layer: Survey) -> None:
+    head = edited(layer, {("proj/tp8/w8", NV): {"status": "error", "error": "out of resource: shared memory"}})
+    added_broken = replace(row(layer, "proj/tp8/w2", NV), key="proj/tp16/w2", axes={"tp": 16, "width": 2},
+                           status="error", error="CompilationError: boom", resources={}, object=None)
+    added_spilling = replace(row(layer, "proj/tp8/w2", AMD), key="proj/tp16/w2", axes={"tp": 16, "width": 2},
+                             resources={**row(layer, "proj/tp8/w2", AMD).resources, "sgpr_spill": 3})
+    head = replace(head, rows=head.rows + (added_broken, added_spilling))
+    result = judge(compare(layer, head), Baseline())
+    assert problems(result) == [(NEWLY_FAILING.id, "proj/tp8/w8", NV, ()),
+                                (NEWLY_FAILING.id, "proj/tp16/w2", NV, ()),
+                                (NEW_SPILL.id, "proj/tp16/w2", AMD, ("sgpr_spill",))]
+    broken, new, spilling = result.problems
+    assert broken.message == "proj/tp8/w8 on sm90 (scale_rows) no longer builds: out of resource: shared memory"
+    assert new.message == "proj/tp16/w2 on sm90 (scale_rows) is new and fails to build: CompilationError: boom"
+    # A new build's spills are measured from zero.
+    assert spilling.message.startswith("proj/tp16/w2 on gfx950 (scale_rows): SGPR spills 3 (new build)")
+    assert [(a.key, dict(a.figures)) for a in result.needed_allowances()] == [("proj/tp16/w2", {"sgpr_spill": 3})]
+    assert problems(judge(compare(layer, head), Baseline(rules=CheckRules(newly_failing=False)))) == [
+        (NEW_SPILL.id, "proj/tp16/w2", AMD, ("sgpr_spill",))]
+    # A build that was already failing, or that went away, is not the change's doing.
+    gone = without(layer, {("proj/tp8/w8", NV)})
+    assert judge(compare(head, head), Baseline()).passed and judge(compare(layer, gone), Baseline()).passed
+
+
+def test_other_toolchains_are_not_judged(layer: Survey) -> None:
+    cuda = dict(layer.toolchain["cuda"], ptxas="Build cuda_12.8.r12.8/compiler.0_0")
+    head = edited(layer, {("proj/tp4/w2", NV): {"spill_store_bytes": 8}}, toolchain={**layer.toolchain, "cuda": cuda})
+    assert judge(compare(layer, head), Baseline()).passed
+
+
+def test_new_miscompile_suspects_fail() -> None:
+    base, head = clean_and_mutated()
+    result = judge(compare(base, head), Baseline())
+    assert problems(result) == [(KERNARG_NEVER_READ.id, "buffers/w8", "gfx950", ()),
+                                (KERNARG_NEVER_READ.id, "gemm/w2", "gfx950", ())]
+    assert result.problems[0].message == (
+        "buffers/w8 on gfx950 (many_buffers_kernel): kernel argument out_ptr (#32, offset 256) loaded and never "
+        "read, though the source uses it (a miscompile suspect)")
+    assert [f["arg_name"] for f in result.problems[1].findings] == ["stride_cm"]
+    assert result.needed_allowances() == ()  # no baseline entry silences a miscompile suspect
+    assert judge(compare(base, head), Baseline(rules=CheckRules(lint_errors=False))).passed
+    # Fixing them passes; so does an old suspect still there (it is not new).
+    assert judge(compare(head, base), Baseline()).passed and judge(compare(head, head), Baseline()).passed
+
+
+def test_lint_notes_do_not_fail() -> None:
+    notes = fixture_row("matmul-gfx950", findings("matmul-gfx950.amdgcn", "matmul-gfx950", with_ir=False))
+    clean = fixture_row("matmul-gfx950", [])
+    assert judge(compare(lint_survey([clean], "a" * 40, "a"), lint_survey([notes], "b" * 40, "b")), Baseline()).passed
