@@ -26,6 +26,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
+from .elfcheck import check_extent, first_line
 from .errors import CorruptObjectError
 from .targets import Target
 
@@ -178,7 +179,7 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
         elf = ELFFile(io.BytesIO(data))
         if elf.header["e_machine"] != "EM_AMDGPU":
             raise CorruptObjectError(f"not an AMDGPU ELF (e_machine {elf.header['e_machine']})")
-        _check_extent(elf, len(data))
+        check_extent(elf, len(data), "HSACO")
         notes = _metadata_notes(elf)
         if not notes:
             raise CorruptObjectError("HSACO has no NT_AMDGPU_METADATA note")
@@ -195,7 +196,7 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
         raise
     except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
         # pyelftools and msgpack report a cut or altered object in many ways; all mean "corrupt".
-        raise CorruptObjectError(f"not a readable HSACO: {_one_line(exc)}") from None
+        raise CorruptObjectError(f"not a readable HSACO: {first_line(exc)}") from None
     # "amdgpu9.50-amd-amdhsa-unknown-gfx950" or "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".
     arch = target.rsplit("-", 1)[-1].split(":", 1)[0]
     return HsacoInfo(arch=arch, target=target, kernels=kernels)
@@ -299,7 +300,7 @@ def _unpack(desc: bytes) -> dict[str, Any]:
     try:
         root = msgpack.unpackb(desc, raw=False, strict_map_key=False)
     except (ValueError, msgpack.UnpackException) as exc:
-        raise CorruptObjectError(f"HSACO metadata note is not valid msgpack: {_one_line(exc)}") from None
+        raise CorruptObjectError(f"HSACO metadata note is not valid msgpack: {first_line(exc)}") from None
     if not isinstance(root, dict):
         raise CorruptObjectError("HSACO metadata note is not a msgpack map")
     return root
@@ -372,27 +373,7 @@ def _int(meta: Mapping[str, Any], key: str, *, default: int | None = None) -> in
     return value
 
 
-def _check_extent(elf: ELFFile, size: int) -> None:
-    """Refuse an object cut short: every header table, section and segment must lie inside it."""
-    header = elf.header
-    ends = [
-        header["e_shoff"] + header["e_shnum"] * header["e_shentsize"],
-        header["e_phoff"] + header["e_phnum"] * header["e_phentsize"],
-    ]
-    if max(ends) <= size:  # the tables fit: then check what they describe
-        ends += [s["sh_offset"] + s["sh_size"] for s in elf.iter_sections() if s["sh_type"] != "SHT_NOBITS"]
-        ends += [p["p_offset"] + p["p_filesz"] for p in elf.iter_segments()]
-    if max(ends) > size:
-        raise CorruptObjectError(f"HSACO is cut short: its headers describe {max(ends)} bytes, it has {size}")
 
 
 def _align(value: int, granule: int) -> int:
     return -(-value // granule) * granule
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first non-empty line of an exception's message (or its type name)."""
-    for line in str(exc).splitlines():
-        if line.strip():
-            return " ".join(line.split())
-    return type(exc).__name__

@@ -23,6 +23,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from .elfcheck import check_extent, first_line
 from .errors import CorruptObjectError
 from .targets import Target
 
@@ -86,7 +87,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
         elf = ELFFile(io.BytesIO(data))
         if elf.header["e_machine"] != "EM_CUDA":
             raise CorruptObjectError(f"not a CUDA ELF (e_machine {elf.header['e_machine']})")
-        _check_extent(elf, len(data))
+        check_extent(elf, len(data), "cubin")
         sm = _sm_arch(elf)
         kernel, symbol_index = _kernel_symbol(elf)
         info = _global_info(elf)
@@ -101,7 +102,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
         raise
     except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
         # pyelftools reports a cut or altered object in many ways; all mean "corrupt".
-        raise CorruptObjectError(f"not a readable cubin: {_one_line(exc)}") from None
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
     if sm != int(target.arch):
         raise CorruptObjectError(f"cubin is for sm_{sm}, not the target sm_{target.arch}")
     regs = info.get((_EIATTR_REGCOUNT, symbol_index))
@@ -202,7 +203,7 @@ def _run_tool(name: str, args: list[str], path: str) -> str:
     except subprocess.TimeoutExpired:
         raise CorruptObjectError(f"{name} did not finish within {_TOOL_TIMEOUT_S} s") from None
     if done.returncode != 0:
-        message = _one_line(done.stderr or done.stdout or f"exit status {done.returncode}")
+        message = first_line(done.stderr or done.stdout or f"exit status {done.returncode}")
         raise CorruptObjectError(f"{name} rejected the cubin: {message.replace(path, 'the cubin')}")
     return done.stdout
 
@@ -255,27 +256,7 @@ def _global_info(elf: ELFFile) -> dict[tuple[int, int], int]:
     return out
 
 
-def _check_extent(elf: ELFFile, size: int) -> None:
-    """Refuse an object cut short: every header table, section and segment must lie inside it."""
-    header = elf.header
-    ends = [
-        header["e_shoff"] + header["e_shnum"] * header["e_shentsize"],
-        header["e_phoff"] + header["e_phnum"] * header["e_phentsize"],
-    ]
-    if max(ends) <= size:  # the tables fit: then check what they describe
-        ends += [s["sh_offset"] + s["sh_size"] for s in elf.iter_sections() if s["sh_type"] != "SHT_NOBITS"]
-        ends += [p["p_offset"] + p["p_filesz"] for p in elf.iter_segments()]
-    if max(ends) > size:
-        raise CorruptObjectError(f"cubin is cut short: its headers describe {max(ends)} bytes, it has {size}")
 
 
 def _align(value: int, granule: int) -> int:
     return -(-value // granule) * granule
-
-
-def _one_line(exc: BaseException | str) -> str:
-    """The first non-empty line of a message (or the exception's type name)."""
-    for line in str(exc).splitlines():
-        if line.strip():
-            return " ".join(line.split())
-    return type(exc).__name__ if isinstance(exc, BaseException) else "no message"
