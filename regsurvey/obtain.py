@@ -18,6 +18,11 @@ def default_store(start: Path) -> Store:
     return Store((repo_root(start) or start) / ".regsurvey")
 
 
+def open_store(store_dir: Path | None, start: Path) -> Store:
+    """The store ``--store`` names, else the repository's default one."""
+    return Store(store_dir) if store_dir else default_store(start)
+
+
 def current_toolchain(targets: list[str]) -> dict[str, dict]:
     """The toolchain block a survey made now would record, per backend of ``targets``."""
     from .toolchain import toolchain_info

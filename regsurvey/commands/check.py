@@ -12,10 +12,9 @@ from ..check.baseline import BASELINE_FILE, BaselineError, load_baseline, parse_
 from ..check.gate import GateResult, judge
 from ..checkout import repo_root
 from ..diff.core import compare
-from ..obtain import default_store
+from ..obtain import open_store
 from ..revisions import obtain_surveys, survey_store
-from ..store import Store
-from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail
+from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .options import make_survey_options, survey_options
 
 
@@ -55,11 +54,11 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
     start = repo.resolve()
     root = repo_root(start) or start
     path = baseline_path or root / BASELINE_FILE
-    try:
+    with command_errors(BaselineError):
         # A baseline named on the command line must exist, unless it is about to be written.
         baseline = load_baseline(path, required=baseline_path is not None and not update)
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
-        store = Store(store_dir) if store_dir else default_store(start)
+        store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             before, after = obtain_surveys(start, [base, head], used, options, progress)
         comparison = compare(before, after)
@@ -67,13 +66,6 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
         if update:
             assert reason is not None
             result = _update_baseline(result, path, reason)
-    except BaselineError as exc:
-        fail(str(exc))
-    except BAD_INPUT as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("regsurvey: interrupted", err=True)
-        sys.exit(130)
     report = format_gate(result)
     sys.stdout.write(report)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 import click
 
@@ -33,3 +35,17 @@ def fail(message: str) -> None:
     """Bad input: one line on stderr, exit status 2."""
     click.echo(f"regsurvey: error: {message}", err=True)
     sys.exit(EXIT_BAD_INPUT)
+
+
+@contextlib.contextmanager
+def command_errors(*bad_input: type[BaseException]) -> Iterator[None]:
+    """Around a command's work: bad input (the usual kinds, and ``bad_input``) ends it with one line
+    and exit status 2; Ctrl-C with "interrupted" and 130 (temporary worktrees are removed on the way)."""
+    errors: tuple[type[BaseException], ...] = (*BAD_INPUT, *bad_input)
+    try:
+        yield
+    except errors as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        click.echo("regsurvey: interrupted", err=True)
+        sys.exit(130)

@@ -9,12 +9,11 @@ from pathlib import Path
 import click
 
 from ..diff.core import compare
-from ..obtain import default_store
+from ..obtain import open_store
 from ..output.formats import FORMAT_NAMES, get_format
 from ..rebuild import rebuild_check
 from ..revisions import is_survey_file, obtain_surveys, survey_store
-from ..store import Store
-from .common import BAD_INPUT, EXIT_OK, fail
+from .common import EXIT_OK, command_errors, fail
 from .options import (
     default_report_path,
     filename_part,
@@ -47,22 +46,17 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
     from ..output.progress import survey_progress
 
     start = repo.resolve()
-    try:
+    with command_errors():
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
         if rebuild and is_survey_file(head):
             fail("--rebuild-check needs HEAD to be a git revision or the working tree, not a survey file")
-        store = Store(store_dir) if store_dir else default_store(start)
+        store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             before, after = obtain_surveys(start, [base, head], used, options, progress)
             comparison = compare(before, after)
             if rebuild:
                 check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
                 comparison = replace(comparison, rebuild=check)
-    except BAD_INPUT as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("regsurvey: interrupted", err=True)
-        sys.exit(130)
     style = table_style() if output is None else {"color": False, "width": 200}
     text = get_format(fmt, limit=limit, **style).format(comparison)
     name = f"{filename_part(base, comparison.base.commit)}..{filename_part(head, comparison.head.commit)}.html"

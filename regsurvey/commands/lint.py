@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 
 from ..errors import CorruptObjectError
-from ..obtain import default_store, obtain_survey
-from ..store import Store
-from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail
+from ..obtain import obtain_survey, open_store
+from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .options import make_survey_options, survey_options, table_style
 
 
@@ -44,7 +43,7 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     if files and rev is not None:
         fail("give FILES or --commit, not both")
     runs: list[LintRun] = []
-    try:
+    with command_errors():
         if files:
             for path in files:
                 try:
@@ -58,18 +57,13 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
 
             start = repo.resolve()
             options = make_survey_options(targets, kinds, keys, jobs, timeout)
-            store = Store(store_dir) if store_dir else default_store(start)
+            store = open_store(store_dir, start)
             with survey_progress(enabled=not quiet) as progress:
                 survey = obtain_survey(start, rev, store, options, progress, reuse=True)
             try:
                 runs.append(lint_survey(survey, store.objects, jobs=options.jobs))
             except CorruptObjectError as exc:
                 fail(str(exc))
-    except BAD_INPUT as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("regsurvey: interrupted", err=True)
-        sys.exit(130)
     findings = [f for run in runs for f in run.findings]
     kernels = sum(run.kernels for run in runs)
     if fmt == "json":

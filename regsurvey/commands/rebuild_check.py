@@ -8,10 +8,9 @@ from pathlib import Path
 
 import click
 
-from ..obtain import default_store
+from ..obtain import open_store
 from ..rebuild import rebuild_check as check_rebuild
-from ..store import Store
-from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail
+from .common import EXIT_FINDINGS, EXIT_OK, command_errors
 from .options import make_survey_options, survey_options
 
 
@@ -36,16 +35,11 @@ def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, .
     from ..revisions import survey_store
 
     start = repo.resolve()
-    try:
+    with command_errors():
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
-        store = Store(store_dir) if store_dir else default_store(start)
+        store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             result = check_rebuild(start, rev, used, options, progress)
-    except BAD_INPUT as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("regsurvey: interrupted", err=True)
-        sys.exit(130)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=1))
     else:

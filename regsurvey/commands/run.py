@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..obtain import default_store, obtain_survey
+from ..obtain import obtain_survey, open_store
 from ..results import Survey
-from ..store import Store
 from ..survey import SurveyOptions
 from ..targets import get_target
-from .common import BAD_INPUT, EXIT_FINDINGS, EXIT_OK, fail, split_csv, usable_cores
+from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
 
 
 @click.command()
@@ -48,18 +47,13 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
     options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys,
                             jobs=jobs or usable_cores(), timeout=timeout, reuse_results=not force)
     start = repo.resolve()
-    try:
+    with command_errors():
         if options.targets:
             options = SurveyOptions(**{**options.__dict__,
                                        "targets": tuple(get_target(t).name for t in options.targets)})
-        store = Store(store_dir) if store_dir else default_store(start)
+        store = open_store(store_dir, start)
         with survey_progress(enabled=not quiet) as progress:
             survey = obtain_survey(start, rev, store, options, progress, reuse=not force)
-    except BAD_INPUT as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("regsurvey: interrupted", err=True)
-        sys.exit(130)
     if fmt == "json":
         click.echo(survey.to_json())
     else:

@@ -9,11 +9,10 @@ from pathlib import Path
 import click
 
 from ..diff.core import stack as make_stack
-from ..obtain import default_store
+from ..obtain import open_store
 from ..output.formats import FORMAT_NAMES, get_format
 from ..revisions import commit_range, obtain_surveys, survey_store
-from ..store import Store
-from .common import BAD_INPUT, EXIT_OK, fail
+from .common import EXIT_OK, command_errors
 from .options import (
     default_report_path,
     filename_part,
@@ -37,17 +36,12 @@ def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
     from ..output.progress import survey_progress
 
     start = repo.resolve()
-    try:
+    with command_errors():
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
         base, commits_in_range = commit_range(start, commits)
-        store = Store(store_dir) if store_dir else default_store(start)
+        store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             surveys = obtain_surveys(start, [base, *(c.sha for c in commits_in_range)], used, options, progress)
-    except BAD_INPUT as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        click.echo("regsurvey: interrupted", err=True)
-        sys.exit(130)
     # Name the ends as the user did ("main", "HEAD"); the commits between by short sha.
     base_rev, head_rev = commits.split("..")
     surveys = [replace(s, label=s.commit[:10] if s.commit else s.label) for s in surveys]
