@@ -88,11 +88,35 @@ def key_seconds(data: dict) -> dict[str, float]:
     return per
 
 
+def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str]) -> None:
+    """Step 7 alone: cold surveys at each -j, each measured against max(its longest key, the sum of its
+    own compile seconds / N); key costs come from a first cold survey, as in a store in daily use."""
+    first = work / "store-costs"
+    env = dict(os.environ, TRITON_CACHE_DIR=str(work / "cache-costs"))
+    wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(max(jobs)), "--target", targets,
+                            "--store", str(first), *key_args], ROOT, env)
+    print(f"7. scaling (cold caches, key costs known from a first cold survey at -j {max(jobs)}: {wall:.1f} s)")
+    for n in jobs:
+        store = work / f"store-j{n}"
+        store.mkdir()
+        shutil.copy(first / "costs.json", store / "costs.json")
+        env_n = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
+        wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",
+                                   str(store), "--format", "json", *key_args], ROOT, env_n)
+        assert data is not None
+        seconds = key_seconds(data)
+        bound = max(max(seconds.values()), sum(seconds.values()) / n)
+        print(f"   -j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   bound {bound:6.1f} s   "
+              f"ratio {wall / bound:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--targets", default="gfx950,sm90")
     parser.add_argument("--jobs", default=None, help="comma-separated worker counts for the scaling runs")
     parser.add_argument("--key", default=None, help="only keys matching this glob (a quicker benchmark)")
+    parser.add_argument("--scaling-only", action="store_true",
+                        help="only step 7, each run against the bound from its own compile times")
     args = parser.parse_args()
     targets = args.targets.split(",")
     cores = len(os.sched_getaffinity(0))
@@ -104,6 +128,9 @@ def main() -> int:
 
         print(f"machine: {cores} usable cores; Python {sys.version.split()[0]}; Triton {triton.__version__}")
         print(f"suite: demo decode layer, targets {', '.join(targets)}" + (f", keys {args.key}" if args.key else ""))
+        if args.scaling_only:
+            scaling_only(work, args.targets, jobs, key_args)
+            return 0
 
         # 1. the floor
         floor, launches = bare_loop(targets, work / "bare-cache", args.key)
