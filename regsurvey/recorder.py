@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import pprint
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -126,8 +125,3 @@ def capture_environment(capture_file: Path, site_dir: Path, offline: str | None)
     else:
         env.pop(ENV_OFFLINE, None)
     return env
-
-
-def python_executable() -> str:
-    """The interpreter regsurvey runs under (for `capture -- python ...` examples and tests)."""
-    return sys.executable

@@ -80,7 +80,3 @@ class Store:
                 raise StoreError(f"stored survey {path} is unusable: {exc}") from None
             merged = part if merged is None else merged.merge(part)
         return merged
-
-    def object_path(self, rel: str) -> Path:
-        """Absolute path of an object recorded in a row."""
-        return self.root / rel

@@ -353,12 +353,6 @@ def _cache_invalidating_env() -> dict[str, str]:
     return {k: str(v) for k, v in sorted(get_cache_invalidating_env_vars().items())}
 
 
-def triton_version() -> str:
-    """The installed Triton's version, without importing it when the metadata is enough."""
-    from importlib.metadata import version
-
-    return version("triton")
-
 
 def ptxas_path(arch: int) -> str:
     """The ptxas Triton runs for compute capability ``arch`` (e.g. 90)."""
