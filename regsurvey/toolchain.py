@@ -361,6 +361,20 @@ def ptxas_path(arch: int) -> str:
     return str(nv.get_ptxas(arch).path)
 
 
+def ptxas_codegen_flags() -> list[str]:
+    """The ptxas flags beyond ``-lineinfo -v --gpu-name`` that this Triton passes by default.
+
+    Triton 3.9 adds ``--regAllocOptLevel=2`` (a ptxas 13 work-around); 3.6 does not. Read from the
+    backend's own ``make_cubin`` so that a re-run of ptxas reproduces Triton's cubin byte for byte.
+    """
+    import inspect
+
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    source = inspect.getsource(CUDABackend.make_cubin)
+    return ["--regAllocOptLevel=2"] if "'--regAllocOptLevel=2'" in source or '"--regAllocOptLevel=2"' in source else []
+
+
 def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None], None],
                             offline_target: Target | None = None) -> None:
     """Make every ``JITFunction.run`` of this process report its launch to ``record``.

@@ -83,7 +83,7 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
 
 def ptxas_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     """Registers, stack and spill bytes from the bundled ptxas re-run on the stored PTX with -v."""
-    from regsurvey.toolchain import ptxas_path
+    from regsurvey.toolchain import ptxas_codegen_flags, ptxas_path
 
     ptx = stored_text(store, row, "ptx")
     arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
@@ -92,7 +92,7 @@ def ptxas_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.ptx"
         src.write_text(ptx)
-        out = subprocess.run([ptxas, "-v", "-lineinfo", "--regAllocOptLevel=2", f"--gpu-name={arch.group(1)}",
+        out = subprocess.run([ptxas, "-v", "-lineinfo", *ptxas_codegen_flags(), f"--gpu-name={arch.group(1)}",
                               str(src), "-o", str(Path(tmp) / "k.cubin")], capture_output=True, text=True, check=True)
     log = out.stdout + out.stderr
     regs = re.search(r"Used (\d+) registers", log)

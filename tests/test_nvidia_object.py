@@ -27,7 +27,7 @@ from regsurvey.nvidia_object import (
     tool_path,
 )
 from regsurvey.targets import TARGETS
-from regsurvey.toolchain import ptxas_path
+from regsurvey.toolchain import ptxas_codegen_flags, ptxas_path
 
 from .objects_kernels import compile_kernel
 
@@ -66,7 +66,7 @@ def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
         src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
         done = subprocess.run(
-            [ptxas_path(int(arch[1][3:].rstrip("a"))), "-lineinfo", "-v", "--regAllocOptLevel=2",
+            [ptxas_path(int(arch[1][3:].rstrip("a"))), "-lineinfo", "-v", *ptxas_codegen_flags(),
              f"--gpu-name={arch[1]}", str(src),
              "-o", str(out)],
             capture_output=True, text=True, check=True, timeout=120,
