@@ -9,8 +9,10 @@ Prints, in one run on the demo suite (this repository's keys/ and decode_layer/)
 4. a survey of a commit that changed one kind (how many launches compiled, and whether only that kind's);
 5. ``regsurvey diff`` of two commits that were both surveyed (if the diff command is installed);
 6. the peak memory (RSS) of the largest survey process (a worker);
-7. cold surveys at ``-j 1, 2, 4, 8, 16`` up to the usable cores, against the bound
-   max(longest key, sum of compile times / N).
+7. cold surveys at ``-j 2, 4, 8, 16`` up to the usable cores, each against the bound
+   max(longest key, sum of compile times / N) from its own compile times.
+
+Each survey also prints where its time went (the ``timing`` block of the survey JSON).
 
     python benchmarks/survey_speed.py [--targets gfx950,sm90] [--jobs 1,2,4] [--quick]
 
@@ -88,26 +90,40 @@ def key_seconds(data: dict) -> dict[str, float]:
     return per
 
 
+def breakdown(data: dict) -> str:
+    """One line: where the survey's time went (``timing`` of the survey JSON), in seconds."""
+    t = data.get("timing") or {}
+    names = ("list_s", "worker_ready_max_s", "compile_s", "hash_s", "capture_s", "read_store_s", "lint_s", "idle_s",
+             "tail_s")
+    return "   ".join(f"{n[:-2]} {t[n]:.1f}" for n in names if n in t)
+
+
+def scaling_run(work: Path, targets: str, n: int, costs: Path, key_args: list[str]) -> None:
+    """A cold survey at -j n (key costs known, as in a store in daily use), against the bound from its
+    own compile seconds: max(its longest key, their sum / n)."""
+    store = work / f"store-j{n}"
+    store.mkdir()
+    shutil.copy(costs, store / "costs.json")
+    env = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
+    wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",
+                               str(store), "--format", "json", *key_args], ROOT, env)
+    assert data is not None
+    seconds = key_seconds(data)
+    bound = max(max(seconds.values()), sum(seconds.values()) / n)
+    print(f"   -j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   longest key "
+          f"{max(seconds.values()):4.1f} s   bound {bound:6.1f} s   ratio {wall / bound:.2f}")
+    print(f"          {breakdown(data)}")
+
+
 def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str]) -> None:
-    """Step 7 alone: cold surveys at each -j, each measured against max(its longest key, the sum of its
-    own compile seconds / N); key costs come from a first cold survey, as in a store in daily use."""
+    """Step 7 alone, key costs from a first cold survey at the largest -j."""
     first = work / "store-costs"
     env = dict(os.environ, TRITON_CACHE_DIR=str(work / "cache-costs"))
     wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(max(jobs)), "--target", targets,
                             "--store", str(first), *key_args], ROOT, env)
     print(f"7. scaling (cold caches, key costs known from a first cold survey at -j {max(jobs)}: {wall:.1f} s)")
     for n in jobs:
-        store = work / f"store-j{n}"
-        store.mkdir()
-        shutil.copy(first / "costs.json", store / "costs.json")
-        env_n = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
-        wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",
-                                   str(store), "--format", "json", *key_args], ROOT, env_n)
-        assert data is not None
-        seconds = key_seconds(data)
-        bound = max(max(seconds.values()), sum(seconds.values()) / n)
-        print(f"   -j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   bound {bound:6.1f} s   "
-              f"ratio {wall / bound:.2f}")
+        scaling_run(work, targets, n, first / "costs.json", key_args)
 
 
 def main() -> int:
@@ -143,7 +159,14 @@ def main() -> int:
                                    args.targets, "--store", str(store), *key_args], ROOT, env)
         assert cold_data is not None
         keys = len({(r["key"], r["target"]) for r in cold_data["rows"]})
-        print(f"2. cold survey -j 1: {cold:7.1f} s for {keys} keys ({cold / floor:.2f}x the bare loop)")
+        own = sum(key_seconds(cold_data).values())
+        # The floor again, after the survey: one machine's compile speed drifts over minutes.
+        floor2, _ = bare_loop(targets, work / "bare-cache-2", args.key)
+        mean = (floor + floor2) / 2
+        print(f"2. cold survey -j 1: {cold:7.1f} s for {keys} keys: {cold / mean:.2f}x the bare loop (run before "
+              f"{floor:.1f} s and after {floor2:.1f} s, mean {mean:.1f} s); its own compile seconds {own:.1f}, "
+              f"{cold / own:.2f}x")
+        print(f"          {breakdown(cold_data)}")
 
         # 3. warm re-run of the same commit
         warm, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "--target", args.targets, "--store", str(store),
@@ -183,25 +206,12 @@ def main() -> int:
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"6. peak memory of the largest survey process (a worker): {peak_mb:.0f} MB")
 
-        # 7. scaling
-        seconds = key_seconds(cold_data)
-        total = sum(seconds.values())
-        longest = max(seconds.values())
-        print(f"7. scaling (cold): sum of per-key compile times {total:.1f} s, longest key {longest:.1f} s")
-        print(f"   -j  1: {cold:7.1f} s   bound {max(longest, total):6.1f} s   ratio {cold / max(longest, total):.2f}"
-              "   (the cold survey of 2.)")
+        # 7. scaling: each run against the bound from its own compile seconds (compiles run slower
+        # side by side, which is the machine, not regsurvey)
+        print("7. scaling (cold caches, key costs known from the cold survey of 2.)")
         for n in jobs:
-            if n == 1:
-                continue
-            env_n = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
-            # Cold caches, but key costs known from the earlier survey (as in a store in daily use),
-            # so the slowest keys are scheduled first.
-            (work / f"store-j{n}").mkdir()
-            shutil.copy(store / "costs.json", work / f"store-j{n}" / "costs.json")
-            wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", args.targets,
-                                    "--store", str(work / f"store-j{n}"), *key_args], ROOT, env_n)
-            bound = max(longest, total / n)
-            print(f"   -j {n:2d}: {wall:7.1f} s   bound {bound:6.1f} s   ratio {wall / bound:.2f}")
+            if n > 1:
+                scaling_run(work, args.targets, n, store / "costs.json", key_args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -14,6 +14,7 @@ Execution State") and ``llvm/Support/AMDHSAKernelDescriptor.h``.
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 from collections.abc import Mapping
@@ -173,6 +174,7 @@ class AmdResources:
         return asdict(self)
 
 
+@functools.lru_cache(maxsize=4)  # the survey reads an object's resources, then lints it: parse once
 def parse_hsaco(data: bytes) -> HsacoInfo:
     """Decode an HSACO's metadata note and kernel descriptors; CorruptObjectError if it is not one."""
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
 from .results import Survey
 from .store import Store, StoreError
-from .survey import Progress, SurveyOptions, survey_checkout
+from .survey import Progress, SurveyOptions, start_workers_early, survey_checkout
 from .targets import get_target
 
 
@@ -51,6 +51,7 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
                 print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
         if stored is not None and stored.toolchain == current_toolchain(targets or []):
             return stored
+    start_workers_early()  # the workers' imports overlap with making the worktree
     if rev is not None:
         with commit_checkout(start, rev) as checkout:
             survey = survey_checkout(checkout, store.objects.root, options, progress)

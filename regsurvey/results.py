@@ -74,6 +74,8 @@ class Survey:
     rows: tuple[Row, ...]
     dirty: bool = False
     created: str = ""
+    # Where the survey's wall time went (seconds; see survey.SurveyTiming): not compared by diff.
+    timing: dict[str, float] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -99,7 +101,8 @@ class Survey:
                 for r in data["rows"])
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
-                       created=data.get("created", ""), schema_version=data["schema_version"])
+                       created=data.get("created", ""), timing=dict(data.get("timing") or {}),
+                       schema_version=data["schema_version"])
         except (KeyError, TypeError) as exc:
             raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
 
@@ -113,7 +116,8 @@ class Survey:
         keep.sort(key=lambda r: (key_order[r.key], target_order[r.target], r.launch))
         return Survey(commit=self.commit, label=self.label, targets=targets,
                       toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
-                      dirty=self.dirty, created=other.created or self.created)
+                      dirty=self.dirty, created=other.created or self.created,
+                      timing=other.timing or self.timing)
 
 
 def one_problem(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ import fnmatch
 import json
 import multiprocessing
 import multiprocessing.connection
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -57,8 +58,49 @@ class Progress:
 class _Worker:
     process: Any
     conn: Any
-    key: Key | None = None
-    started: float = 0.0
+    key: Key | None = None  # the key it compiles
+    finishing: list[Key] = field(default_factory=list)  # compiled keys whose objects it still reads
+    heard: float = 0.0  # monotonic time of its last message (or of the last key sent)
+    spawned: float = field(default_factory=time.time)
+    ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
+
+
+_COMPILING = ("capture_s", "hash_s", "compile_s")  # a worker's compiling thread; the rest is its second
+
+
+@dataclass
+class SurveyTiming:
+    """Where a survey's wall time went, as seconds summed over workers (``Survey.timing``).
+
+    ``compile_s`` is the toolchain's own work; ``capture_s`` (kind bodies), ``hash_s`` (Triton cache
+    keys and result-cache look-ups), ``read_store_s`` (object reading and storage) and ``lint_s`` are
+    regsurvey's per-key work; ``idle_s`` is the time the N compile slots spent not compiling once the
+    keys were listed (start-up still running, waiting for a key, or the tail; reading and linting run
+    beside compiling, on a second thread); ``list_s`` is the wall time until the key list arrived.
+    """
+
+    jobs: int
+    start: float = field(default_factory=time.monotonic)
+    listed: float = 0.0
+    last_dispatch: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def answered(self, w: _Worker, answer: dict[str, Any]) -> None:
+        for phase, seconds in (answer.get("timing") or {}).items():
+            self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+        if w.ready_s is None and answer.get("ready_at"):
+            w.ready_s = answer["ready_at"] - w.spawned
+
+    def as_dict(self, workers_ready: list[float]) -> dict[str, float]:
+        end = time.monotonic()
+        listed = self.listed or end
+        out = {"jobs": float(self.jobs), "wall_s": end - self.start, "list_s": listed - self.start,
+               **{k: v for k, v in sorted(self.phases.items())},
+               "idle_s": max(0.0, self.jobs * (end - listed) - sum(self.phases.get(p, 0.0) for p in _COMPILING)),
+               "tail_s": end - self.last_dispatch if self.last_dispatch else 0.0}
+        if workers_ready:
+            out["worker_ready_max_s"] = max(workers_ready)
+        return {k: round(v, 3) for k, v in out.items()}
 
 
 @dataclass
@@ -66,15 +108,16 @@ class _Pool:
     checkout: Checkout
     objects_dir: Path
     triton_cache_dir: str | None = None
+    target: Callable[..., None] | None = None  # the worker's main loop (tests give a stand-in)
     workers: list[_Worker] = field(default_factory=list)
 
     def spawn(self) -> _Worker:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = _worker_context()
         parent, child = ctx.Pipe()
         process = ctx.Process(
-            target=worker_mod.serve, daemon=True, name="regsurvey-worker",
+            target=self.target or worker_mod.serve, daemon=True, name="regsurvey-worker",
             args=(child, str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                  self.triton_cache_dir))
+                  self.triton_cache_dir, dict(os.environ)))
         with _main_module_hidden():
             process.start()
         child.close()
@@ -94,6 +137,35 @@ class _Pool:
         # polite shutdown of an interpreter holding torch and Triton takes most of a second: kill.
         for w in list(self.workers):
             self.kill(w)
+
+
+# What every worker imports before it knows its checkout: the forkserver imports them once, and each
+# worker is a fork of it (milliseconds) rather than a fresh interpreter importing them again (seconds).
+_PRELOAD = ["torch", "triton", "triton.compiler.compiler", "regsurvey.worker", "regsurvey.amd_object",
+            "regsurvey.nvidia_object", "regsurvey.lint", "regsurvey.lint.inputs"]
+
+
+def _worker_context() -> Any:
+    """How workers start: forked from a forkserver that has imported torch and Triton (where the
+    platform has one), else spawned. ``REGSURVEY_WORKER_START=spawn`` forces spawn (to compare)."""
+    method = os.environ.get("REGSURVEY_WORKER_START", "forkserver")
+    if method not in multiprocessing.get_all_start_methods() or method not in ("forkserver", "spawn"):
+        method = "spawn"
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+def start_workers_early() -> None:
+    """Start the forkserver now, so that its imports overlap with what the caller does next (making
+    a worktree); the first survey's workers then fork from it at once."""
+    ctx = _worker_context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        with _main_module_hidden():
+            forkserver.ensure_running()
 
 
 @contextlib.contextmanager
@@ -148,6 +220,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
     pool = _Pool(checkout, objects_dir, options.triton_cache_dir)
+    timing = SurveyTiming(jobs=max(1, options.jobs))
+    ready: list[float] = []
     try:
         # Start every worker now: they import torch, Triton and the keys while the first lists keys.
         first = pool.spawn()
@@ -169,9 +243,11 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
                 raise SurveyError(info["error"])
             toolchain[backend] = info["toolchain"]
         progress.on_start(len(keys))
+        timing.listed = time.monotonic()
         costs = KeyCosts(objects_dir.parent / "costs.json")
-        results = _run_keys(pool, costs.longest_first(keys), options, progress)
+        results = _run_keys(pool, costs.longest_first(keys), options, progress, timing)
         costs.update(r for rows in results.values() for r in rows)
+        ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
     finally:
         pool.close()
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
@@ -179,7 +255,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     targets = tuple(dict.fromkeys(k.target for k in keys))
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
-                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=timing.as_dict(ready))
 
 
 class KeyCosts:
@@ -215,49 +291,87 @@ class KeyCosts:
             pass
 
 
-def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions,
-              progress: Progress) -> dict[tuple[str, str], list[Row]]:
+# How many compiled keys a worker may still be reading and storing when it is sent another.
+_FINISHING_DEPTH = 2
+
+
+def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
+              timing: SurveyTiming) -> dict[tuple[str, str], list[Row]]:
+    """Send keys to workers as they become free, collect their rows, enforce the time-out.
+
+    A worker says "free" once a key's launches are compiled, and answers with the rows once their
+    objects are read, stored and linted; it gets the next key in between. A worker that times out or
+    dies takes the key it was compiling with it (an error row); keys it was only finishing are sent
+    again, once: a key that was in flight on two workers that died is an error too.
+    """
     pending = list(reversed(keys))  # pop() from the end keeps the given order
     results: dict[tuple[str, str], list[Row]] = {}
+    resent: set[tuple[str, str]] = set()
 
     def finish(done: Key, rows: list[Row]) -> None:
         results[(done.id, done.target)] = rows
         progress.on_key(done, rows)
 
-    while pending or any(w.key is not None for w in pool.workers):
+    def lose(w: _Worker, why: str) -> None:
+        """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again."""
+        blamed = w.key or w.finishing[0]
+        finish(blamed, [_error_row(blamed, why)])
+        for k in (x for x in [w.key, *w.finishing] if x is not None and x != blamed):
+            if (k.id, k.target) in resent:
+                finish(k, [_error_row(k, f"{why}; it was in flight on a worker that failed before")])
+            else:
+                resent.add((k.id, k.target))
+                pending.append(k)
+        w.key, w.finishing = None, []
+        pool.kill(w)
+
+    def heard(w: _Worker, message: dict[str, Any]) -> None:
+        w.heard = time.monotonic()
+        ident = (message.get("id"), message.get("target"))
+        if message.get("free"):
+            if w.key is not None and (w.key.id, w.key.target) == ident:
+                w.finishing.append(w.key)
+                w.key = None
+            return
+        if w.key is not None and (w.key.id, w.key.target) == ident:
+            key, w.key = w.key, None
+        else:
+            found = [k for k in w.finishing if (k.id, k.target) == ident]
+            if not found:
+                return  # not a key this worker holds (cannot happen): ignore
+            key = found[0]
+            w.finishing.remove(key)
+        timing.answered(w, message)
+        finish(key, [_row(r) for r in message["rows"]] if message["ok"] else [_error_row(key, message["error"])])
+
+    while pending or any(w.key is not None or w.finishing for w in pool.workers):
         for w in list(pool.workers):
-            if w.key is None and pending:
+            if w.key is None and len(w.finishing) < _FINISHING_DEPTH and pending:
                 nxt = pending.pop()
-                w.key, w.started = nxt, time.monotonic()
+                w.key, w.heard = nxt, time.monotonic()
+                timing.last_dispatch = w.heard
                 w.conn.send({"op": "survey", "reuse": options.reuse_results,
                              "key": {"kind": nxt.kind, "axes": [list(p) for p in nxt.axes],
                                      "target": nxt.target, "id": nxt.id}})
-        busy = [w for w in pool.workers if w.key is not None]
+        busy = [w for w in pool.workers if w.key is not None or w.finishing]
+        if not busy:
+            if pending:  # every worker was lost: start one
+                pool.spawn()
+            continue
         now = time.monotonic()
-        wait_for = max(0.0, min(w.started + options.timeout - now for w in busy))
+        wait_for = max(0.0, min(w.heard + options.timeout - now for w in busy))
         ready = multiprocessing.connection.wait([w.conn for w in busy], timeout=wait_for)
         for w in busy:
-            current = w.key
-            assert current is not None
-            key = current
             if w.conn in ready:
                 try:
-                    answer = w.conn.recv()
+                    while w.conn.poll():
+                        heard(w, w.conn.recv())
                 except (EOFError, OSError):
                     w.process.join(timeout=5)
-                    finish(key, [_error_row(key, f"worker process died while compiling "
-                                                 f"(exit code {w.process.exitcode})")])
-                    pool.kill(w)
+                    lose(w, f"worker process died while compiling (exit code {w.process.exitcode})")
                     pool.spawn()
-                    continue
-                w.key = None
-                if answer["ok"]:
-                    finish(key, [_row(r) for r in answer["rows"]])
-                else:
-                    finish(key, [_error_row(key, answer["error"])])
-            elif time.monotonic() - w.started >= options.timeout:
-                finish(key, [_error_row(key, f"timed out after {options.timeout:g} s (--timeout)")])
-                pool.kill(w)
+            elif time.monotonic() - w.heard >= options.timeout:
+                lose(w, f"timed out after {options.timeout:g} s (--timeout)")
                 if pending:
                     pool.spawn()
     return results

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import traceback
 import warnings
-from dataclasses import asdict, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,46 @@ def read_resources(binary: bytes, target: Target, shared: int, num_warps: int) -
     return read_cubin(binary, shared_bytes=shared, num_warps=num_warps, target=target).as_dict()
 
 
+@dataclass
+class Compiled:
+    """A launch compiled but not yet read, stored and linted (:meth:`Worker.finish` does that)."""
+
+    common: dict[str, Any]
+    kernel: str
+    target: Target
+    compiled: toolchain.CompiledObject
+    compile_s: float
+    row: Row | None = None  # once finished
+
+
+@dataclass
+class Duplicate:
+    """A launch whose kernel an earlier, still unfinished launch compiled: its row is that one's, reused."""
+
+    common: dict[str, Any]
+    source: Compiled
+
+    def row(self) -> Row:
+        done = self.source.row
+        if done is None or not done.ok or done.object is None:
+            return Row(**self.common, status="error", triton_hash=self.source.compiled.triton_hash,
+                       error=done.error if done is not None else "the identical kernel compiled before was lost")
+        return _reused_row(self.common, self.source.compiled.triton_hash,
+                           CachedResult(kernel=self.source.kernel, resources=done.resources, object=done.object,
+                                        compile_s=done.compile_s, extra={"lint": done.lint}))
+
+
+Item = Row | Compiled | Duplicate
+
+
+def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -> Row:
+    lint = cached.extra.get("lint")
+    if lint is not None:  # findings name the row they were first found on
+        lint = [{**f, "key": Row(**common, status="ok").row_id} for f in lint]
+    return Row(**common, status="ok", resources=cached.resources, compile_s=cached.compile_s,
+               object=cached.object, triton_hash=cache_hash, reused=True, lint=lint)
+
+
 class Worker:
     """The state one worker keeps across keys: the checkout's kinds and the object store."""
 
@@ -55,11 +97,29 @@ class Worker:
         self.objects = ObjectStore(objects_dir)
         self.results = ResultCache(self.objects)
         self._kinds: dict[str, Kind] | None = None
+        self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
+        self._timing_lock = threading.Lock()  # the compiling thread and the finishing thread both time
+        self._unfinished: dict[str, Compiled] = {}  # by Triton hash: compiled, not yet finished
+        self.ready_at: float | None = None  # time.time() when the keys were loaded
+
+    def _spent(self, phase: str, since: float) -> float:
+        """Add the seconds since ``since`` (a perf_counter reading) to ``phase``; return now."""
+        now = time.perf_counter()
+        with self._timing_lock:
+            self.timing[phase] = self.timing.get(phase, 0.0) + (now - since)
+        return now
+
+    def take_timing(self) -> dict[str, float]:
+        """The phases timed since the last call (and reset them)."""
+        with self._timing_lock:
+            taken, self.timing = self.timing, {}
+        return {k: round(v, 4) for k, v in taken.items()}
 
     def kinds(self) -> dict[str, Kind]:
         """Load the keys files once (raises KeysFileError)."""
         if self._kinds is None:
             self._kinds = {k.name: k for k in load_kinds(self.root, self.keys_dir)}
+            self.ready_at = time.time()
         return self._kinds
 
     def list_keys(self, targets: list[str] | None) -> list[dict[str, Any]]:
@@ -70,10 +130,17 @@ class Worker:
 
     def survey_key(self, key: Key, reuse: bool = True) -> list[Row]:
         """Run the key's kind body under capture, compile each launch, read its resources."""
+        return self.finish(self.compile_key(key, reuse))
+
+    def compile_key(self, key: Key, reuse: bool = True) -> list[Item]:
+        """The toolchain's part of a key: capture its launches and compile them (or find them
+        compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
+        worker's second thread does while the next key compiles."""
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
         session = CaptureSession(target)
         base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
+        start = time.perf_counter()
         try:
             with toolchain.capturing(session):
                 kind.body(**key.axes_dict)
@@ -82,14 +149,15 @@ class Worker:
                 raise
             return [Row(**base, kernel=None, status="error",
                         error=f"kind body raised at {where_raised(exc, self.root)}: {one_line(exc)}")]
+        self._spent("capture_s", start)
         if not session.launches:
             file, line = kind.source
             return [Row(**base, kernel=None, status="error",
                         error=f"kind body ({file}:{line}) launched no kernel")]
-        return [self._compile_row(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
+        return [self._compile_launch(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
 
-    def _compile_row(self, base: dict[str, Any], index: int, launch: CapturedLaunch,
-                     target: Target, reuse: bool) -> Row:
+    def _compile_launch(self, base: dict[str, Any], index: int, launch: CapturedLaunch,
+                        target: Target, reuse: bool) -> Item:
         common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
                       num_warps=launch.options.get("num_warps"),
                       num_stages=launch.options.get("num_stages"), where=launch.where or None)
@@ -98,19 +166,47 @@ class Worker:
             cache_hash = toolchain.triton_cache_hash(launch, target)
         except Exception:  # let the compile below report what is wrong
             cache_hash = None
-        cached = self.results.get(cache_hash) if cache_hash and reuse else None
-        if cached is not None:
-            lint = cached.extra.get("lint")
-            if lint is not None:  # findings name the row they were first found on
-                lint = [{**f, "key": Row(**common, status="ok").row_id} for f in lint]
-            return Row(**common, status="ok", resources=cached.resources, compile_s=cached.compile_s,
-                       object=cached.object, triton_hash=cache_hash, reused=True, lint=lint)
+        if cache_hash and reuse:
+            unfinished = self._unfinished.get(cache_hash)
+            if unfinished is not None:  # compiled for an earlier key, still being read and stored
+                self._spent("hash_s", start)
+                return Duplicate(common, unfinished)
+            cached = self.results.get(cache_hash)
+            if cached is not None:
+                self._spent("hash_s", start)
+                return _reused_row(common, cache_hash, cached)
+        compile_start = self._spent("hash_s", start)
         try:
             compiled = toolchain.compile_launch(launch, target)
         except Exception as exc:
+            self._spent("compile_s", compile_start)
             return Row(**common, status="error", compile_s=round(time.perf_counter() - start, 3),
                        error=first_lines(f"{type(exc).__name__}: {exc}"))
-        compile_s = round(time.perf_counter() - start, 3)
+        self._spent("compile_s", compile_start)
+        pending = Compiled(common, launch.kernel, target, compiled, round(time.perf_counter() - start, 3))
+        if reuse:
+            self._unfinished[compiled.triton_hash] = pending
+        return pending
+
+    def finish(self, items: list[Item]) -> list[Row]:
+        """The rows of a compiled key: read, store and lint each object compiled (in order)."""
+        rows = []
+        for item in items:
+            if isinstance(item, Compiled):
+                try:
+                    item.row = self._finish(item)
+                finally:
+                    self._unfinished.pop(item.compiled.triton_hash, None)
+                rows.append(item.row)
+            elif isinstance(item, Duplicate):
+                rows.append(item.row())
+            else:
+                rows.append(item)
+        return rows
+
+    def _finish(self, item: Compiled) -> Row:
+        common, compiled, target, compile_s = item.common, item.compiled, item.target, item.compile_s
+        phase = time.perf_counter()
         try:
             resources = read_resources(compiled.binary, target, compiled.shared, compiled.num_warps)
         except CorruptObjectError as exc:
@@ -122,12 +218,15 @@ class Worker:
         ref = ObjectRef(path=path, sha256=sha)
         row = Row(**common, status="ok", resources=resources, compile_s=compile_s, object=ref,
                   triton_hash=compiled.triton_hash)
-        lint = self._lint(row, target)
-        self.results.put(compiled.triton_hash, CachedResult(kernel=launch.kernel, resources=resources, object=ref,
+        phase = self._spent("read_store_s", phase)
+        lint = self._lint(row, target, compiled.binary, compiled.asm)
+        phase = self._spent("lint_s", phase)
+        self.results.put(compiled.triton_hash, CachedResult(kernel=item.kernel, resources=resources, object=ref,
                                                             compile_s=compile_s, extra={"lint": lint}))
+        self._spent("read_store_s", phase)
         return replace(row, lint=lint)
 
-    def _lint(self, row: Row, target: Target) -> list[dict[str, Any]] | None:
+    def _lint(self, row: Row, target: Target, binary: bytes, texts: dict[str, str]) -> list[dict[str, Any]] | None:
         """The row's lint findings, or None where the survey does not lint.
 
         AMD objects are linted from their amdgcn text (milliseconds). An NVIDIA object needs its SASS,
@@ -137,17 +236,26 @@ class Worker:
         if target.is_nvidia and not row.resources.get("stack_bytes"):
             return None
         from .lint import LintInputError
-        from .lint.inputs import lint_row
+        from .lint.inputs import lint_compiled
 
+        assert row.object is not None
         try:
-            found = lint_row(row, self.objects)
+            found = lint_compiled(target.name, binary, texts, self.objects, row.object.path)
         except (LintInputError, ValueError):
             return None
         return [{**f.to_dict(), "key": row.row_id} for f in found]
 
 
-def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None) -> None:
-    """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes."""
+def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
+          environ: dict[str, str] | None = None) -> None:
+    """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes.
+
+    ``environ`` is the parent's environment: a worker forked from a forkserver started earlier would
+    otherwise see the environment of that moment.
+    """
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     if triton_cache_dir:
         os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
     # The survey records the fp-fusion setting in its toolchain block; the warning itself would
@@ -162,6 +270,30 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
         worker.kinds()  # warm up (torch, Triton, the project's kernels) before the first request
     except BaseException:  # noqa: S110 - reported again, with its message, when a request needs the keys
         worker._kinds = None
+    send_lock = threading.Lock()
+
+    def send(message: dict[str, Any]) -> None:
+        with send_lock:
+            conn.send(message)
+
+    def failed(exc: BaseException) -> dict[str, Any]:
+        if isinstance(exc, KeysFileError):
+            return {"ok": False, "error": str(exc)}
+        # a bug of ours: report it rather than hang the parent
+        return {"ok": False, "error": f"worker failed: {one_line(exc)}", "traceback": traceback.format_exc()}
+
+    def finish(key: Key, items: list[Item]) -> None:
+        ident = {"id": key.id, "target": key.target}
+        try:
+            rows = worker.finish(items)
+            send({"ok": True, **ident, "rows": [asdict(r) for r in rows], "timing": worker.take_timing(),
+                  "ready_at": worker.ready_at})
+        except Exception as exc:
+            send({**failed(exc), **ident})
+
+    # Keys are compiled on this thread, one at a time; each compiled key's objects are read, stored
+    # and linted on the second, while the next key compiles. "free" tells the parent to send it.
+    finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regsurvey-finish")
     while True:
         try:
             request = conn.recv()
@@ -170,19 +302,22 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
         op = request.get("op")
         try:
             if op == "stop":
+                finisher.shutdown(wait=True)
                 return
             if op == "list":
-                conn.send({"ok": True, "keys": worker.list_keys(request.get("targets"))})
+                send({"ok": True, "keys": worker.list_keys(request.get("targets"))})
             elif op == "toolchain":
-                conn.send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
+                send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
             elif op == "survey":
-                rows = worker.survey_key(Key(**{**request["key"], "axes": tuple(
-                    tuple(p) for p in request["key"]["axes"])}), reuse=request.get("reuse", True))
-                conn.send({"ok": True, "rows": [asdict(r) for r in rows]})
+                key = Key(**{**request["key"], "axes": tuple(tuple(p) for p in request["key"]["axes"])})
+                try:
+                    items = worker.compile_key(key, reuse=request.get("reuse", True))
+                except Exception as exc:
+                    send({**failed(exc), "id": key.id, "target": key.target})
+                    continue
+                send({"free": True, "id": key.id, "target": key.target})
+                finisher.submit(finish, key, items)
             else:
-                conn.send({"ok": False, "error": f"unknown request {op!r}"})
-        except KeysFileError as exc:
-            conn.send({"ok": False, "error": str(exc)})
-        except Exception as exc:  # a bug of ours: report it rather than hang the parent
-            conn.send({"ok": False, "error": f"worker failed: {one_line(exc)}",
-                       "traceback": traceback.format_exc()})
+                send({"ok": False, "error": f"unknown request {op!r}"})
+        except Exception as exc:
+            send(failed(exc))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,12 @@ def hangs(n):
 @matrix.kind(axes=["n"])
 def launches_nothing(n):
     pass
+
+
+@matrix.kind(axes=["n"])
+def dies(n):
+    import os
+    os._exit(3)  # the worker process goes: this key is an error row, a new worker takes the rest
 '''
 
 
@@ -76,7 +83,7 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     (toy_repo / "keys" / "zz_bad.py").write_text(BAD_KEYS)
     out = regsurvey("run", "--format", "json", "-q", "--target", "sm90", "--timeout", "20", "-j", "2",
                     "--kind", "wont_compile", "--kind", "raises", "--kind", "hangs",
-                    "--kind", "launches_nothing", "--kind", "scale", cwd=toy_repo)
+                    "--kind", "launches_nothing", "--kind", "dies", "--kind", "scale", cwd=toy_repo)
     assert out.returncode == 0, out.stderr
     rows = {r["key"]: r for r in json.loads(out.stdout)["rows"]}
     assert rows["wont_compile/n3"]["status"] == "error"
@@ -89,6 +96,7 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     assert rows["hangs/n3"]["status"] == "error" and "timed out after 20 s" in rows["hangs/n3"]["error"]
     assert rows["launches_nothing/n3"]["status"] == "error"
     assert "launched no kernel" in rows["launches_nothing/n3"]["error"]
+    assert rows["dies/n3"]["error"] == "worker process died while compiling (exit code 3)"
     assert all(rows[k]["status"] == "ok" for k in rows if k.startswith("scale/")), rows
     # --strict turns failures into exit status 1.
     strict = regsurvey("run", "-q", "--strict", "--target", "sm90", "--kind", "launches_nothing", cwd=toy_repo)
@@ -186,3 +194,27 @@ def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame:
     admin = toy_repo / ".git" / "worktrees"
     assert not admin.exists() or not list(admin.iterdir())
     assert "Traceback" not in err
+
+
+def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path, tmp_path: Path) -> None:
+    """Workers fork from a forkserver that imported torch and Triton; spawned ones must agree exactly."""
+    surveys = {}
+    for method in ("forkserver", "spawn"):
+        out = subprocess.run(
+            [sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "-j", "2", "--target", "gfx950,sm90",
+             "--kind", "scale", "--store", str(tmp_path / method)],
+            cwd=toy_repo, capture_output=True, text=True, timeout=900,
+            env={**os.environ, "REGSURVEY_WORKER_START": method, "TRITON_CACHE_DIR": str(tmp_path / f"tc-{method}")})
+        assert out.returncode == 0, out.stderr
+        surveys[method] = json.loads(out.stdout)
+    strip = ("compile_s",)
+    rows = {m: [{k: v for k, v in r.items() if k not in strip} for r in s["rows"]] for m, s in surveys.items()}
+    assert rows["forkserver"] == rows["spawn"] and len(rows["spawn"]) == 8
+    for survey in surveys.values():
+        timing = survey["timing"]
+        assert timing["jobs"] == 2 and timing["wall_s"] >= timing["list_s"] > 0
+        # The compile seconds the rows report are the ones the timing block sums (within rounding),
+        # here with identical kernels reused inside the survey counted once.
+        compiled = sum(r["compile_s"] for r in survey["rows"] if not r["reused"])
+        assert timing["compile_s"] + timing["hash_s"] == pytest.approx(compiled, abs=0.05 + 0.01 * compiled)
+        assert timing["compile_s"] > 0 and timing["read_store_s"] > 0 and timing["lint_s"] > 0

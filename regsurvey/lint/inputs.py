@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -88,24 +89,38 @@ def lint_row(row: Row, objects: ObjectStore) -> list[Finding]:
 def _lint_row(row: Row, objects: ObjectStore) -> list[Finding]:
     assert row.object is not None
     rel = row.object.path
-    binary = objects.get(rel, row.object.sha256)
-    ttir = objects.text(rel, "ttir")
+    return lint_object(row.target, objects.get(rel, row.object.sha256), lambda name: objects.text(rel, name))
+
+
+def lint_object(target: str, binary: bytes, text: Callable[[str], str | None]) -> list[Finding]:
+    """Lint one compiled object of ``target`` given a way to its texts (``amdgcn``/``ptx``, ``llir``,
+    ``ttir``; None where absent). Raises LintInputError, CorruptObjectError."""
+    ttir = text("ttir")
     names = arg_names_from_ttir(ttir) if ttir else None
-    if get_target(row.target).is_amd:
-        text = objects.text(rel, "amdgcn")
-        if text is None:
+    if get_target(target).is_amd:
+        asm = text("amdgcn")
+        if asm is None:
             try:
-                text = disassemble(binary)
+                asm = disassemble(binary)
             except ValueError as exc:
                 raise LintInputError(str(exc)) from None
-        return lint_amdgcn(text, hsaco=binary, llir=objects.text(rel, "llir"), arg_names=names)
-    ptx = objects.text(rel, "ptx")
+        return lint_amdgcn(asm, hsaco=binary, llir=text("llir"), arg_names=names)
+    ptx = text("ptx")
     if ptx is None:
         raise LintInputError("no PTX stored beside the cubin")
     try:
         return lint_nvidia(ptx, binary, arg_names=names)
     except ValueError as exc:
         raise LintInputError(str(exc)) from None
+
+
+def lint_compiled(target: str, binary: bytes, texts: dict[str, str], objects: ObjectStore,
+                  rel: str) -> list[Finding]:
+    """Lint an object just compiled, from its texts in memory, and keep the findings beside the
+    stored object at ``rel`` (where :func:`lint_row` finds them). Raises LintInputError."""
+    found = lint_object(target, binary, texts.get)
+    objects.put_text(rel, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
+    return found
 
 
 def lint_file(path: Path) -> LintRun:
