@@ -50,7 +50,7 @@ class ObjectStore:
         for name, text in (extras or {}).items():
             extra = path.with_name(f"{sha}.{name}.gz")
             if not extra.exists():
-                atomic_write(extra, gzip.compress(text.encode(), compresslevel=3, mtime=0))
+                atomic_write(extra, gzip.compress(text.encode(), compresslevel=1, mtime=0))
         return sha, rel
 
     def get(self, rel: str, sha: str) -> bytes:
@@ -68,7 +68,7 @@ class ObjectStore:
         """Keep a text beside a stored object (e.g. its lint findings), replacing any earlier one."""
         path = self.root.parent / rel
         atomic_write(path.with_name(f"{path.name.rsplit('.', 1)[0]}.{name}.gz"),
-                     gzip.compress(text.encode(), compresslevel=3, mtime=0))
+                     gzip.compress(text.encode(), compresslevel=1, mtime=0))
 
     def text(self, rel: str, name: str) -> str | None:
         """An IR text stored beside an object (``amdgcn``, ``ptx``, ``llir``), or None."""

@@ -41,6 +41,8 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     """
     store.prepare()
     commit = _commit_of(start, rev)
+    if commit is None or not reuse or not store.has(commit):
+        start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
     if reuse and commit is not None and not (options.kinds or options.keys):
         targets = list(options.targets) if options.targets else store.default_targets(commit)
         stored = None
@@ -51,7 +53,7 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
                 print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
         if stored is not None and stored.toolchain == current_toolchain(targets or []):
             return stored
-    start_workers_early()  # the workers' imports overlap with making the worktree
+    start_workers_early()  # (again, at once, if it is already running)
     if rev is not None:
         with commit_checkout(start, rev) as checkout:
             survey = survey_checkout(checkout, store.objects.root, options, progress)

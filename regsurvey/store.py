@@ -53,6 +53,10 @@ class Store:
             paths.append(path)
         return paths
 
+    def has(self, commit: str) -> bool:
+        """Whether any survey of ``commit`` is stored (cheap: no file is read)."""
+        return self._dir(commit).is_dir()
+
     def prepare(self) -> None:
         """Create the store; like .pytest_cache it ignores itself, so `git status` stays clean."""
         marker = self.root / ".gitignore"

@@ -141,8 +141,7 @@ class _Pool:
 
 # What every worker imports before it knows its checkout: the forkserver imports them once, and each
 # worker is a fork of it (milliseconds) rather than a fresh interpreter importing them again (seconds).
-_PRELOAD = ["torch", "triton", "triton.compiler.compiler", "regsurvey.worker", "regsurvey.amd_object",
-            "regsurvey.nvidia_object", "regsurvey.lint", "regsurvey.lint.inputs"]
+_PRELOAD = ["regsurvey._worker_preload"]
 
 
 def _worker_context() -> Any:

@@ -354,6 +354,19 @@ def _cache_invalidating_env() -> dict[str, str]:
 
 
 
+def warm_up() -> None:
+    """Do once what every compile process does first: hash Triton's own sources (its cache key's
+    ``triton_key``, 0.3 s) and make each backend. Run in the worker forkserver, so that workers are
+    forked with it done."""
+    from triton.compiler import make_backend
+    from triton.runtime.cache import triton_key
+
+    triton_key()
+    for target in TARGETS.values():
+        with contextlib.suppress(Exception):  # a backend this Triton lacks: its keys fail, with a message
+            make_backend(gpu_target(target))
+
+
 def ptxas_path(arch: int) -> str:
     """The ptxas Triton runs for compute capability ``arch`` (e.g. 90)."""
     from triton.backends.nvidia import compiler as nv

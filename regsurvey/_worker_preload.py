@@ -1,0 +1,18 @@
+"""Imported once by the worker forkserver: what every worker needs before it knows its checkout.
+
+Each worker is then a fork of that process: torch, Triton and regsurvey imported, Triton's own
+source hash computed, the backends made. Nothing here may start a thread (a fork keeps only one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+with contextlib.suppress(ImportError):  # a project without torch: the keys files will say so
+    import torch  # noqa: F401
+
+from . import amd_object, nvidia_object, toolchain, worker  # noqa: F401
+from .lint import inputs  # noqa: F401
+
+with contextlib.suppress(Exception):  # an unusable Triton: every key reports it, with its message
+    toolchain.warm_up()
