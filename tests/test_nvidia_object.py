@@ -59,7 +59,12 @@ def read(case: str) -> NvidiaResources:
 
 
 def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
-    """``ptxas -v`` re-run on the PTX with Triton's flags (the cubin it writes must be the same bytes)."""
+    """``ptxas -v`` re-run on the PTX with Triton's flags.
+
+    The cubin it writes is usually the same bytes as Triton's, but not always: the CUDA 12.9 ptxas of
+    Triton 3.6 swaps registers between runs of the sm100 GEMM (R30 and R32, one run in two). What must
+    not change is what the readers see, so the re-run's cubin must read the same as Triton's.
+    """
     arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
     assert arch
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,7 +76,11 @@ def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
              "-o", str(out)],
             capture_output=True, text=True, check=True, timeout=120,
         )  # fmt: skip
-        assert out.read_bytes() == cubin
+        rerun = out.read_bytes()
+        if rerun != cubin:
+            target = TARGETS[arch[1].rstrip("a").replace("sm_", "sm")]
+            same = [read_cubin(c, shared_bytes=0, num_warps=4, target=target).as_dict() for c in (rerun, cubin)]
+            assert same[0] == same[1] and len(rerun) == len(cubin)
     log = done.stdout + done.stderr
     regs = re.search(r"Used (\d+) registers", log)
     frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
