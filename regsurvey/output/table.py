@@ -67,6 +67,20 @@ def summary_line(survey: Survey) -> str:
             f"VGPR spills in {len(vspill)}, SGPR spills in {len(sspill)}, NVIDIA spills in {len(nvspill)}")
 
 
+def timing_line(survey: Survey) -> str | None:
+    """Where the survey's time went, when it says (``made ... on 2 workers in 48.0 s: ...``)."""
+    t = survey.timing
+    if not t or "wall_s" not in t:
+        return None
+    compiled = sum(1 for r in survey.rows if r.ok and not r.reused)
+    own = [(name, t.get(f"{name.replace(' ', '_')}_s", 0.0)) for name in ("read_store", "lint", "capture", "hash")]
+    parts = ", ".join(f"{name.replace('_', ' and ')} {seconds:.1f}" for name, seconds in own if seconds >= 0.05)
+    return (f"made {survey.created or 'earlier'} on {int(t.get('jobs', 1))} worker(s) in {t['wall_s']:.1f} s: "
+            f"{compiled} launches compiled in {t.get('compile_s', 0.0):.1f} s of compile time, "
+            f"{len(survey.rows) - compiled} reused or failed; regsurvey's own work {sum(s for _, s in own):.1f} s"
+            + (f" ({parts})" if parts else ""))
+
+
 def print_survey(survey: Survey, console: Console) -> None:
     """Print the tables and a summary line (wide when piped, so no column is cut)."""
     if not console.is_terminal:
@@ -74,3 +88,6 @@ def print_survey(survey: Survey, console: Console) -> None:
     for table in survey_tables(survey):
         console.print(table)
     console.print(summary_line(survey))
+    timing = timing_line(survey)
+    if timing:
+        console.print(timing, style="dim")
