@@ -76,7 +76,8 @@ class SurveyTiming:
     keys and result-cache look-ups), ``read_store_s`` (object reading and storage) and ``lint_s`` are
     regsurvey's per-key work; ``idle_s`` is the time the N compile slots spent not compiling once the
     keys were listed (start-up still running, waiting for a key, or the tail; reading and linting run
-    beside compiling, on a second thread); ``list_s`` is the wall time until the key list arrived.
+    beside compiling, on a second thread); ``list_s`` is the wall time until the key list arrived;
+    ``worker_peak_rss_mb`` is the largest worker's peak resident memory.
     """
 
     jobs: int
@@ -84,8 +85,10 @@ class SurveyTiming:
     listed: float = 0.0
     last_dispatch: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0  # the largest worker's
 
     def answered(self, w: _Worker, answer: dict[str, Any]) -> None:
+        self.peak_rss_mb = max(self.peak_rss_mb, answer.get("peak_rss_mb") or 0.0)
         for phase, seconds in (answer.get("timing") or {}).items():
             self.phases[phase] = self.phases.get(phase, 0.0) + seconds
         if w.ready_s is None and answer.get("ready_at"):
@@ -100,6 +103,8 @@ class SurveyTiming:
                "tail_s": end - self.last_dispatch if self.last_dispatch else 0.0}
         if workers_ready:
             out["worker_ready_max_s"] = max(workers_ready)
+        if self.peak_rss_mb:
+            out["worker_peak_rss_mb"] = self.peak_rss_mb
         return {k: round(v, 3) for k, v in out.items()}
 
 

@@ -246,6 +246,15 @@ class Worker:
         return [{**f.to_dict(), "key": row.row_id} for f in found]
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (a worker forked from the forkserver is not a
+    child of the survey's process, so the survey cannot ask the system for it)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KB elsewhere
+
+
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
           environ: dict[str, str] | None = None) -> None:
     """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes.
@@ -287,7 +296,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
         try:
             rows = worker.finish(items)
             send({"ok": True, **ident, "rows": [asdict(r) for r in rows], "timing": worker.take_timing(),
-                  "ready_at": worker.ready_at})
+                  "ready_at": worker.ready_at, "peak_rss_mb": peak_rss_mb()})
         except Exception as exc:
             send({**failed(exc), **ident})
 

@@ -225,3 +225,4 @@ def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path,
         compiled = sum(r["compile_s"] for r in survey["rows"] if not r["reused"])
         assert timing["compile_s"] + timing["hash_s"] == pytest.approx(compiled, abs=0.05 + 0.01 * compiled)
         assert timing["compile_s"] > 0 and timing["read_store_s"] > 0 and timing["lint_s"] > 0
+        assert 200 < timing["worker_peak_rss_mb"] < 4000  # torch and Triton imported, a few kernels compiled
