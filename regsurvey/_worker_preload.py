@@ -7,12 +7,17 @@ source hash computed, the backends made. Nothing here may start a thread (a fork
 from __future__ import annotations
 
 import contextlib
+import signal
+
+# Ctrl-C reaches the whole process group; the survey's own process handles it (and kills the workers).
+# Here it would only print a traceback from the middle of an import. Workers forked later inherit it.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 with contextlib.suppress(ImportError):  # a project without torch: the keys files will say so
     import torch  # noqa: F401
 
-from . import amd_object, nvidia_object, toolchain, worker  # noqa: F401
-from .lint import inputs  # noqa: F401
+from . import amd_object, nvidia_object, toolchain, worker  # noqa: F401, E402
+from .lint import inputs  # noqa: F401, E402
 
 with contextlib.suppress(Exception):  # an unusable Triton: every key reports it, with its message
     toolchain.warm_up()

@@ -7,7 +7,9 @@ by spawn, so nothing of the parent's interpreter (or of another commit's kernels
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -262,6 +264,9 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     ``environ`` is the parent's environment: a worker forked from a forkserver started earlier would
     otherwise see the environment of that moment.
     """
+    # Ctrl-C reaches every process of the terminal's group: the parent handles it and kills the
+    # workers, which would otherwise each print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)
@@ -270,7 +275,12 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     # The survey records the fp-fusion setting in its toolchain block; the warning itself would
     # repeat once per worker.
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
-    os.chdir(root)
+    try:
+        os.chdir(root)
+    except OSError as exc:  # the checkout is gone: the survey was interrupted while this worker started
+        with contextlib.suppress(OSError):
+            conn.send({"ok": False, "error": f"cannot enter the checkout {root}: {exc.strerror}"})
+        return
     # The checkout first on the import path: its kernels, not anyone else's. regsurvey itself is
     # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
     sys.path.insert(0, root)

@@ -177,8 +177,14 @@ def test_keys_file_that_raises_names_file_and_line(toy_repo: Path) -> None:
         "regsurvey: error: keys file keys/broken.py:3 raised ZeroDivisionError: division by zero")
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
-def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame: str) -> None:
+@pytest.mark.parametrize(("signame", "group", "wait"), [
+    ("SIGINT", False, 3.0), ("SIGTERM", False, 3.0),
+    # A terminal's Ctrl-C reaches the whole process group: forkserver and workers too, while they
+    # compile (3 s in) or while they are still starting (at once).
+    ("SIGINT", True, 3.0), ("SIGINT", True, 0.0),
+])
+def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame: str, group: bool,
+                                                        wait: float) -> None:
     import signal
     import time
 
@@ -188,19 +194,34 @@ def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame:
     commit_all(toy_repo, "slow kind")
     proc = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--commit", "HEAD",
                              "--kind", "slow"], cwd=toy_repo, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=group,
+                            # as from a terminal, even where the test runner ignores SIGINT
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while len(worktrees(toy_repo)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert len(worktrees(toy_repo)) == 2, "the survey never created its worktree"
-    time.sleep(3)  # let the worker start on the slow key
-    proc.send_signal(getattr(signal, signame))
+    time.sleep(wait)  # let the worker start on the slow key
+    if group:
+        os.killpg(proc.pid, getattr(signal, signame))
+    else:
+        proc.send_signal(getattr(signal, signame))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert len(worktrees(toy_repo)) == 1, err
     admin = toy_repo / ".git" / "worktrees"
     assert not admin.exists() or not list(admin.iterdir())
-    assert "Traceback" not in err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "regsurvey: interrupted", err
+    if group:  # nothing of the survey is left running: not the forkserver, not a worker
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("processes of the interrupted survey are still running")
 
 
 def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path, tmp_path: Path) -> None:
