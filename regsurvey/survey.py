@@ -140,6 +140,10 @@ class _Pool:
     def close(self) -> None:
         # Workers keep nothing unsaved (objects and cache entries are written atomically), and a
         # polite shutdown of an interpreter holding torch and Triton takes most of a second: kill.
+        # Kill them all first, then wait for each: one at a time, 16 workers took a noticeable while.
+        for w in self.workers:
+            if w.process.is_alive():
+                w.process.kill()
         for w in list(self.workers):
             self.kill(w)
 
