@@ -154,9 +154,10 @@ _PRELOAD = ["regsurvey._worker_preload"]
 
 
 def _worker_context() -> Any:
-    """How workers start: forked from a forkserver that has imported torch and Triton (where the
-    platform has one), else spawned. ``REGSURVEY_WORKER_START=spawn`` forces spawn (to compare)."""
-    method = os.environ.get("REGSURVEY_WORKER_START", "forkserver")
+    """How workers start: forked from a forkserver that has imported torch and Triton (on Linux),
+    else spawned. ``REGSURVEY_WORKER_START=spawn`` forces spawn (to compare)."""
+    # Forking after importing torch is only known safe on Linux (macOS frameworks are not fork-safe).
+    method = os.environ.get("REGSURVEY_WORKER_START", "forkserver" if sys.platform.startswith("linux") else "spawn")
     if method not in multiprocessing.get_all_start_methods() or method not in ("forkserver", "spawn"):
         method = "spawn"
     ctx = multiprocessing.get_context(method)
