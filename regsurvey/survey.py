@@ -60,7 +60,13 @@ class _Worker:
     conn: Any
     key: Key | None = None  # the key it compiles
     finishing: list[Key] = field(default_factory=list)  # compiled keys whose objects it still reads
+    started: float = 0.0  # monotonic time the key it compiles was sent
     heard: float = 0.0  # monotonic time of its last message (or of the last key sent)
+
+    def deadline(self, timeout: float) -> float:
+        """When it has taken too long: the key it compiles has ``timeout`` seconds from being sent;
+        with only keys to finish, it must say something within ``timeout`` seconds."""
+        return (self.started if self.key is not None else self.heard) + timeout
     spawned: float = field(default_factory=time.time)
     ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
 
@@ -357,8 +363,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         for w in list(pool.workers):
             if w.key is None and len(w.finishing) < _FINISHING_DEPTH and pending:
                 nxt = pending.pop()
-                w.key, w.heard = nxt, time.monotonic()
-                timing.last_dispatch = w.heard
+                w.key, w.started = nxt, time.monotonic()
+                w.heard = timing.last_dispatch = w.started
                 w.conn.send({"op": "survey", "reuse": options.reuse_results,
                              "key": {"kind": nxt.kind, "axes": [list(p) for p in nxt.axes],
                                      "target": nxt.target, "id": nxt.id}})
@@ -368,7 +374,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 pool.spawn()
             continue
         now = time.monotonic()
-        wait_for = max(0.0, min(w.heard + options.timeout - now for w in busy))
+        wait_for = max(0.0, min(w.deadline(options.timeout) - now for w in busy))
         ready = multiprocessing.connection.wait([w.conn for w in busy], timeout=wait_for)
         for w in busy:
             if w.conn in ready:
@@ -378,8 +384,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 except (EOFError, OSError):
                     w.process.join(timeout=5)
                     lose(w, f"worker process died while compiling (exit code {w.process.exitcode})")
-                    pool.spawn()
-            elif time.monotonic() - w.heard >= options.timeout:
+                    if pending:
+                        pool.spawn()
+            elif time.monotonic() >= w.deadline(options.timeout):
                 lose(w, f"timed out after {options.timeout:g} s (--timeout)")
                 if pending:
                     pool.spawn()
