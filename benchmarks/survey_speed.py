@@ -10,7 +10,11 @@ Prints, in one run on the demo suite (this repository's keys/ and decode_layer/)
 5. ``regsurvey diff`` of two commits that were both surveyed (if the diff command is installed);
 6. the peak memory (RSS) of the largest survey worker (as the workers report it);
 7. cold surveys at ``-j 2, 4, 8, 16`` up to the usable cores, each against the bound
-   max(longest key, sum of compile times / N) from its own compile times.
+   max(longest key, sum of compile times / N) from its own compile times; the largest again with a
+   running ``regsurvey server`` forking the workers.
+
+Surveys start their own forkserver (``REGSURVEY_WORKER_START=forkserver``) unless a step says it uses
+the benchmark's own server (step 4's second commit, step 7's last line).
 
 Each survey also prints where its time went (the ``timing`` block of the survey JSON).
 
@@ -98,25 +102,42 @@ def breakdown(data: dict) -> str:
     return "   ".join(f"{n[:-2]} {t[n]:.1f}" for n in names if n in t)
 
 
-def scaling_run(work: Path, targets: str, n: int, costs: Path, key_args: list[str]) -> None:
+def scaling_run(work: Path, targets: str, n: int, costs: Path, key_args: list[str],
+                served: dict[str, str] | None = None) -> None:
     """A cold survey at -j n (key costs known, as in a store in daily use), against the bound from its
-    own compile seconds: max(its longest key, their sum / n)."""
-    store = work / f"store-j{n}"
+    own compile seconds: max(its longest key, their sum / n). ``served``: the environment of a running
+    ``regsurvey server`` to fork the workers (else the survey starts its own forkserver)."""
+    label = f"{n}s" if served else str(n)
+    store = work / f"store-j{label}"
     store.mkdir()
     shutil.copy(costs, store / "costs.json")
-    env = dict(os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{n}"))
+    env = dict(served or os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{label}"))
     wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",
                                str(store), "--format", "json", *key_args], ROOT, env)
     assert data is not None
     seconds = key_seconds(data)
     bound = max(max(seconds.values()), sum(seconds.values()) / n)
-    print(f"   -j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   longest key "
+    how = "server " if served else ""
+    print(f"   {how}-j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   longest key "
           f"{max(seconds.values()):4.1f} s   bound {bound:6.1f} s   ratio {wall / bound:.2f}")
     print(f"          {breakdown(data)}")
 
 
+def start_server(work: Path) -> dict[str, str]:
+    """A `regsurvey server` of this benchmark's own (socket directory in ``work``); its environment."""
+    env = dict(os.environ, REGSURVEY_SERVER_DIR=str(work / "srv"), REGSURVEY_WORKER_START="server")
+    subprocess.run([sys.executable, "-m", "regsurvey", "server", "start"], env=env, check=True, capture_output=True)
+    return env
+
+
+def stop_server(env: dict[str, str] | None) -> None:
+    if env is not None:
+        subprocess.run([sys.executable, "-m", "regsurvey", "server", "stop"], env=env, capture_output=True)
+
+
 def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str]) -> None:
-    """Step 7 alone, key costs from a first cold survey at the largest -j."""
+    """Step 7 alone, key costs from a first cold survey at the largest -j; the largest -j again with a
+    running server."""
     first = work / "store-costs"
     env = dict(os.environ, TRITON_CACHE_DIR=str(work / "cache-costs"))
     wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(max(jobs)), "--target", targets,
@@ -124,6 +145,11 @@ def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str])
     print(f"7. scaling (cold caches, key costs known from a first cold survey at -j {max(jobs)}: {wall:.1f} s)")
     for n in jobs:
         scaling_run(work, targets, n, first / "costs.json", key_args)
+    served = start_server(work)
+    try:
+        scaling_run(work, targets, max(jobs), first / "costs.json", key_args, served)
+    finally:
+        stop_server(served)
 
 
 def main() -> int:
@@ -138,7 +164,9 @@ def main() -> int:
     cores = len(os.sched_getaffinity(0))
     jobs = [int(j) for j in args.jobs.split(",")] if args.jobs else [j for j in (1, 2, 4, 8, 16) if j <= cores]
     key_args = ["--key", args.key] if args.key else []
-    work = Path(tempfile.mkdtemp(prefix="regsurvey-bench-"))
+    work = Path(tempfile.mkdtemp(prefix="rs-bench-", dir="/tmp"))  # short: a server socket lives in it
+    os.environ["REGSURVEY_WORKER_START"] = "forkserver"  # not a server the user may run; step 4 and 7 add one
+    served = None
     try:
         import triton
 
@@ -185,19 +213,33 @@ def main() -> int:
         git = ["git", "-C", str(clone), "-c", "user.email=bench@regsurvey", "-c", "user.name=bench"]
         subprocess.run([*git, "commit", "-qam", "router: narrower tile at 8 rows"], check=True)
         base, _, _ = regsurvey(["run", "--commit", "HEAD~1", "-q", "--target", args.targets, "--store",
-                                str(store), *key_args], clone, env)
+                                str(store), "-C", str(clone), *key_args], ROOT, env)
         inc, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "--format", "json", "--target", args.targets,
-                                  "--store", str(store), *key_args], clone, env)
+                                  "--store", str(store), "-C", str(clone), *key_args], ROOT, env)
         assert data is not None
         compiled = [r for r in data["rows"] if not r["reused"]]
         kinds = sorted({r["kind"] for r in compiled})
         print(f"4. commit changing one kind: {inc:5.2f} s, {len(compiled)} of {len(data['rows'])} launches "
               f"compiled, kinds compiled: {', '.join(kinds) or 'none'} (base commit from store: {base:.2f} s)")
 
+        # 4b. the same with a running `regsurvey server`: another one-kind commit
+        served = start_server(work)
+        router.write_text(changed.replace("8: (64, 64, 4, 2)", "8: (64, 32, 4, 2)", 1)
+                          .replace("8: (64, 64, 4, 3)", "8: (64, 32, 4, 3)", 1))
+        subprocess.run([*git, "commit", "-qam", "router: narrower still"], check=True)
+        inc_s, data_s, _ = regsurvey(["run", "--commit", "HEAD", "-q", "--format", "json", "--target", args.targets,
+                                      "--store", str(store), "-C", str(clone), *key_args], ROOT, dict(served, **{
+                                          "TRITON_CACHE_DIR": env["TRITON_CACHE_DIR"]}))
+        assert data_s is not None
+        compiled_s = [r for r in data_s["rows"] if not r["reused"]]
+        print(f"   with a running server: {inc_s:5.2f} s, {len(compiled_s)} launches compiled "
+              f"({', '.join(sorted({r['kind'] for r in compiled_s})) or 'none'}), workers from the server: "
+              f"{data_s['timing'].get('workers_from_server', 0):.0f}")
+
         # 5. diff of two stored surveys
         try:
             dwall, _, _ = regsurvey(["diff", "HEAD~1", "HEAD", "-q", "--target", args.targets, "--store", str(store),
-                                     "--format", "json"], clone, env)
+                                     "--format", "json", "-C", str(clone)], ROOT, env)
             print(f"5. diff of two stored surveys: {dwall:5.2f} s")
         except SystemExit as exc:
             print(f"5. diff of two stored surveys: not measured ({str(exc).splitlines()[0]})")
@@ -215,7 +257,10 @@ def main() -> int:
         for n in jobs:
             if n > 1:
                 scaling_run(work, args.targets, n, store / "costs.json", key_args)
+        if max(jobs) > 1:
+            scaling_run(work, args.targets, max(jobs), store / "costs.json", key_args, served)
     finally:
+        stop_server(served)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -83,7 +84,9 @@ class SurveyTiming:
     regsurvey's per-key work; ``idle_s`` is the time the N compile slots spent not compiling once the
     keys were listed (start-up still running, waiting for a key, or the tail; reading and linting run
     beside compiling, on a second thread); ``list_s`` is the wall time until the key list arrived;
-    ``worker_peak_rss_mb`` is the largest worker's peak resident memory.
+    ``worker_peak_rss_mb`` is the largest worker's peak resident memory; ``workers_preloaded`` counts
+    the workers that were forked with torch and Triton already imported, ``workers_from_server`` those
+    a running ``regsurvey server`` forked.
     """
 
     jobs: int
@@ -92,9 +95,15 @@ class SurveyTiming:
     last_dispatch: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     peak_rss_mb: float = 0.0  # the largest worker's
+    preloaded: set[int] = field(default_factory=set)  # workers that came with torch and Triton imported
+    from_server: set[int] = field(default_factory=set)  # workers a `regsurvey server` forked
 
     def answered(self, w: _Worker, answer: dict[str, Any]) -> None:
         self.peak_rss_mb = max(self.peak_rss_mb, answer.get("peak_rss_mb") or 0.0)
+        if answer.get("preloaded"):
+            self.preloaded.add(id(w))
+        if type(w.process).__name__ == "ServerWorker":
+            self.from_server.add(id(w))
         for phase, seconds in (answer.get("timing") or {}).items():
             self.phases[phase] = self.phases.get(phase, 0.0) + seconds
         if w.ready_s is None and answer.get("ready_at"):
@@ -111,6 +120,8 @@ class SurveyTiming:
             out["worker_ready_max_s"] = max(workers_ready)
         if self.peak_rss_mb:
             out["worker_peak_rss_mb"] = self.peak_rss_mb
+        out["workers_preloaded"] = float(len(self.preloaded))
+        out["workers_from_server"] = float(len(self.from_server))
         return {k: round(v, 3) for k, v in out.items()}
 
 
@@ -123,12 +134,20 @@ class _Pool:
     workers: list[_Worker] = field(default_factory=list)
 
     def spawn(self) -> _Worker:
+        args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
+                self.triton_cache_dir, dict(os.environ))
+        if self.target is None and _worker_start() == "server":
+            from . import server
+
+            got = server.connect_worker(args)
+            if got is not None:
+                w = _Worker(*got)
+                self.workers.append(w)
+                return w
         ctx = _worker_context()
         parent, child = ctx.Pipe()
-        process = ctx.Process(
-            target=self.target or worker_mod.serve, daemon=True, name="regsurvey-worker",
-            args=(child, str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                  self.triton_cache_dir, dict(os.environ)))
+        process = ctx.Process(target=self.target or worker_mod.serve, daemon=True, name="regsurvey-worker",
+                              args=(child, *args))
         with _main_module_hidden():
             process.start()
         child.close()
@@ -159,13 +178,25 @@ class _Pool:
 _PRELOAD = ["regsurvey._worker_preload"]
 
 
-def _worker_context() -> Any:
-    """How workers start: forked from a forkserver that has imported torch and Triton (on Linux),
-    else spawned. ``REGSURVEY_WORKER_START=spawn`` forces spawn (to compare)."""
+@functools.cache
+def _worker_start() -> str:
+    """How workers start: ``server`` (forked by a running ``regsurvey server`` of this identity), else
+    ``forkserver`` (forked from a forkserver this survey starts, which imports torch and Triton once;
+    Linux), else ``spawn``. ``REGSURVEY_WORKER_START`` chooses one (to compare them)."""
+    from . import server
+
+    chosen = os.environ.get("REGSURVEY_WORKER_START")
     # Forking after importing torch is only known safe on Linux (macOS frameworks are not fork-safe).
-    method = os.environ.get("REGSURVEY_WORKER_START", "forkserver" if sys.platform.startswith("linux") else "spawn")
-    if method not in multiprocessing.get_all_start_methods() or method not in ("forkserver", "spawn"):
-        method = "spawn"
+    if chosen == "spawn" or not sys.platform.startswith("linux"):
+        return "spawn"
+    if chosen in ("server", None) and server.ping() is not None:
+        return "server"
+    return "forkserver"
+
+
+def _worker_context() -> Any:
+    """The multiprocessing context of workers this survey starts itself."""
+    method = "spawn" if _worker_start() == "spawn" else "forkserver"  # a server that went away: fork
     ctx = multiprocessing.get_context(method)
     if method == "forkserver":
         ctx.set_forkserver_preload(_PRELOAD)
@@ -175,10 +206,10 @@ def _worker_context() -> Any:
 def start_workers_early() -> None:
     """Start the forkserver now, so that its imports overlap with what the caller does next (making
     a worktree); the first survey's workers then fork from it at once."""
-    ctx = _worker_context()
-    if ctx.get_start_method() == "forkserver":
+    if _worker_start() == "forkserver":
         from multiprocessing import forkserver
 
+        _worker_context()  # sets what the forkserver preloads
         with _main_module_hidden():
             forkserver.ensure_running()
 
@@ -342,6 +373,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
 
     def heard(w: _Worker, message: dict[str, Any]) -> None:
         w.heard = time.monotonic()
+        if "exit" in message:  # a server's worker has exited: its exit code, then the end of the connection
+            w.process.exitcode = message["exit"]
+            return
         ident = (message.get("id"), message.get("target"))
         if message.get("free"):
             if w.key is not None and (w.key.id, w.key.target) == ident:

@@ -284,6 +284,8 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     # The checkout first on the import path: its kernels, not anyone else's. regsurvey itself is
     # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
     sys.path.insert(0, root)
+    # Forked from a forkserver or the server: torch, Triton and Triton's source hash came with the fork.
+    preloaded = "regsurvey._worker_preload" in sys.modules
     worker = Worker(Path(root), Path(keys_dir), Path(objects_dir))
     try:
         worker.kinds()  # warm up (torch, Triton, the project's kernels) before the first request
@@ -306,7 +308,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
         try:
             rows = worker.finish(items)
             send({"ok": True, **ident, "rows": [asdict(r) for r in rows], "timing": worker.take_timing(),
-                  "ready_at": worker.ready_at, "peak_rss_mb": peak_rss_mb()})
+                  "ready_at": worker.ready_at, "peak_rss_mb": peak_rss_mb(), "preloaded": preloaded})
         except Exception as exc:
             send({**failed(exc), **ident})
 

@@ -247,3 +247,6 @@ def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path,
         assert timing["compile_s"] + timing["hash_s"] == pytest.approx(compiled, abs=0.05 + 0.01 * compiled)
         assert timing["compile_s"] > 0 and timing["read_store_s"] > 0 and timing["lint_s"] > 0
         assert 200 < timing["worker_peak_rss_mb"] < 4000  # torch and Triton imported, a few kernels compiled
+    # Forked workers came with torch and Triton imported; spawned ones imported them.
+    assert surveys["forkserver"]["timing"]["workers_preloaded"] == 2
+    assert surveys["spawn"]["timing"]["workers_preloaded"] == 0

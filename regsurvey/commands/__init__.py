@@ -14,6 +14,7 @@ def register(group: click.Group) -> None:
     from .lint import lint
     from .rebuild_check import rebuild_check
     from .run import run
+    from .server import server
     from .stack import stack
 
     group.add_command(run)
@@ -24,3 +25,4 @@ def register(group: click.Group) -> None:
     group.add_command(demo)
     group.add_command(lint)
     group.add_command(check)
+    group.add_command(server)

@@ -1,0 +1,311 @@
+"""A worker server kept warm between surveys (opt-in: ``regsurvey server start``).
+
+Every survey otherwise starts a forkserver that imports torch and Triton (one to three seconds) before
+its first key can compile: most of a small survey's time, and of the gap to the toolchain's own pace at
+``-j 16``. The server is that forkserver, kept alive: a survey that finds it connects once per worker,
+and the server forks a worker that already holds torch, Triton and regsurvey, and hashed Triton's
+sources. The worker then imports the survey's checkout as usual, so nothing of one survey's kernels
+reaches another.
+
+One server per identity: the Python interpreter, regsurvey's own sources and the installed Triton and
+torch. A survey uses only a server of its own identity (an upgrade simply stops using the old one,
+which exits when idle). The socket lives in a directory only its user can enter.
+
+Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` framing):
+the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends ``{"pid": ...}`` and then
+speaks :func:`regsurvey.worker.serve`'s protocol; when it exits, the server sends ``{"exit": code}`` and
+closes the connection. ``{"op": "ping"}`` and ``{"op": "stop"}`` are answered at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+DEFAULT_IDLE_S = 30 * 60.0
+CONNECT_TIMEOUT_S = 1.0
+
+
+class ServerError(Exception):
+    """A server that cannot be started or reached; one-line message."""
+
+
+def socket_dir() -> Path:
+    """Where this user's server sockets live (``$REGSURVEY_SERVER_DIR``, else the runtime directory)."""
+    base = os.environ.get("REGSURVEY_SERVER_DIR") or os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"regsurvey-{os.getuid()}"
+
+
+def identity() -> str:
+    """What a server must share with a survey to compile the same kernels: interpreter, regsurvey's
+    sources, Triton's and torch's installed versions and places."""
+    h = hashlib.sha256()
+    h.update(f"{sys.executable}\0{sys.version}\0".encode())
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for dist in ("triton", "torch"):
+        try:
+            found = importlib.metadata.distribution(dist)
+            h.update(f"{dist}={found.version}@{found.locate_file('')}\0".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{dist}=none\0".encode())
+    return h.hexdigest()[:20]
+
+
+def address() -> Path:
+    """The socket of the server of this identity."""
+    return socket_dir() / f"{identity()}.sock"
+
+
+def _connect(path: Path, timeout: float = CONNECT_TIMEOUT_S) -> Connection:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        raise
+    sock.settimeout(None)
+    return Connection(sock.detach())
+
+
+def ping(path: Path | None = None) -> dict[str, Any] | None:
+    """The running server's status, or None when there is none (of this identity)."""
+    path = path or address()
+    if not path.exists():
+        return None
+    try:
+        with _connect(path) as conn:
+            conn.send({"op": "ping"})
+            if not conn.poll(CONNECT_TIMEOUT_S):
+                return None
+            answer = conn.recv()
+    except (OSError, EOFError):
+        return None
+    return answer if isinstance(answer, dict) and answer.get("identity") == path.stem else None
+
+
+def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = 120.0) -> dict[str, Any]:
+    """Start this identity's server (if it is not running) and wait until it answers; its status."""
+    path = address()
+    status = ping(path)
+    if status is not None:
+        return status
+    directory = path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    log = open(directory / f"{path.stem}.log", "ab")  # noqa: SIM115 - handed to the server process
+    with log:
+        subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), str(idle_s)],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                         cwd=directory, close_fds=True)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        status = ping(path)
+        if status is not None:
+            return status
+        time.sleep(0.1)
+    raise ServerError(f"the worker server did not answer within {wait_s:g} s (log: {directory / path.stem}.log)")
+
+
+def stop() -> bool:
+    """Stop this identity's server; False if none was running."""
+    path = address()
+    if ping(path) is None:
+        return False
+    with contextlib.suppress(OSError, EOFError), _connect(path) as conn:
+        conn.send({"op": "stop"})
+        conn.poll(CONNECT_TIMEOUT_S)
+    deadline = time.monotonic() + 10
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
+class ServerWorker:
+    """A worker the server forked, as a survey's pool sees it (the subset of ``multiprocessing.Process``
+    it uses). The worker is the server's child, not the survey's: the server kills it on request (it
+    knows its children, so a reused pid is never hit) and sends its exit code as the connection's last
+    message."""
+
+    def __init__(self, pid: int, conn: Connection, path: Path):
+        self.pid = pid
+        self.exitcode: int | None = None
+        self._conn = conn
+        self._path = path
+
+    def is_alive(self) -> bool:
+        if self.exitcode is not None:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def kill(self) -> None:
+        if self.exitcode is not None:
+            return
+        with contextlib.suppress(OSError, EOFError), _connect(self._path) as conn:
+            conn.send({"op": "kill", "pid": self.pid})
+            conn.poll(CONNECT_TIMEOUT_S)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the exit code (the connection's last message); only at the end of the worker's
+        use, since it reads what is left on the connection."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        with contextlib.suppress(OSError, EOFError):
+            while self.exitcode is None and self._conn.poll(max(0.0, deadline - time.monotonic())):
+                message = self._conn.recv()
+                if isinstance(message, dict) and "exit" in message:
+                    self.exitcode = int(message["exit"])
+
+
+def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | None:
+    """A worker forked by the running server for ``args`` (:func:`regsurvey.worker.serve`'s after the
+    connection), or None when no server of this identity runs."""
+    path = address()
+    if not path.exists():
+        return None
+    try:
+        conn = _connect(path)
+    except OSError:
+        return None
+    try:
+        conn.send({"op": "worker", "args": list(args)})
+        if not conn.poll(CONNECT_TIMEOUT_S * 10):
+            raise EOFError
+        first = conn.recv()
+    except (OSError, EOFError):
+        conn.close()
+        return None
+    if not isinstance(first, dict) or "pid" not in first:
+        conn.close()
+        return None
+    return ServerWorker(int(first["pid"]), conn, path), conn
+
+
+# -- the server process ------------------------------------------------------------------------------
+
+def _serve_forever(path: Path, idle_s: float) -> None:
+    from . import _worker_preload  # noqa: F401 - torch, Triton, regsurvey, Triton's source hash
+    from . import worker as worker_mod
+
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a stale socket of a server that died
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    path.chmod(0o600)
+    listener.listen(64)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the selector
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    children: dict[int, Connection] = {}
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "accept")
+    selector.register(wake_r, selectors.EVENT_READ, "child")
+    started = last_busy = time.monotonic()
+    try:
+        while True:
+            if not children and time.monotonic() - last_busy >= idle_s:
+                return
+            for key, _ in selector.select(timeout=max(1.0, idle_s / 10)):
+                if key.data == "child":
+                    os.read(wake_r, 4096)
+                    continue
+                sock, _ = listener.accept()
+                conn = Connection(sock.detach())
+                try:
+                    if not conn.poll(CONNECT_TIMEOUT_S * 10):
+                        raise EOFError
+                    request = conn.recv()
+                except (OSError, EOFError):
+                    conn.close()
+                    continue
+                op = request.get("op") if isinstance(request, dict) else None
+                if op == "ping":
+                    with contextlib.suppress(OSError):
+                        conn.send({"ok": True, "pid": os.getpid(), "identity": path.stem, "workers": len(children),
+                                   "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1)})
+                    conn.close()
+                elif op == "kill":
+                    if request.get("pid") in children:  # only its own workers
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(request["pid"], signal.SIGKILL)
+                    with contextlib.suppress(OSError):
+                        conn.send({"ok": True})
+                    conn.close()
+                elif op == "stop":
+                    with contextlib.suppress(OSError):
+                        conn.send({"ok": True})
+                    conn.close()
+                    return
+                elif op == "worker":
+                    pid = os.fork()
+                    if pid == 0:  # the worker
+                        code = 1
+                        try:
+                            selector.close()
+                            listener.close()
+                            os.close(wake_r)
+                            os.close(wake_w)
+                            signal.set_wakeup_fd(-1)
+                            for sig in (signal.SIGCHLD, signal.SIGTERM):
+                                signal.signal(sig, signal.SIG_DFL)
+                            for other in children.values():
+                                other.close()
+                            conn.send({"pid": os.getpid()})
+                            worker_mod.serve(conn, *request["args"])
+                            code = 0
+                        finally:
+                            os._exit(code)
+                    children[pid] = conn
+                    last_busy = time.monotonic()
+                else:
+                    conn.close()
+            _reap(children)
+            if children:
+                last_busy = time.monotonic()
+    finally:
+        for pid in list(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _reap(children: dict[int, Connection]) -> None:
+    """Collect exited workers and tell each one's survey how it ended."""
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is None:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        with contextlib.suppress(OSError):
+            conn.send({"exit": code})
+        conn.close()
+
+
+if __name__ == "__main__":
+    _serve_forever(Path(sys.argv[1]), float(sys.argv[2]))

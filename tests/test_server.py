@@ -1,0 +1,100 @@
+"""`regsurvey server`: a worker server kept warm between surveys, used by surveys when it runs.
+
+Each test runs its own server, in a socket directory of its own, and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .test_cli_run import BAD_KEYS, BROKEN_KERNELS
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    # A short path: a Unix socket's path must stay under about 100 bytes.
+    directory = tempfile.mkdtemp(prefix="rs-", dir="/tmp")
+    environ = {**os.environ, "REGSURVEY_SERVER_DIR": directory}
+    environ.pop("REGSURVEY_WORKER_START", None)
+    try:
+        yield environ
+    finally:
+        cli("server", "stop", env=environ)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "regsurvey", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def survey(repo: Path, env: dict[str, str], *args: str) -> dict:
+    out = cli("run", "-q", "--format", "json", *args, cwd=repo, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_surveys_use_a_running_server_and_agree_with_spawned_workers(toy_repo: Path, tmp_path: Path,
+                                                                     env: dict[str, str]) -> None:
+    status = cli("server", "status", env=env)
+    assert status.returncode == 1 and status.stdout.startswith("no regsurvey server of this installation runs")
+    started = cli("server", "start", env=env)
+    assert started.returncode == 0 and started.stdout.startswith("regsurvey server running (pid "), started.stderr
+    assert cli("server", "start", env=env).stdout == started.stdout  # already running: the same one
+    status = cli("server", "status", env=env)
+    assert status.returncode == 0 and "0 worker(s) now, exits after 30 idle minutes" in status.stdout
+
+    args = ("-j", "2", "--target", "gfx950,sm90", "--kind", "scale", "--kind", "gemm")
+    served = survey(toy_repo, {**env, "TRITON_CACHE_DIR": str(tmp_path / "a")}, "--store", str(tmp_path / "a"), *args)
+    spawned = survey(toy_repo, {**env, "REGSURVEY_WORKER_START": "spawn", "TRITON_CACHE_DIR": str(tmp_path / "b")},
+                     "--store", str(tmp_path / "b"), *args)
+    assert served["timing"]["workers_from_server"] == served["timing"]["workers_preloaded"] == 2
+    assert spawned["timing"]["workers_from_server"] == spawned["timing"]["workers_preloaded"] == 0
+    strip = ("compile_s", "reused")
+    assert ([{k: v for k, v in r.items() if k not in strip} for r in served["rows"]]
+            == [{k: v for k, v in r.items() if k not in strip} for r in spawned["rows"]])
+    assert len(served["rows"]) == 12 and all(r["status"] == "ok" for r in served["rows"])
+    # The survey's workers were killed at its end: none left on the server.
+    assert "0 worker(s) now" in cli("server", "status", env=env).stdout
+
+    stopped = cli("server", "stop", env=env)
+    assert stopped.stdout.strip() == "regsurvey server stopped"
+    assert cli("server", "status", env=env).returncode == 1
+    assert not list(Path(env["REGSURVEY_SERVER_DIR"]).rglob("*.sock"))
+
+
+def test_a_served_worker_that_dies_or_hangs_is_a_row(toy_repo: Path, env: dict[str, str]) -> None:
+    (toy_repo / "toykernels" / "broken.py").write_text(BROKEN_KERNELS)
+    (toy_repo / "keys" / "zz_bad.py").write_text(BAD_KEYS)
+    assert cli("server", "start", env=env).returncode == 0
+    data = survey(toy_repo, env, "--target", "sm90", "-j", "2", "--timeout", "5", "--kind", "dies", "--kind", "hangs",
+                  "--kind", "scale")
+    rows = {r["key"]: r for r in data["rows"]}
+    assert data["timing"]["workers_from_server"] >= 1
+    assert rows["dies/n3"]["error"] == "worker process died while compiling (exit code 3)"
+    assert rows["hangs/n3"]["error"] == "timed out after 5 s (--timeout)"
+    assert all(rows[k]["status"] == "ok" for k in rows if k.startswith("scale/"))
+    # The hung worker was killed through the server, which knows its children.
+    deadline = time.monotonic() + 10
+    while "0 worker(s) now" not in cli("server", "status", env=env).stdout:
+        assert time.monotonic() < deadline, "a worker of the survey is still running on the server"
+        time.sleep(0.2)
+
+
+def test_an_idle_server_exits(env: dict[str, str]) -> None:
+    assert cli("server", "start", "--idle", "0.05", env=env).returncode == 0  # 3 s
+    deadline = time.monotonic() + 30
+    while cli("server", "status", env=env).returncode == 0:
+        assert time.monotonic() < deadline, "the idle server did not exit"
+        time.sleep(0.5)
+    assert not list(Path(env["REGSURVEY_SERVER_DIR"]).rglob("*.sock"))
