@@ -20,6 +20,7 @@ closes the connection. ``{"op": "ping"}`` and ``{"op": "stop"}`` are answered at
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -48,6 +49,17 @@ def socket_dir() -> Path:
     return Path(base) / f"regsurvey-{os.getuid()}"
 
 
+def _private(directory: Path) -> bool:
+    """Whether ``directory`` is this user's own and closed to everyone else (else its sockets could be
+    anyone's: a survey would hand its environment to a stranger's server)."""
+    try:
+        st = directory.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
+
+
+@functools.cache
 def identity() -> str:
     """What a server must share with a survey to compile the same kernels: interpreter, regsurvey's
     sources, Triton's and torch's installed versions and places."""
@@ -85,7 +97,7 @@ def _connect(path: Path, timeout: float = CONNECT_TIMEOUT_S) -> Connection:
 def ping(path: Path | None = None) -> dict[str, Any] | None:
     """The running server's status, or None when there is none (of this identity)."""
     path = path or address()
-    if not path.exists():
+    if not path.exists() or not _private(path.parent):
         return None
     try:
         with _connect(path) as conn:
@@ -105,8 +117,10 @@ def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = 120.0) -> dict[str, An
     if status is not None:
         return status
     directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    directory.chmod(0o700)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not _private(directory):
+        raise ServerError(f"{directory} is not a directory of this user's alone (mode 700): "
+                          "not starting a server there")
     log = open(directory / f"{path.stem}.log", "ab")  # noqa: SIM115 - handed to the server process
     with log:
         subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), str(idle_s)],
@@ -178,7 +192,7 @@ def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | N
     """A worker forked by the running server for ``args`` (:func:`regsurvey.worker.serve`'s after the
     connection), or None when no server of this identity runs."""
     path = address()
-    if not path.exists():
+    if not path.exists() or not _private(path.parent):
         return None
     try:
         conn = _connect(path)

@@ -98,3 +98,16 @@ def test_an_idle_server_exits(env: dict[str, str]) -> None:
         assert time.monotonic() < deadline, "the idle server did not exit"
         time.sleep(0.5)
     assert not list(Path(env["REGSURVEY_SERVER_DIR"]).rglob("*.sock"))
+
+
+def test_a_directory_others_can_enter_is_refused(toy_repo: Path, env: dict[str, str]) -> None:
+    """A socket directory anyone could have made is never used: a survey would hand a stranger's
+    server its environment."""
+    directory = Path(env["REGSURVEY_SERVER_DIR"]) / f"regsurvey-{os.getuid()}"
+    directory.mkdir(mode=0o755)
+    directory.chmod(0o755)
+    out = cli("server", "start", env=env)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (f"regsurvey: error: {directory} is not a directory of this user's alone (mode 700): "
+                                  "not starting a server there")
+    assert cli("server", "status", env=env).returncode == 1
