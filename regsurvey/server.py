@@ -116,6 +116,8 @@ def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = 120.0) -> dict[str, An
     status = ping(path)
     if status is not None:
         return status
+    if len(os.fsencode(path)) > 100:  # sun_path holds 104 to 108 bytes, depending on the system
+        raise ServerError(f"socket path {path} is too long for a Unix socket: set REGSURVEY_SERVER_DIR shorter")
     directory = path.parent
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not _private(directory):

@@ -111,3 +111,9 @@ def test_a_directory_others_can_enter_is_refused(toy_repo: Path, env: dict[str, 
     assert out.stderr.strip() == (f"regsurvey: error: {directory} is not a directory of this user's alone (mode 700): "
                                   "not starting a server there")
     assert cli("server", "status", env=env).returncode == 1
+
+
+def test_a_socket_path_too_long_is_one_line(env: dict[str, str]) -> None:
+    out = cli("server", "start", env={**env, "REGSURVEY_SERVER_DIR": env["REGSURVEY_SERVER_DIR"] + "/" + "d" * 90})
+    assert out.returncode == 2 and out.stderr.startswith("regsurvey: error: socket path ")
+    assert out.stderr.strip().endswith("is too long for a Unix socket: set REGSURVEY_SERVER_DIR shorter")
