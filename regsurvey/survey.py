@@ -144,6 +144,7 @@ class _Pool:
                 w = _Worker(*got)
                 self.workers.append(w)
                 return w
+        start_workers_early()  # the forkserver, if that is how workers start (at once if it runs)
         ctx = _worker_context()
         parent, child = ctx.Pipe()
         process = ctx.Process(target=self.target or worker_mod.serve, daemon=True, name="regsurvey-worker",
@@ -210,8 +211,27 @@ def start_workers_early() -> None:
         from multiprocessing import forkserver
 
         _worker_context()  # sets what the forkserver preloads
-        with _main_module_hidden():
+        # Started with SIGINT ignored, the forkserver ignores it from its first instruction: a Ctrl-C
+        # (which reaches the whole process group) is this process's to handle, not a traceback from
+        # the middle of the forkserver's imports.
+        with _main_module_hidden(), _sigint_ignored():
             forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored for the moment a child process is started (it inherits that); main thread only."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
