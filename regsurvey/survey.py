@@ -254,6 +254,11 @@ def _main_module_hidden() -> Iterator[None]:
 
 def _request(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
     w.conn.send(message)
+    return _answer(w, message, timeout)
+
+
+def _answer(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The worker's answer to ``message`` (already sent)."""
     if not w.conn.poll(timeout):
         raise SurveyError(f"worker did not answer {message['op']!r} within {timeout:.0f} s")
     try:
@@ -291,10 +296,11 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     try:
         # Start every worker now: they import torch, Triton and the keys while the first lists keys.
         first = pool.spawn()
+        listing = {"op": "list", "targets": list(options.targets or []) or None}
+        first.conn.send(listing)  # the first lists the keys while the others are forked
         for _ in range(max(0, options.jobs - 1)):
             pool.spawn()
-        answer = _request(first, {"op": "list", "targets": list(options.targets or []) or None},
-                          timeout=max(options.timeout, 120))
+        answer = _answer(first, listing, timeout=max(options.timeout, 120))
         if not answer["ok"]:
             raise SurveyError(answer["error"])
         keys = [Key(kind=k["kind"], axes=tuple(tuple(p) for p in k["axes"]), target=k["target"], id=k["id"])
