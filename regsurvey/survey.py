@@ -27,6 +27,7 @@ from .checkout import Checkout
 from .matrix import Key
 from .objectstore import atomic_write
 from .results import Row, Survey
+from .server import ServerWorker
 from .targets import get_target
 
 
@@ -102,7 +103,7 @@ class SurveyTiming:
         self.peak_rss_mb = max(self.peak_rss_mb, answer.get("peak_rss_mb") or 0.0)
         if answer.get("preloaded"):
             self.preloaded.add(id(w))
-        if type(w.process).__name__ == "ServerWorker":
+        if isinstance(w.process, ServerWorker):
             self.from_server.add(id(w))
         for phase, seconds in (answer.get("timing") or {}).items():
             self.phases[phase] = self.phases.get(phase, 0.0) + seconds
@@ -144,8 +145,9 @@ class _Pool:
                 w = _Worker(*got)
                 self.workers.append(w)
                 return w
-        start_workers_early()  # the forkserver, if that is how workers start (at once if it runs)
         ctx = _worker_context()
+        if ctx.get_start_method() == "forkserver":
+            _ensure_forkserver()  # at once if it runs
         parent, child = ctx.Pipe()
         process = ctx.Process(target=self.target or worker_mod.serve, daemon=True, name="regsurvey-worker",
                               args=(child, *args))
@@ -208,14 +210,18 @@ def start_workers_early() -> None:
     """Start the forkserver now, so that its imports overlap with what the caller does next (making
     a worktree); the first survey's workers then fork from it at once."""
     if _worker_start() == "forkserver":
-        from multiprocessing import forkserver
+        _ensure_forkserver()
 
-        _worker_context()  # sets what the forkserver preloads
-        # Started with SIGINT ignored, the forkserver ignores it from its first instruction: a Ctrl-C
-        # (which reaches the whole process group) is this process's to handle, not a traceback from
-        # the middle of the forkserver's imports.
-        with _main_module_hidden(), _sigint_ignored():
-            forkserver.ensure_running()
+
+def _ensure_forkserver() -> None:
+    from multiprocessing import forkserver
+
+    _worker_context()  # sets what the forkserver preloads
+    # Started with SIGINT ignored, the forkserver ignores it from its first instruction: a Ctrl-C
+    # (which reaches the whole process group) is this process's to handle, not a traceback from
+    # the middle of the forkserver's imports.
+    with _main_module_hidden(), _sigint_ignored():
+        forkserver.ensure_running()
 
 
 @contextlib.contextmanager
