@@ -1,4 +1,5 @@
-"""Shared fixtures: throwaway git repositories made from the toy project in tests/fixtures/toy."""
+"""Shared fixtures: throwaway git repositories made from the toy project in tests/fixtures/toy, and the
+real survey the comparison, report and gate tests start from (tests/layer_survey.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from regsurvey.results import Survey
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOY = FIXTURES / "toy"
@@ -35,3 +38,19 @@ def toy_repo(tmp_path: Path) -> Path:
     git(repo, "init", "-q", "-b", "main")
     commit_all(repo, "toy project")
     return repo
+
+
+@pytest.fixture(scope="session")
+def layer(tmp_path_factory: pytest.TempPathFactory) -> Survey:
+    """The toy layer's survey, surveyed once per session."""
+    from .layer_survey import layer_survey  # it imports this module
+
+    return layer_survey(tmp_path_factory.mktemp("layer"))[0]
+
+
+@pytest.fixture(scope="session")
+def layer_store(layer: Survey) -> Path:
+    """The root of the store holding the layer survey's objects."""
+    from .layer_survey import layer_survey
+
+    return layer_survey(Path("unused"))[1]
