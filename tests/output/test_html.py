@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,15 +23,6 @@ MALICIOUS = "</script><img src=x onerror=alert(1)><!-- & \u2028"
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="needs Debian's chromium (.ci/run installs it)")
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
-    chromium = Chromium(tmp_path_factory.mktemp("chromium-profile"))
-    try:
-        yield chromium
-    finally:
-        chromium.close()
 
 
 def open_report(browser: Chromium, path: Path, text: str) -> Page:

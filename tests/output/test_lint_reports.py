@@ -4,7 +4,6 @@ headless Chromium: the lint column, the detail panel's findings, the stack's lin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,15 +50,6 @@ def test_stack_columns() -> None:
         in markdown
     table = get_format("table", width=200).format_stack(s)
     assert "2 (2 suspects, 2 new)" in table and "3 (1 suspect, 2 new, 1 fixed)" in table
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
-    chromium = Chromium(tmp_path_factory.mktemp("chromium-profile"))
-    try:
-        yield chromium
-    finally:
-        chromium.close()
 
 
 @needs_chromium
