@@ -24,6 +24,7 @@ import triton
 import triton.language as tl
 
 from .device import device_of, fp8_max, next_power_of_2, width_bucket
+from .masks import none_left, unfinished
 
 MOE_BLOCK_M = 16  # slots per expert block: decode routes few tokens to each expert
 SCALE_BLOCK = 128
@@ -138,9 +139,8 @@ def moe_up_gate_kernel(
     slot_ok = slots < num_slots
     tokens = slots // TOPK
     if STOP:
-        done = tl.load(finished_ptr + tokens, mask=slot_ok, other=1)
-        slot_ok = slot_ok & (done == 0)
-        if tl.max(slot_ok.to(tl.int32), axis=0) == 0:
+        slot_ok = unfinished(slot_ok, finished_ptr, tokens)
+        if none_left(slot_ok):
             return
     expert = tl.load(block_experts_ptr + pid_m).to(tl.int64)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -195,9 +195,8 @@ def moe_down_kernel(
     slots = tl.load(sorted_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
     slot_ok = slots < num_slots
     if STOP:
-        done = tl.load(finished_ptr + slots // TOPK, mask=slot_ok, other=1)
-        slot_ok = slot_ok & (done == 0)
-        if tl.max(slot_ok.to(tl.int32), axis=0) == 0:
+        slot_ok = unfinished(slot_ok, finished_ptr, slots // TOPK)
+        if none_left(slot_ok):
             return
     expert = tl.load(block_experts_ptr + pid_m).to(tl.int64)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)

@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from .device import Device, device_of, fp8_max, width_bucket
+from .masks import none_left, unfinished
 
 SCALE_BLOCK = 128  # weights carry one fp32 scale per 128x128 block; activations per 1x128 group
 BLOCK_M = 16  # the smallest MMA M on every target: decode widths (2..8 rows) pad up to it
@@ -58,9 +59,8 @@ def fp8_linear_kernel(
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     if STOP:
-        done = tl.load(finished_ptr + rows, mask=row_ok, other=1)
-        row_ok = row_ok & (done == 0)
-        if tl.max(row_ok.to(tl.int32), axis=0) == 0:
+        row_ok = unfinished(row_ok, finished_ptr, rows)
+        if none_left(row_ok):
             return
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N

@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 
 from .device import device_of, next_power_of_2, width_bucket
+from .masks import none_left, unfinished
 
 ROUTER_BLOCK_M = 16  # the smallest MMA M: every decode width fits one row tile
 
@@ -54,9 +55,8 @@ def router_splitk_kernel(
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     if STOP:
-        done = tl.load(finished_ptr + rows, mask=row_ok, other=1)
-        row_ok = row_ok & (done == 0)
-        if tl.max(row_ok.to(tl.int32), axis=0) == 0:
+        row_ok = unfinished(row_ok, finished_ptr, rows)
+        if none_left(row_ok):
             return
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N
