@@ -31,9 +31,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 DEFAULT_IDLE_S = 30 * 60.0
 CONNECT_TIMEOUT_S = 1.0
@@ -218,7 +219,6 @@ def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | N
 
 def _serve_forever(path: Path, idle_s: float) -> None:
     from . import _worker_preload  # noqa: F401 - torch, Triton, regsurvey, Triton's source hash
-    from . import worker as worker_mod
 
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a stale socket of a server that died
@@ -255,41 +255,22 @@ def _serve_forever(path: Path, idle_s: float) -> None:
                     continue
                 op = request.get("op") if isinstance(request, dict) else None
                 if op == "ping":
-                    with contextlib.suppress(OSError):
-                        conn.send({"ok": True, "pid": os.getpid(), "identity": path.stem, "workers": len(children),
-                                   "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1)})
-                    conn.close()
+                    _reply(conn, {"ok": True, "pid": os.getpid(), "identity": path.stem, "workers": len(children),
+                                  "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1)})
                 elif op == "kill":
                     if request.get("pid") in children:  # only its own workers
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(request["pid"], signal.SIGKILL)
-                    with contextlib.suppress(OSError):
-                        conn.send({"ok": True})
-                    conn.close()
+                    _reply(conn, {"ok": True})
                 elif op == "stop":
-                    with contextlib.suppress(OSError):
-                        conn.send({"ok": True})
-                    conn.close()
+                    _reply(conn, {"ok": True})
                     return
                 elif op == "worker":
                     pid = os.fork()
-                    if pid == 0:  # the worker
-                        code = 1
-                        try:
-                            selector.close()
-                            listener.close()
-                            os.close(wake_r)
-                            os.close(wake_w)
-                            signal.set_wakeup_fd(-1)
-                            for sig in (signal.SIGCHLD, signal.SIGTERM):
-                                signal.signal(sig, signal.SIG_DFL)
-                            for other in children.values():
-                                other.close()
-                            conn.send({"pid": os.getpid()})
-                            worker_mod.serve(conn, *request["args"])
-                            code = 0
-                        finally:
-                            os._exit(code)
+                    if pid == 0:
+                        _be_worker(conn, request["args"], inherited=[
+                            selector.close, listener.close, lambda: os.close(wake_r), lambda: os.close(wake_w),
+                            *(other.close for other in children.values())])
                     children[pid] = conn
                     last_busy = time.monotonic()
                 else:
@@ -303,6 +284,31 @@ def _serve_forever(path: Path, idle_s: float) -> None:
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+
+
+def _reply(conn: Connection, message: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        conn.send(message)
+    conn.close()
+
+
+def _be_worker(conn: Connection, args: list[Any], inherited: list[Callable[[], None]]) -> NoReturn:
+    """In the child the server just forked: let go of the server's descriptors (``inherited``
+    closes them) and signal handlers, then serve one survey as its worker."""
+    from . import worker
+
+    code = 1
+    try:
+        for close in inherited:
+            close()
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        conn.send({"pid": os.getpid()})
+        worker.serve(conn, *args)
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def _reap(children: dict[int, Connection]) -> None:
