@@ -54,8 +54,7 @@ def read_resources(binary: bytes, target: Target, shared: int, num_warps: int) -
 class Compiled:
     """A launch compiled but not yet read, stored and linted (:meth:`Worker.finish` does that)."""
 
-    common: dict[str, Any]
-    kernel: str
+    common: dict[str, Any]  # the row's fields known before compiling (key, kernel, launch, ...)
     target: Target
     compiled: toolchain.CompiledObject
     compile_s: float
@@ -75,8 +74,8 @@ class Duplicate:
             return Row(**self.common, status="error", triton_hash=self.source.compiled.triton_hash,
                        error=done.error if done is not None else "the identical kernel compiled before was lost")
         return _reused_row(self.common, self.source.compiled.triton_hash,
-                           CachedResult(kernel=self.source.kernel, resources=done.resources, object=done.object,
-                                        compile_s=done.compile_s, extra={"lint": done.lint}))
+                           CachedResult(kernel=self.source.common["kernel"], resources=done.resources,
+                                        object=done.object, compile_s=done.compile_s, extra={"lint": done.lint}))
 
 
 Item = Row | Compiled | Duplicate
@@ -185,7 +184,7 @@ class Worker:
             return Row(**common, status="error", compile_s=round(time.perf_counter() - start, 3),
                        error=first_lines(f"{type(exc).__name__}: {exc}"))
         self._spent("compile_s", compile_start)
-        pending = Compiled(common, launch.kernel, target, compiled, round(time.perf_counter() - start, 3))
+        pending = Compiled(common, target, compiled, round(time.perf_counter() - start, 3))
         if reuse:
             self._unfinished[compiled.triton_hash] = pending
         return pending
@@ -223,7 +222,7 @@ class Worker:
         phase = self._spent("read_store_s", phase)
         lint = self._lint(row, target, compiled.binary, compiled.asm)
         phase = self._spent("lint_s", phase)
-        self.results.put(compiled.triton_hash, CachedResult(kernel=item.kernel, resources=resources, object=ref,
+        self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], resources=resources, object=ref,
                                                             compile_s=compile_s, extra={"lint": lint}))
         self._spent("read_store_s", phase)
         return replace(row, lint=lint)
