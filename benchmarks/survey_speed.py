@@ -10,15 +10,20 @@ Prints, in one run on the demo suite (this repository's keys/ and decode_layer/)
 5. ``regsurvey diff`` of two commits that were both surveyed (if the diff command is installed);
 6. the peak memory (RSS) of the largest survey worker (as the workers report it);
 7. cold surveys at ``-j 2, 4, 8, 16`` up to the usable cores, each against the bound
-   max(longest key, sum of compile times / N) from its own compile times; the largest again with a
-   running ``regsurvey server`` forking the workers.
+   max(longest key, sum of compile times / N) from its own compile times (compiles side by side run
+   slower: that is the machine), and against the stricter bound from step 1's bare loop; the largest
+   again with a running ``regsurvey server`` forking the workers (what every survey after the first
+   gets, since the first starts the server).
 
-Surveys start their own forkserver (``REGSURVEY_WORKER_START=forkserver``) unless a step says it uses
-the benchmark's own server (step 4's second commit, step 7's last line).
+Surveys start their own forkserver (``REGSURVEY_WORKER_START=forkserver``: a first survey, no server
+running) unless a step says it uses the benchmark's own server (step 4's second commit, step 7's last
+line).
 
-Each survey also prints where its time went (the ``timing`` block of the survey JSON).
+Each survey also prints where its time went (the ``timing`` block of the survey JSON) and the seconds
+outside it (interpreter start, imports, worktree, saving).
 
-    python benchmarks/survey_speed.py [--targets gfx950,sm90] [--jobs 1,2,4] [--quick]
+    python benchmarks/survey_speed.py [--targets gfx950,sm90] [--jobs 1,2,4] [--key GLOB] [--repeat N]
+    python benchmarks/survey_speed.py --scaling-only --jobs 16,8 [--repeat N]
 
 A benchmark, not a test: it asserts nothing and prints figures measured side by side in one run.
 """
@@ -103,11 +108,16 @@ def breakdown(data: dict) -> str:
 
 
 def scaling_run(work: Path, targets: str, n: int, costs: Path, key_args: list[str],
-                served: dict[str, str] | None = None) -> None:
+                served: dict[str, str] | None = None, repeat: int = 1, floor: float | None = None) -> None:
     """A cold survey at -j n (key costs known, as in a store in daily use), against the bound from its
     own compile seconds: max(its longest key, their sum / n). ``served``: the environment of a running
     ``regsurvey server`` to fork the workers (else the survey starts its own forkserver)."""
-    label = f"{n}s" if served else str(n)
+    for i in range(repeat):
+        _scaling_once(work, targets, n, costs, key_args, served, f"{n}{'s' if served else ''}-{i}", floor)
+
+
+def _scaling_once(work: Path, targets: str, n: int, costs: Path, key_args: list[str],
+                  served: dict[str, str] | None, label: str, floor: float | None) -> None:
     store = work / f"store-j{label}"
     store.mkdir()
     shutil.copy(costs, store / "costs.json")
@@ -120,7 +130,10 @@ def scaling_run(work: Path, targets: str, n: int, costs: Path, key_args: list[st
     how = "server " if served else ""
     print(f"   {how}-j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   longest key "
           f"{max(seconds.values()):4.1f} s   bound {bound:6.1f} s   ratio {wall / bound:.2f}")
-    print(f"          {breakdown(data)}")
+    if floor:  # the stricter bound: the one-process bare loop's compile seconds, uncontended
+        strict = max(max(seconds.values()), floor / n)
+        print(f"          against the bare loop's {floor:.1f} s / {n}: bound {strict:.1f} s, ratio {wall / strict:.2f}")
+    print(f"          {breakdown(data)}   outside the survey {wall - data['timing']['wall_s']:.1f}")
 
 
 def start_server(work: Path) -> dict[str, str]:
@@ -135,7 +148,7 @@ def stop_server(env: dict[str, str] | None) -> None:
         subprocess.run([sys.executable, "-m", "regsurvey", "server", "stop"], env=env, capture_output=True)
 
 
-def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str]) -> None:
+def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str], repeat: int = 1) -> None:
     """Step 7 alone, key costs from a first cold survey at the largest -j; the largest -j again with a
     running server."""
     first = work / "store-costs"
@@ -144,10 +157,10 @@ def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str])
                             "--store", str(first), *key_args], ROOT, env)
     print(f"7. scaling (cold caches, key costs known from a first cold survey at -j {max(jobs)}: {wall:.1f} s)")
     for n in jobs:
-        scaling_run(work, targets, n, first / "costs.json", key_args)
+        scaling_run(work, targets, n, first / "costs.json", key_args, repeat=repeat)
     served = start_server(work)
     try:
-        scaling_run(work, targets, max(jobs), first / "costs.json", key_args, served)
+        scaling_run(work, targets, max(jobs), first / "costs.json", key_args, served, repeat=repeat)
     finally:
         stop_server(served)
 
@@ -159,6 +172,7 @@ def main() -> int:
     parser.add_argument("--key", default=None, help="only keys matching this glob (a quicker benchmark)")
     parser.add_argument("--scaling-only", action="store_true",
                         help="only step 7, each run against the bound from its own compile times")
+    parser.add_argument("--repeat", type=int, default=1, help="run each scaling survey this many times")
     args = parser.parse_args()
     targets = args.targets.split(",")
     cores = len(os.sched_getaffinity(0))
@@ -173,7 +187,7 @@ def main() -> int:
         print(f"machine: {cores} usable cores; Python {sys.version.split()[0]}; Triton {triton.__version__}")
         print(f"suite: demo decode layer, targets {', '.join(targets)}" + (f", keys {args.key}" if args.key else ""))
         if args.scaling_only:
-            scaling_only(work, args.targets, jobs, key_args)
+            scaling_only(work, args.targets, jobs, key_args, args.repeat)
             return 0
 
         # 1. the floor
@@ -256,9 +270,10 @@ def main() -> int:
         print("7. scaling (cold caches, key costs known from the cold survey of 2.)")
         for n in jobs:
             if n > 1:
-                scaling_run(work, args.targets, n, store / "costs.json", key_args)
+                scaling_run(work, args.targets, n, store / "costs.json", key_args, repeat=args.repeat, floor=mean)
         if max(jobs) > 1:
-            scaling_run(work, args.targets, max(jobs), store / "costs.json", key_args, served)
+            scaling_run(work, args.targets, max(jobs), store / "costs.json", key_args, served, repeat=args.repeat,
+                        floor=mean)
     finally:
         stop_server(served)
         shutil.rmtree(work, ignore_errors=True)

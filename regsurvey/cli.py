@@ -1,15 +1,15 @@
-"""The command line: the ``regsurvey`` group. Each subcommand lives in ``regsurvey/commands/``:
-it parses arguments, calls the library and chooses the exit status, nothing else."""
+"""The command line: the ``regsurvey`` group. Each subcommand lives in ``regsurvey/commands/`` (imported
+when it runs): it parses arguments, calls the library and chooses the exit status, nothing else."""
 
 from __future__ import annotations
 
 import click
 
 from . import __version__
-from .commands import register
+from .commands import LazyGroup
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="regsurvey")
 def main() -> None:
     """Register, spill and occupancy surveys of Triton kernels, key by key, target by target.
@@ -18,8 +18,6 @@ def main() -> None:
     gfx942/gfx950 and NVIDIA sm90/sm100, and reads what the objects really use.
     """
 
-
-register(main)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

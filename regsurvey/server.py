@@ -1,15 +1,23 @@
-"""A worker server kept warm between surveys (opt-in: ``regsurvey server start``).
+"""A worker server kept warm between surveys: started by the first survey that needs workers, or by
+``regsurvey server start``.
 
-Every survey otherwise starts a forkserver that imports torch and Triton (one to three seconds) before
+Every survey otherwise starts a forkserver that imports torch and Triton (one to four seconds) before
 its first key can compile: most of a small survey's time, and of the gap to the toolchain's own pace at
 ``-j 16``. The server is that forkserver, kept alive: a survey that finds it connects once per worker,
 and the server forks a worker that already holds torch, Triton and regsurvey, and hashed Triton's
 sources. The worker then imports the survey's checkout as usual, so nothing of one survey's kernels
 reaches another.
 
+``REGSURVEY_SERVER`` says what a survey does about it: ``auto`` (the default) uses the running server or
+starts one, which exits after :data:`AUTO_IDLE_S` without a survey; ``use`` uses a running server but
+never starts one (the default when ``CI`` is set: a CI job leaves no process behind); ``off`` never uses
+one.
+
 One server per identity: the Python interpreter, regsurvey's own sources and the installed Triton and
-torch. A survey uses only a server of its own identity (an upgrade simply stops using the old one,
-which exits when idle). The socket lives in a directory only its user can enter.
+torch. A survey uses only a server of its own identity; starting a server stops the servers of the same
+interpreter and regsurvey installation whose identity is older (an upgrade, or an edit of regsurvey's
+sources). The socket lives in a directory only its user can enter; a lock file there makes two servers
+of one identity started at once end up as one.
 
 Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` framing):
 the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends ``{"pid": ...}`` and then
@@ -36,12 +44,27 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NoReturn
 
-DEFAULT_IDLE_S = 30 * 60.0
+DEFAULT_IDLE_S = 30 * 60.0  # `regsurvey server start`
+AUTO_IDLE_S = 10 * 60.0  # a server a survey started by itself
 CONNECT_TIMEOUT_S = 1.0
+START_WAIT_S = 120.0  # how long a starting server may take to answer (importing torch on a cold disk)
+LOCKED_EXIT = 3  # a server that found another of its identity holding the lock
+POLICIES = ("auto", "use", "off")
 
 
 class ServerError(Exception):
     """A server that cannot be started or reached; one-line message."""
+
+
+def policy() -> str:
+    """``REGSURVEY_SERVER``: ``auto`` (default), ``use`` (default under CI) or ``off``; ValueError if
+    it is something else."""
+    value = os.environ.get("REGSURVEY_SERVER", "").strip().lower()
+    if value in POLICIES:
+        return value
+    if value:
+        raise ValueError(f"REGSURVEY_SERVER={os.environ['REGSURVEY_SERVER']!r}: expected one of {', '.join(POLICIES)}")
+    return "use" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "auto"
 
 
 def socket_dir() -> Path:
@@ -98,6 +121,12 @@ def _connect(path: Path, timeout: float = CONNECT_TIMEOUT_S) -> Connection:
 def ping(path: Path | None = None) -> dict[str, Any] | None:
     """The running server's status, or None when there is none (of this identity)."""
     path = path or address()
+    answer = _ping_any(path)
+    return answer if answer is not None and answer.get("identity") == path.stem else None
+
+
+def _ping_any(path: Path) -> dict[str, Any] | None:
+    """The status of whatever server listens on ``path`` (of any identity), or None."""
     if not path.exists() or not _private(path.parent):
         return None
     try:
@@ -108,15 +137,27 @@ def ping(path: Path | None = None) -> dict[str, Any] | None:
             answer = conn.recv()
     except (OSError, EOFError):
         return None
-    return answer if isinstance(answer, dict) and answer.get("identity") == path.stem else None
+    return answer if isinstance(answer, dict) else None
 
 
-def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = 120.0) -> dict[str, Any]:
+def _package() -> str:
+    return str(Path(__file__).resolve().parent)
+
+
+def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = START_WAIT_S) -> dict[str, Any]:
     """Start this identity's server (if it is not running) and wait until it answers; its status."""
     path = address()
     status = ping(path)
     if status is not None:
         return status
+    return wait_until_up(path, launch(idle_s), wait_s)
+
+
+def launch(idle_s: float) -> subprocess.Popen:
+    """Start a server of this identity in the background (its own session, so a terminal's Ctrl-C
+    does not reach it), without waiting for it; first stop the superseded servers of this
+    installation. ServerError when the socket cannot live where it would."""
+    path = address()
     if len(os.fsencode(path)) > 100:  # sun_path holds 104 to 108 bytes, depending on the system
         raise ServerError(f"socket path {path} is too long for a Unix socket: set REGSURVEY_SERVER_DIR shorter")
     directory = path.parent
@@ -124,18 +165,41 @@ def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = 120.0) -> dict[str, An
     if not _private(directory):
         raise ServerError(f"{directory} is not a directory of this user's alone (mode 700): "
                           "not starting a server there")
+    _stop_superseded(path)
     log = open(directory / f"{path.stem}.log", "ab")  # noqa: SIM115 - handed to the server process
     with log:
-        subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), str(idle_s)],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                         cwd=directory, close_fds=True)
+        return subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), str(idle_s)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                cwd=directory, close_fds=True)
+
+
+def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = START_WAIT_S) -> dict[str, Any]:
+    """Wait until the server on ``path`` answers; its status. ``process``: the server this process
+    launched; if it exits, only a server of the same identity started at the same moment (which
+    holds the lock) can still answer."""
+    log = path.parent / f"{path.stem}.log"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         status = ping(path)
         if status is not None:
             return status
-        time.sleep(0.1)
-    raise ServerError(f"the worker server did not answer within {wait_s:g} s (log: {directory / path.stem}.log)")
+        if process is not None and process.poll() not in (None, LOCKED_EXIT):
+            raise ServerError(f"the worker server exited while starting (exit code {process.returncode}; log: {log})")
+        time.sleep(0.05)
+    raise ServerError(f"the worker server did not answer within {wait_s:g} s (log: {log})")
+
+
+def _stop_superseded(path: Path) -> None:
+    """Stop the servers of this interpreter and regsurvey installation that have another identity:
+    regsurvey (or Triton, torch) changed since they started, and no survey will use them again."""
+    for other in path.parent.glob("*.sock"):
+        if other == path:
+            continue
+        status = _ping_any(other)
+        if status is not None and status.get("python") == sys.executable and status.get("package") == _package():
+            with contextlib.suppress(OSError, EOFError), _connect(other) as conn:
+                conn.send({"op": "stop"})
+                conn.poll(CONNECT_TIMEOUT_S)
 
 
 def stop() -> bool:
@@ -191,10 +255,33 @@ class ServerWorker:
                     self.exitcode = int(message["exit"])
 
 
+_launched: list[subprocess.Popen] = []  # the server this process launched, until it has answered
+
+
+def launch_for_survey() -> bool:
+    """Start a server (without waiting) for the survey this process is about to make, which then
+    takes its workers from it; False, with a warning, when none can be started there."""
+    try:
+        _launched.append(launch(AUTO_IDLE_S))
+    except (ServerError, OSError) as exc:
+        print(f"regsurvey: warning: not starting a worker server: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | None:
     """A worker forked by the running server for ``args`` (:func:`regsurvey.worker.serve`'s after the
-    connection), or None when no server of this identity runs."""
+    connection), or None when no server of this identity runs. Waits for a server this process
+    launched to answer first."""
     path = address()
+    if _launched:
+        try:
+            wait_until_up(path, _launched[0])
+        except ServerError as exc:
+            print(f"regsurvey: warning: {exc}; starting workers without it", file=sys.stderr)
+            return None
+        finally:
+            _launched.clear()
     if not path.exists() or not _private(path.parent):
         return None
     try:
@@ -217,7 +304,28 @@ def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | N
 
 # -- the server process ------------------------------------------------------------------------------
 
+def _lock(path: Path, wait_s: float = 5.0) -> int | None:
+    """Hold the identity's lock file for this process's life; None if another server holds it for
+    ``wait_s`` (a server that is exiting lets go within that; one that runs or starts keeps it)."""
+    import fcntl
+
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
 def _serve_forever(path: Path, idle_s: float) -> None:
+    lock = _lock(path)
+    if lock is None:  # a server of this identity is running or starting: it serves
+        sys.exit(LOCKED_EXIT)
     from . import _worker_preload  # noqa: F401 - torch, Triton, regsurvey, Triton's source hash
 
     with contextlib.suppress(FileNotFoundError):
@@ -256,7 +364,8 @@ def _serve_forever(path: Path, idle_s: float) -> None:
                 op = request.get("op") if isinstance(request, dict) else None
                 if op == "ping":
                     _reply(conn, {"ok": True, "pid": os.getpid(), "identity": path.stem, "workers": len(children),
-                                  "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1)})
+                                  "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1),
+                                  "python": sys.executable, "package": _package()})
                 elif op == "kill":
                     if request.get("pid") in children:  # only its own workers
                         with contextlib.suppress(ProcessLookupError):
@@ -270,6 +379,7 @@ def _serve_forever(path: Path, idle_s: float) -> None:
                     if pid == 0:
                         _be_worker(conn, request["args"], inherited=[
                             selector.close, listener.close, lambda: os.close(wake_r), lambda: os.close(wake_w),
+                            lambda: os.close(lock),
                             *(other.close for other in children.values())])
                     children[pid] = conn
                     last_busy = time.monotonic()

@@ -49,7 +49,7 @@ class Store:
             part = replace(survey, targets=(target,),
                            rows=tuple(r for r in survey.rows if r.target == target))
             path = folder / f"{target}.json"
-            atomic_write(path, part.to_json().encode())
+            atomic_write(path, part.to_json(indent=None).encode())
             paths.append(path)
         return paths
 

@@ -22,7 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import worker as worker_mod
 from .checkout import Checkout
 from .matrix import Key
 from .objectstore import atomic_write
@@ -149,7 +148,9 @@ class _Pool:
         if ctx.get_start_method() == "forkserver":
             _ensure_forkserver()  # at once if it runs
         parent, child = ctx.Pipe()
-        process = ctx.Process(target=self.target or worker_mod.serve, daemon=True, name="regsurvey-worker",
+        if self.target is None:
+            from .worker import serve  # the worker's module (and the capture machinery): not the CLI's
+        process = ctx.Process(target=self.target or serve, daemon=True, name="regsurvey-worker",
                               args=(child, *args))
         with _main_module_hidden():
             process.start()
@@ -184,18 +185,34 @@ class _Pool:
 _PRELOAD = ["regsurvey._worker_preload"]
 
 
+START_METHODS = ("server", "forkserver", "spawn")
+
+
 @functools.cache
 def _worker_start() -> str:
-    """How workers start: ``server`` (forked by a running ``regsurvey server`` of this identity), else
-    ``forkserver`` (forked from a forkserver this survey starts, which imports torch and Triton once;
-    Linux), else ``spawn``. ``REGSURVEY_WORKER_START`` chooses one (to compare them)."""
+    """How this process's surveys start workers: ``server`` (forked by a ``regsurvey server`` of this
+    identity: a running one, or one this call starts when ``REGSURVEY_SERVER`` is ``auto``), else
+    ``forkserver`` (forked from a forkserver the survey starts, which imports torch and Triton once;
+    Linux), else ``spawn``. ``REGSURVEY_WORKER_START`` forces one (to compare them). Asked only once a
+    survey is coming."""
     from . import server
 
-    chosen = os.environ.get("REGSURVEY_WORKER_START")
+    chosen = os.environ.get("REGSURVEY_WORKER_START", "").strip().lower() or None
+    if chosen is not None and chosen not in START_METHODS:
+        raise SurveyError(f"REGSURVEY_WORKER_START={os.environ['REGSURVEY_WORKER_START']!r}: expected one of "
+                          f"{', '.join(START_METHODS)}")
+    try:
+        policy = server.policy()
+    except ValueError as exc:
+        raise SurveyError(str(exc)) from None
     # Forking after importing torch is only known safe on Linux (macOS frameworks are not fork-safe).
     if chosen == "spawn" or not sys.platform.startswith("linux"):
         return "spawn"
-    if chosen in ("server", None) and server.ping() is not None:
+    if chosen == "forkserver" or (policy == "off" and chosen is None):
+        return "forkserver"
+    if server.ping() is not None:
+        return "server"
+    if policy == "auto" and server.launch_for_survey():
         return "server"
     return "forkserver"
 
@@ -210,8 +227,8 @@ def _worker_context() -> Any:
 
 
 def start_workers_early() -> None:
-    """Start the forkserver now, so that its imports overlap with what the caller does next (making
-    a worktree); the first survey's workers then fork from it at once."""
+    """Start what workers fork from now (the forkserver, or a server when none runs), so that its
+    imports overlap with what the caller does next (making a worktree)."""
     if _worker_start() == "forkserver":
         _ensure_forkserver()
 

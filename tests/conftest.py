@@ -3,6 +3,7 @@ real survey the comparison, report and gate tests start from (tests/layer_survey
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,6 +11,10 @@ from pathlib import Path
 import pytest
 
 from regsurvey.results import Survey
+
+# Surveys the tests make (in this process and in the CLIs they run) start their own forkserver rather
+# than a background worker server that would outlive the test run; tests/test_server.py opts in.
+os.environ["REGSURVEY_SERVER"] = "off"
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOY = FIXTURES / "toy"

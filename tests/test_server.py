@@ -1,4 +1,5 @@
-"""`regsurvey server`: a worker server kept warm between surveys, used by surveys when it runs.
+"""`regsurvey server`: a worker server kept warm between surveys, started by the first survey that needs
+one (``REGSURVEY_SERVER=auto``) or by ``regsurvey server start``, and used by surveys while it runs.
 
 Each test runs its own server, in a socket directory of its own, and stops it at the end.
 """
@@ -24,8 +25,10 @@ from .test_cli_run import BAD_KEYS, BROKEN_KERNELS
 def env() -> Iterator[dict[str, str]]:
     # A short path: a Unix socket's path must stay under about 100 bytes.
     directory = tempfile.mkdtemp(prefix="rs-", dir="/tmp")
-    environ = {**os.environ, "REGSURVEY_SERVER_DIR": directory}
-    environ.pop("REGSURVEY_WORKER_START", None)
+    # "use": a running server is used, none is started unless a test asks for it.
+    environ = {**os.environ, "REGSURVEY_SERVER_DIR": directory, "REGSURVEY_SERVER": "use"}
+    for name in ("REGSURVEY_WORKER_START", "CI"):
+        environ.pop(name, None)
     try:
         yield environ
     finally:
@@ -117,3 +120,84 @@ def test_a_socket_path_too_long_is_one_line(env: dict[str, str]) -> None:
     out = cli("server", "start", env={**env, "REGSURVEY_SERVER_DIR": env["REGSURVEY_SERVER_DIR"] + "/" + "d" * 90})
     assert out.returncode == 2 and out.stderr.startswith("regsurvey: error: socket path ")
     assert out.stderr.strip().endswith("is too long for a Unix socket: set REGSURVEY_SERVER_DIR shorter")
+
+
+def test_the_first_survey_starts_a_server_that_the_next_one_uses(toy_repo: Path, tmp_path: Path,
+                                                                 env: dict[str, str]) -> None:
+    auto = {**env, "REGSURVEY_SERVER": "auto", "TRITON_CACHE_DIR": str(tmp_path / "tc")}
+    args = ("-j", "2", "--target", "sm90", "--kind", "scale", "--store", str(tmp_path / "store"))
+    first = survey(toy_repo, auto, *args)
+    assert first["timing"]["workers_from_server"] == 2
+    status = cli("server", "status", env=env)
+    assert status.returncode == 0 and "exits after 10 idle minutes" in status.stdout
+    second = survey(toy_repo, auto, *args, "--force")
+    assert second["timing"]["workers_from_server"] == 2
+    pid = status.stdout.split("pid ")[1].split(",")[0]
+    assert cli("server", "status", env=env).stdout.startswith(f"regsurvey server running: pid {pid},")  # the same
+    assert [r["resources"] for r in first["rows"]] == [r["resources"] for r in second["rows"]]
+    # off: a survey leaves the running server alone.
+    off = survey(toy_repo, {**auto, "REGSURVEY_SERVER": "off"}, *args, "--force")
+    assert off["timing"]["workers_from_server"] == 0
+
+
+def test_ci_and_use_never_start_a_server(toy_repo: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    args = ("-j", "1", "--target", "sm90", "--kind", "scale", "--store", str(tmp_path / "store"), "--force")
+    ci = {key: value for key, value in env.items() if key != "REGSURVEY_SERVER"}
+    for environ in ({**ci, "CI": "true"}, {**env, "REGSURVEY_SERVER": "use"}):
+        data = survey(toy_repo, {**environ, "TRITON_CACHE_DIR": str(tmp_path / "tc")}, *args)
+        assert data["timing"]["workers_from_server"] == 0
+        assert cli("server", "status", env=env).returncode == 1
+        assert not list(Path(env["REGSURVEY_SERVER_DIR"]).rglob("*.sock"))
+
+
+@pytest.mark.parametrize("name", ["REGSURVEY_SERVER", "REGSURVEY_WORKER_START"])
+def test_an_unknown_setting_is_one_line(toy_repo: Path, tmp_path: Path, env: dict[str, str], name: str) -> None:
+    out = cli("run", "-q", "--target", "sm90", "--kind", "scale", "--store", str(tmp_path / "store"), cwd=toy_repo,
+              env={**env, name: "sometimes"})
+    expected = "auto, use, off" if name == "REGSURVEY_SERVER" else "server, forkserver, spawn"
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"regsurvey: error: {name}='sometimes': expected one of {expected}"
+
+
+def _server_process(path: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), "600"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def test_two_servers_of_one_identity_started_at_once_end_up_one(env: dict[str, str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from regsurvey import server
+
+    monkeypatch.setenv("REGSURVEY_SERVER_DIR", env["REGSURVEY_SERVER_DIR"])
+    path = server.address()
+    path.parent.mkdir(mode=0o700, parents=True)
+    a, b = _server_process(path), _server_process(path)
+    try:
+        status = server.wait_until_up(path, None, wait_s=120)
+        assert status["pid"] in (a.pid, b.pid)
+        loser = b if status["pid"] == a.pid else a
+        assert loser.wait(timeout=30) == server.LOCKED_EXIT
+        assert server.ping(path)["pid"] == status["pid"]
+    finally:
+        for p in (a, b):
+            p.kill()
+            p.wait()
+
+
+def test_starting_a_server_stops_the_superseded_ones(env: dict[str, str]) -> None:
+    """A server of the same Python and regsurvey installation with another identity (regsurvey, Triton
+    or torch changed since it started) is stopped when a new one starts: no survey would use it."""
+    from regsurvey import server
+
+    directory = Path(env["REGSURVEY_SERVER_DIR"]) / f"regsurvey-{os.getuid()}"
+    directory.mkdir(mode=0o700)
+    stale = directory / "0123456789abcdef0123.sock"
+    old = _server_process(stale)
+    try:
+        assert server.wait_until_up(stale, None, wait_s=120)["identity"] == stale.stem
+        assert cli("server", "start", env=env).returncode == 0
+        assert old.wait(timeout=30) == 0
+        assert not stale.exists()
+    finally:
+        old.kill()
+        old.wait()

@@ -1,28 +1,37 @@
-"""Subcommands, one module each; :func:`register` adds them to the ``regsurvey`` group."""
+"""Subcommands, one module each. The ``regsurvey`` group imports a subcommand's module only when it
+runs (or ``--help`` lists it): a survey's start should not wait for the diff report's templates."""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
+# Command name -> the module under regsurvey.commands that defines it (as a function of that name,
+# with dashes as underscores), in the order ``--help`` lists them.
+COMMANDS: dict[str, str] = {
+    "run": "run",
+    "capture": "capture",
+    "diff": "diff",
+    "stack": "stack",
+    "rebuild-check": "rebuild_check",
+    "demo": "demo",
+    "lint": "lint",
+    "check": "check",
+    "server": "server",
+}
 
-def register(group: click.Group) -> None:
-    """Add every subcommand to ``group``."""
-    from .capture import capture
-    from .check import check
-    from .demo import demo
-    from .diff import diff
-    from .lint import lint
-    from .rebuild_check import rebuild_check
-    from .run import run
-    from .server import server
-    from .stack import stack
 
-    group.add_command(run)
-    group.add_command(capture)
-    group.add_command(diff)
-    group.add_command(stack)
-    group.add_command(rebuild_check)
-    group.add_command(demo)
-    group.add_command(lint)
-    group.add_command(check)
-    group.add_command(server)
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *sorted(set(self.commands) - set(COMMANDS))]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return self.commands.get(cmd_name)
+        module = importlib.import_module(f"{__name__}.{COMMANDS[cmd_name]}")
+        command = getattr(module, cmd_name.replace("-", "_"))
+        self.add_command(command, cmd_name)
+        return command

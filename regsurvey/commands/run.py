@@ -39,10 +39,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
         jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, strict: bool,
         quiet: bool, force: bool) -> None:
     """Compile every key of a commit for every target and report its resources."""
-    from rich.console import Console
-
     from ..output.progress import survey_progress
-    from ..output.table import print_survey
 
     options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys,
                             jobs=jobs or usable_cores(), timeout=timeout, reuse_results=not force)
@@ -57,6 +54,10 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
     if fmt == "json":
         click.echo(survey.to_json())
     else:
+        from rich.console import Console
+
+        from ..output.table import print_survey
+
         print_survey(survey, Console())
     sys.exit(EXIT_FINDINGS if strict and _any_failed(survey) else EXIT_OK)
 

@@ -1,4 +1,5 @@
-"""``regsurvey server``: keep a worker server warm between surveys (opt-in)."""
+"""``regsurvey server``: the worker server kept warm between surveys (surveys start one by themselves
+unless ``REGSURVEY_SERVER`` says otherwise): start it ahead, stop it, ask about it."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from .common import command_errors
 def server() -> None:
     """A worker server kept warm between surveys, so that a survey's workers start at once.
 
-    Without it each survey first imports torch and Triton (one to three seconds). Surveys use a
-    running server of the same regsurvey, Python, Triton and torch automatically; it exits after
-    being idle for --idle minutes.
+    Without it each survey first imports torch and Triton (one to four seconds). Surveys use a
+    running server of the same regsurvey, Python, Triton and torch, and start one when none runs
+    (REGSURVEY_SERVER: auto, the default; use: never start one, the default when CI is set; off:
+    never use one). A server started here exits after --idle minutes without a survey, one a survey
+    started after 10.
     """
 
 
