@@ -1,7 +1,7 @@
 """Surveying a checkout: list its keys, compile them in worker processes, collect the rows.
 
-Workers are spawned processes whose import path starts at the checkout (see :mod:`regsurvey.worker`).
-This module schedules keys over them, enforces the per-key time-out (a hung compile is killed and
+Workers are processes forked from a warm server or a forkserver (or spawned) whose import path starts at
+the checkout (see :mod:`regsurvey.worker`). This module schedules keys over them, enforces the per-key time-out (a hung compile is killed and
 its key marked ``error``), survives a worker that dies, and turns the rows into a :class:`Survey`.
 """
 
@@ -316,6 +316,12 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             get_target(t)  # raises UnknownTargetError with the known names
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
+    from .worker import finishing_mode
+
+    try:
+        finishing_mode()  # what the workers will read: a bad value is the survey's one-line error
+    except ValueError as exc:
+        raise SurveyError(str(exc)) from None
     pool = _Pool(checkout, objects_dir, options.triton_cache_dir)
     timing = SurveyTiming(jobs=max(1, options.jobs))
     ready: list[float] = []

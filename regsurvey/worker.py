@@ -1,8 +1,14 @@
 """A worker process: imports one checkout's keys once, then surveys keys sent to it one at a time.
 
 The parent (:mod:`regsurvey.survey`) owns scheduling, time-outs and storage of the survey; the worker
-runs kind bodies under capture, compiles their launches and reads the objects' resources. It starts
-by spawn, so nothing of the parent's interpreter (or of another commit's kernels) is shared.
+runs kind bodies under capture, compiles their launches and reads the objects' resources. It is forked
+from a process that imported only torch, Triton and regsurvey (or spawned), so nothing of the parent's
+interpreter (or of another commit's kernels) is shared.
+
+A worker compiles on its main thread, one key at a time. Reading, storing and linting a compiled key's
+objects ("finishing" it) is Python work that would hold the interpreter lock the compiles also need:
+on Linux it runs in a finishing process the worker forks once, beside the compiles (elsewhere, or with
+``REGSURVEY_FINISH=thread``, on a second thread).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -18,7 +25,8 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from multiprocessing.connection import Connection
+from typing import Any, Callable
 
 from . import toolchain
 from .capture import CapturedLaunch, CaptureSession
@@ -58,24 +66,24 @@ class Compiled:
     target: Target
     compiled: toolchain.CompiledObject
     compile_s: float
-    row: Row | None = None  # once finished
 
 
 @dataclass
 class Duplicate:
-    """A launch whose kernel an earlier, still unfinished launch compiled: its row is that one's, reused."""
+    """A launch whose kernel an earlier, still unfinished launch compiled (the same Triton hash): its
+    row is that one's, reused, once that one is finished."""
 
     common: dict[str, Any]
-    source: Compiled
+    triton_hash: str
 
-    def row(self) -> Row:
-        done = self.source.row
+    def row(self, done: Row | None) -> Row:
+        """The row, from the finished row of the launch that compiled the kernel (None: lost)."""
         if done is None or not done.ok or done.object is None:
-            return Row(**self.common, status="error", triton_hash=self.source.compiled.triton_hash,
+            return Row(**self.common, status="error", triton_hash=self.triton_hash,
                        error=done.error if done is not None else "the identical kernel compiled before was lost")
-        return _reused_row(self.common, self.source.compiled.triton_hash,
-                           CachedResult(kernel=self.source.common["kernel"], resources=done.resources,
-                                        object=done.object, compile_s=done.compile_s, extra={"lint": done.lint}))
+        return _reused_row(self.common, self.triton_hash,
+                           CachedResult(kernel=done.kernel or "", resources=done.resources, object=done.object,
+                                        compile_s=done.compile_s, extra={"lint": done.lint}))
 
 
 Item = Row | Compiled | Duplicate
@@ -100,7 +108,8 @@ class Worker:
         self._kinds: dict[str, Kind] | None = None
         self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
         self._timing_lock = threading.Lock()  # the compiling thread and the finishing thread both time
-        self._unfinished: dict[str, Compiled] = {}  # by Triton hash: compiled, not yet finished
+        self._in_flight: set[str] = set()  # Triton hashes compiled here, not yet finished
+        self._finished: dict[str, Row] = {}  # rows of the kernels finished here, by Triton hash
         self.ready_at: float | None = None  # time.time() when the keys were loaded
 
     def _spent(self, phase: str, since: float) -> float:
@@ -168,10 +177,9 @@ class Worker:
         except Exception:  # let the compile below report what is wrong
             cache_hash = None
         if cache_hash and reuse:
-            unfinished = self._unfinished.get(cache_hash)
-            if unfinished is not None:  # compiled for an earlier key, still being read and stored
+            if cache_hash in self._in_flight:  # compiled for an earlier key, still being read and stored
                 self._spent("hash_s", start)
-                return Duplicate(common, unfinished)
+                return Duplicate(common, cache_hash)
             cached = self.results.get(cache_hash)
             if cached is not None:
                 self._spent("hash_s", start)
@@ -186,24 +194,41 @@ class Worker:
         self._spent("compile_s", compile_start)
         pending = Compiled(common, target, compiled, round(time.perf_counter() - start, 3))
         if reuse:
-            self._unfinished[compiled.triton_hash] = pending
+            self._in_flight.add(compiled.triton_hash)
         return pending
 
     def finish(self, items: list[Item]) -> list[Row]:
         """The rows of a compiled key: read, store and lint each object compiled (in order)."""
+        try:
+            return self.finish_rows(items)
+        finally:
+            self.finished(items)
+
+    def finish_rows(self, items: list[Item]) -> list[Row]:
+        """:meth:`finish`'s work, wherever it runs (this process, or the finishing process)."""
         rows = []
         for item in items:
             if isinstance(item, Compiled):
-                try:
-                    item.row = self._finish(item)
-                finally:
-                    self._unfinished.pop(item.compiled.triton_hash, None)
-                rows.append(item.row)
+                row = self._finish(item)
+                self._finished[item.compiled.triton_hash] = row
             elif isinstance(item, Duplicate):
-                rows.append(item.row())
+                row = item.row(self._finished.get(item.triton_hash) or self._stored_row(item))
             else:
-                rows.append(item)
+                row = item
+            rows.append(row)
         return rows
+
+    def _stored_row(self, item: Duplicate) -> Row | None:
+        """The row of a kernel finished elsewhere (by a finishing process that has since died), from
+        the result cache it was stored in."""
+        cached = self.results.get(item.triton_hash)
+        return None if cached is None else _reused_row(item.common, item.triton_hash, cached)
+
+    def finished(self, items: list[Item]) -> None:
+        """``items`` are finished: a later launch of their kernels finds them in the result cache."""
+        for item in items:
+            if isinstance(item, Compiled):
+                self._in_flight.discard(item.compiled.triton_hash)
 
     def _finish(self, item: Compiled) -> Row:
         common, compiled, target, compile_s = item.common, item.compiled, item.target, item.compile_s
@@ -296,48 +321,203 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
         with send_lock:
             conn.send(message)
 
-    def failed(exc: BaseException) -> dict[str, Any]:
-        if isinstance(exc, KeysFileError):
-            return {"ok": False, "error": str(exc)}
-        # a bug of ours: report it rather than hang the parent
-        return {"ok": False, "error": f"worker failed: {one_line(exc)}", "traceback": traceback.format_exc()}
-
-    def finish(key: Key, items: list[Item]) -> None:
+    def reply(key: Key, answer: dict[str, Any]) -> None:
+        """Send a finished key's rows (or why it failed) with the timing and memory of both halves."""
         ident = {"id": key.id, "target": key.target}
-        try:
-            rows = worker.finish(items)
-            send({"ok": True, **ident, "rows": [asdict(r) for r in rows], "timing": worker.take_timing(),
-                  "ready_at": worker.ready_at, "peak_rss_mb": peak_rss_mb(), "preloaded": preloaded})
-        except Exception as exc:
-            send({**failed(exc), **ident})
+        theirs, their_peak = answer.pop("timing", None) or {}, answer.pop("peak_rss_mb", 0.0)
+        if not answer.get("ok"):
+            send({**answer, **ident})
+            return
+        timing = worker.take_timing()
+        for phase, seconds in theirs.items():
+            timing[phase] = round(timing.get(phase, 0.0) + seconds, 4)
+        send({**answer, **ident, "timing": timing, "ready_at": worker.ready_at,
+              "peak_rss_mb": max(peak_rss_mb(), their_peak), "preloaded": preloaded})
 
-    # Keys are compiled on this thread, one at a time; each compiled key's objects are read, stored
-    # and linted on the second, while the next key compiles. "free" tells the parent to send it.
-    finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regsurvey-finish")
+    # Keys are compiled on this thread, one at a time; each compiled key is finished (its objects read,
+    # stored and linted) by the finishing process or thread while the next key compiles. "free" tells
+    # the parent to send the next.
+    finishing = Finishing(worker, reply, use_process=finishing_mode() == "process", inherited=[conn])
+    try:
+        while True:
+            try:
+                request = conn.recv()
+            except (EOFError, OSError):
+                return
+            op = request.get("op")
+            try:
+                if op == "stop":
+                    finishing.close(wait=True)
+                    return
+                if op == "list":
+                    send({"ok": True, "keys": worker.list_keys(request.get("targets"))})
+                elif op == "toolchain":
+                    send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
+                elif op == "survey":
+                    key = Key(**{**request["key"], "axes": tuple(tuple(p) for p in request["key"]["axes"])})
+                    try:
+                        items = worker.compile_key(key, reuse=request.get("reuse", True))
+                    except Exception as exc:
+                        send({**_failure(exc), "id": key.id, "target": key.target})
+                        continue
+                    send({"free": True, "id": key.id, "target": key.target})
+                    finishing.submit(key, items)
+                else:
+                    send({"ok": False, "error": f"unknown request {op!r}"})
+            except Exception as exc:
+                send(_failure(exc))
+    finally:
+        finishing.close(wait=False)
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    """The answer to a request that raised."""
+    if isinstance(exc, KeysFileError):
+        return {"ok": False, "error": str(exc)}
+    # a bug of ours: report it rather than hang the parent
+    return {"ok": False, "error": f"worker failed: {one_line(exc)}", "traceback": traceback.format_exc()}
+
+
+FINISHING_MODES = ("process", "thread")
+
+
+def finishing_mode() -> str:
+    """``REGSURVEY_FINISH``: where compiled keys are finished, ``process`` (default; Linux, since it
+    forks a process holding torch) or ``thread``; ValueError for anything else."""
+    value = os.environ.get("REGSURVEY_FINISH", "").strip().lower()
+    if value and value not in FINISHING_MODES:
+        raise ValueError(f"REGSURVEY_FINISH={os.environ['REGSURVEY_FINISH']!r}: expected one of "
+                         f"{', '.join(FINISHING_MODES)}")
+    if not sys.platform.startswith("linux"):
+        return "thread"
+    return value or "process"
+
+
+Reply = Callable[[Key, dict[str, Any]], None]
+
+
+class Finishing:
+    """Where a worker's compiled keys are finished, in the order they were compiled.
+
+    In a finishing process forked from the worker (a copy of it, sharing its memory until either
+    writes), so that reading and linting objects takes no interpreter lock from the compiles: they
+    then run side by side on two cores. A relay thread in the worker passes each key's rows on. If
+    that process dies, the keys it held (the worker still has their objects) and every later one are
+    finished on a thread of the worker instead: nothing is lost. Without the process (``thread``
+    mode), the thread does all of it.
+    """
+
+    def __init__(self, worker: Worker, reply: Reply, use_process: bool, inherited: list[Connection] | None = None):
+        """``inherited``: the worker's connections the finishing process must not keep open (the
+        survey would not see the worker's end while it lives)."""
+        self.worker = worker
+        self.reply = reply  # reply(key, {"ok", "rows" | "error", "timing"?, "peak_rss_mb"?})
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regsurvey-finish")
+        self.lock = threading.Lock()
+        self.emptied = threading.Condition(self.lock)
+        self.held: dict[tuple[str, str], tuple[Key, list[Item]]] = {}  # sent to the process, not answered
+        self.conn: Connection | None = None
+        self.pid: int | None = None
+        self.relay: threading.Thread | None = None
+        if use_process:
+            self._fork(inherited or [])
+
+    def _fork(self, inherited: list[Connection]) -> None:
+        ours, theirs = socket.socketpair()
+        pid = os.fork()  # before this worker starts any thread of its own
+        if pid == 0:  # the finishing process
+            code = 1
+            try:
+                ours.close()
+                for other in inherited:
+                    other.close()
+                self.thread.shutdown(wait=False)
+                _finishing_loop(self.worker, Connection(theirs.detach()))
+                code = 0
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.conn, self.pid = Connection(ours.detach()), pid
+        self.relay = threading.Thread(target=self._relay, args=(self.conn,), name="regsurvey-relay", daemon=True)
+        self.relay.start()
+
+    def submit(self, key: Key, items: list[Item]) -> None:
+        """Finish ``key`` (compiled into ``items``) after those submitted before it; answer by reply."""
+        with self.lock:
+            if self.conn is not None:
+                self.held[(key.id, key.target)] = (key, items)
+                # Should the process be gone, the relay hands what it held, this one too, to the thread.
+                with contextlib.suppress(OSError):
+                    self.conn.send((key.id, key.target, items))
+                return
+        self.thread.submit(self._here, key, items)
+
+    def _here(self, key: Key, items: list[Item]) -> None:
+        try:
+            answer = {"ok": True, "rows": [asdict(r) for r in self.worker.finish(items)]}
+        except Exception as exc:
+            answer = _failure(exc)
+        self.reply(key, answer)
+
+    def _relay(self, conn: Connection) -> None:
+        while True:
+            try:
+                ident, answer = conn.recv()
+            except (EOFError, OSError):
+                break
+            with self.lock:
+                key, items = self.held.pop(tuple(ident))
+            self.worker.finished(items)
+            self.reply(key, answer)
+            with self.lock:
+                if not self.held:
+                    self.emptied.notify_all()
+        with self.lock:  # the process is gone: what it held is finished here
+            self.conn, lost = None, list(self.held.values())
+            self.held.clear()
+            self.emptied.notify_all()
+        conn.close()
+        self._reap()
+        for key, items in lost:
+            self.thread.submit(self._here, key, items)
+
+    def _reap(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self.pid = None
+
+    def close(self, wait: bool) -> None:
+        """Stop finishing; ``wait``: answer every key submitted first."""
+        with self.lock:
+            while wait and self.held and self.conn is not None:
+                self.emptied.wait(timeout=1.0)
+            conn = self.conn
+        if conn is not None:
+            # End the process's input: it answers what it holds and exits, and the relay then reads
+            # the end of its answers. (Closing the descriptor instead would wake neither: the relay's
+            # read still holds the socket open.)
+            with contextlib.suppress(OSError), socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as end:
+                end.shutdown(socket.SHUT_WR)
+        if self.relay is not None and wait:
+            self.relay.join()
+        self.thread.shutdown(wait=wait)
+
+
+def _finishing_loop(worker: Worker, conn: Connection) -> None:
+    """The finishing process: finish each compiled key the worker sends, answer with its rows."""
+    worker.take_timing()  # only its own work from here on
     while True:
         try:
-            request = conn.recv()
+            key_id, target, items = conn.recv()
         except (EOFError, OSError):
             return
-        op = request.get("op")
         try:
-            if op == "stop":
-                finisher.shutdown(wait=True)
-                return
-            if op == "list":
-                send({"ok": True, "keys": worker.list_keys(request.get("targets"))})
-            elif op == "toolchain":
-                send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
-            elif op == "survey":
-                key = Key(**{**request["key"], "axes": tuple(tuple(p) for p in request["key"]["axes"])})
-                try:
-                    items = worker.compile_key(key, reuse=request.get("reuse", True))
-                except Exception as exc:
-                    send({**failed(exc), "id": key.id, "target": key.target})
-                    continue
-                send({"free": True, "id": key.id, "target": key.target})
-                finisher.submit(finish, key, items)
-            else:
-                send({"ok": False, "error": f"unknown request {op!r}"})
+            answer = {"ok": True, "rows": [asdict(r) for r in worker.finish_rows(items)]}
         except Exception as exc:
-            send(failed(exc))
+            answer = _failure(exc)
+        answer.update(timing=worker.take_timing(), peak_rss_mb=peak_rss_mb())
+        try:
+            conn.send(((key_id, target), answer))
+        except OSError:  # the worker is gone
+            return

@@ -225,14 +225,16 @@ def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame:
 
 
 def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path, tmp_path: Path) -> None:
-    """Workers fork from a forkserver that imported torch and Triton; spawned ones must agree exactly."""
+    """Workers fork from a forkserver that imported torch and Triton and finish keys in a process of
+    their own; spawned ones finishing on a thread must agree exactly."""
     surveys = {}
-    for method in ("forkserver", "spawn"):
+    for method, finish in (("forkserver", "process"), ("spawn", "thread")):
         out = subprocess.run(
             [sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "-j", "2", "--target", "gfx950,sm90",
              "--kind", "scale", "--store", str(tmp_path / method)],
             cwd=toy_repo, capture_output=True, text=True, timeout=900,
-            env={**os.environ, "REGSURVEY_WORKER_START": method, "TRITON_CACHE_DIR": str(tmp_path / f"tc-{method}")})
+            env={**os.environ, "REGSURVEY_WORKER_START": method, "REGSURVEY_FINISH": finish,
+                 "TRITON_CACHE_DIR": str(tmp_path / f"tc-{method}")})
         assert out.returncode == 0, out.stderr
         surveys[method] = json.loads(out.stdout)
     strip = ("compile_s", "reused")  # which of two workers compiles a shared kernel first is a race

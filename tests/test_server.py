@@ -150,11 +150,12 @@ def test_ci_and_use_never_start_a_server(toy_repo: Path, tmp_path: Path, env: di
         assert not list(Path(env["REGSURVEY_SERVER_DIR"]).rglob("*.sock"))
 
 
-@pytest.mark.parametrize("name", ["REGSURVEY_SERVER", "REGSURVEY_WORKER_START"])
+@pytest.mark.parametrize("name", ["REGSURVEY_SERVER", "REGSURVEY_WORKER_START", "REGSURVEY_FINISH"])
 def test_an_unknown_setting_is_one_line(toy_repo: Path, tmp_path: Path, env: dict[str, str], name: str) -> None:
     out = cli("run", "-q", "--target", "sm90", "--kind", "scale", "--store", str(tmp_path / "store"), cwd=toy_repo,
               env={**env, name: "sometimes"})
-    expected = "auto, use, off" if name == "REGSURVEY_SERVER" else "server, forkserver, spawn"
+    expected = {"REGSURVEY_SERVER": "auto, use, off", "REGSURVEY_WORKER_START": "server, forkserver, spawn",
+                "REGSURVEY_FINISH": "process, thread"}[name]
     assert out.returncode == 2
     assert out.stderr.strip() == f"regsurvey: error: {name}='sometimes': expected one of {expected}"
 

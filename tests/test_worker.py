@@ -1,18 +1,25 @@
 """The worker's two halves: compiling a key, then finishing it (reading, storing, linting its objects).
 
-While one key is finished on the worker's second thread, the next compiles: a launch of the same
-kernel as one still being finished must take that one's row, not compile again (toy project, gfx950).
+While one key is finished (in the worker's finishing process, or on its second thread), the next
+compiles: a launch of the same kernel as one still being finished must take that one's row, not compile
+again (toy project, gfx950). A finishing process that dies loses nothing.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from regsurvey.keyfiles import expand_keys
 from regsurvey.results import Row
-from regsurvey.worker import Compiled, Duplicate, Worker
+from regsurvey.matrix import Key
+from regsurvey.worker import Compiled, Duplicate, Finishing, Worker
 
 from .conftest import TOY
 
@@ -22,6 +29,29 @@ def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Worker:
     monkeypatch.syspath_prepend(str(TOY))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     return Worker(TOY, TOY / "keys", tmp_path / "store" / "objects")
+
+
+class Replies:
+    """What a :class:`Finishing` answers, by key id."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.arrived = threading.Condition()
+
+    def __call__(self, key: Key, answer: dict[str, Any]) -> None:
+        with self.arrived:
+            self.answers[key.id] = answer
+            self.arrived.notify_all()
+
+    def wait(self, *ids: str) -> list[dict[str, Any]]:
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: all(i in self.answers for i in ids), timeout=120), self.answers
+            return [self.answers[i] for i in ids]
+
+
+def _rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    assert answer["ok"], answer
+    return [{k: v for k, v in r.items() if k != "compile_s"} for r in answer["rows"]]
 
 
 def test_a_kernel_still_being_finished_is_taken_from_it(worker: Worker) -> None:
@@ -46,3 +76,58 @@ def test_survey_key_compiles_and_finishes(worker: Worker) -> None:
     rows = worker.survey_key(keys["gemm/w8"])
     assert [r.status for r in rows] == ["ok"]
     assert rows[0].resources["vgpr"] > 0 and rows[0].object is not None
+
+
+@pytest.mark.parametrize("use_process", [True, False], ids=["process", "thread"])
+def test_finishing_answers_every_key_in_order(worker: Worker, use_process: bool) -> None:
+    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    replies = Replies()
+    finishing = Finishing(worker, replies, use_process=use_process)
+    try:
+        assert (finishing.pid is not None) == use_process
+        ids = ["scale/w2/stop", "scale/w8/stop", "gemm/w8"]
+        for i in ids:  # scale/w8/stop compiles while scale/w2/stop is still being finished: a Duplicate
+            finishing.submit(keys[i], worker.compile_key(keys[i]))
+        first, second, gemm = replies.wait(*ids)
+    finally:
+        finishing.close(wait=True)
+    (a,), (b,), (g,) = first["rows"], second["rows"], gemm["rows"]
+    assert a["status"] == b["status"] == g["status"] == "ok" and not a["reused"] and b["reused"]
+    assert (b["object"], b["resources"], b["triton_hash"]) == (a["object"], a["resources"], a["triton_hash"])
+    assert g["resources"]["vgpr"] > 0
+    if use_process:  # the finishing process's own seconds and memory came with each answer
+        assert first["timing"]["read_store_s"] > 0 and first["peak_rss_mb"] > 100
+    assert not worker._in_flight  # every kernel finished: later launches find them in the result cache
+
+
+def test_a_finishing_process_that_dies_loses_nothing(worker: Worker, tmp_path: Path) -> None:
+    """Keys it held, and later ones, are finished on the worker's thread; a launch of a kernel the dead
+    process finished takes its row from the result cache it was stored in."""
+    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    replies = Replies()
+    finishing = Finishing(worker, replies, use_process=True)
+    try:
+        first = worker.compile_key(keys["scale/w2/stop"])
+        duplicate = worker.compile_key(keys["scale/w8/stop"])  # a Duplicate of the first, in flight
+        assert isinstance(duplicate[0], Duplicate)
+        finishing.submit(keys["scale/w2/stop"], first)
+        (a,) = replies.wait("scale/w2/stop")[0]["rows"]
+        assert finishing.pid is not None
+        os.kill(finishing.pid, signal.SIGKILL)
+        finishing.submit(keys["scale/w8/stop"], duplicate)  # sent to a dead process, or after it was seen gone
+        gemm = worker.compile_key(keys["gemm/w8"])
+        finishing.submit(keys["gemm/w8"], gemm)
+        (b,), (g,) = (answer["rows"] for answer in replies.wait("scale/w8/stop", "gemm/w8"))
+        deadline = time.monotonic() + 30
+        while finishing.conn is not None:  # the relay noticed
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        finishing.close(wait=True)
+    assert b["status"] == "ok" and b["reused"] and b["object"] == a["object"] and b["resources"] == a["resources"]
+    assert g["status"] == "ok" and g["resources"]["vgpr"] > 0
+    # The same rows as a worker that finished everything itself.
+    fresh = Worker(TOY, TOY / "keys", tmp_path / "fresh" / "objects")
+    rows = [fresh.survey_key(keys[i])[0] for i in ("scale/w2/stop", "scale/w8/stop", "gemm/w8")]
+    assert [(r.status, r.resources, r.object.sha256) for r in rows] == [
+        (x["status"], x["resources"], x["object"]["sha256"]) for x in (a, b, g)]
