@@ -1,8 +1,9 @@
 """Surveying a checkout: list its keys, compile them in worker processes, collect the rows.
 
-Workers are processes forked from a warm server or a forkserver (or spawned) whose import path starts at
-the checkout (see :mod:`regsurvey.worker`). This module schedules keys over them, enforces the per-key time-out (a hung compile is killed and
-its key marked ``error``), survives a worker that dies, and turns the rows into a :class:`Survey`.
+Workers are processes forked from a warm server or a forkserver (or spawned) whose import path starts
+at the checkout (see :mod:`regsurvey.worker`). This module schedules keys over them, enforces the
+per-key time-out (a hung compile is killed and its key marked ``error``), survives a worker that dies,
+and turns the rows into a :class:`Survey`.
 """
 
 from __future__ import annotations
@@ -83,10 +84,10 @@ class SurveyTiming:
     keys and result-cache look-ups), ``read_store_s`` (object reading and storage) and ``lint_s`` are
     regsurvey's per-key work; ``idle_s`` is the time the N compile slots spent not compiling once the
     keys were listed (start-up still running, waiting for a key, or the tail; reading and linting run
-    beside compiling, on a second thread); ``list_s`` is the wall time until the key list arrived;
-    ``worker_peak_rss_mb`` is the largest worker's peak resident memory; ``workers_preloaded`` counts
-    the workers that were forked with torch and Triton already imported, ``workers_from_server`` those
-    a running ``regsurvey server`` forked.
+    beside compiling, in each worker's finishing process); ``list_s`` is the wall time until the key
+    list arrived; ``worker_peak_rss_mb`` is the largest worker's (or finishing process's) peak
+    resident memory; ``workers_preloaded`` counts the workers that were forked with torch and Triton
+    already imported, ``workers_from_server`` those a running ``regsurvey server`` forked.
     """
 
     jobs: int

@@ -22,11 +22,12 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 from . import toolchain
 from .capture import CapturedLaunch, CaptureSession
@@ -145,7 +146,7 @@ class Worker:
     def compile_key(self, key: Key, reuse: bool = True) -> list[Item]:
         """The toolchain's part of a key: capture its launches and compile them (or find them
         compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
-        worker's second thread does while the next key compiles."""
+        worker's finishing process (or thread) does while the next key compiles."""
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
         session = CaptureSession(target)
