@@ -421,11 +421,19 @@ class Finishing:
         self.pid: int | None = None
         self.relay: threading.Thread | None = None
         if use_process:
-            self._fork(inherited or [])
+            try:
+                self._fork(inherited or [])
+            except OSError:  # no process to be had (a process limit): the thread finishes everything
+                self.conn = self.pid = None
 
     def _fork(self, inherited: list[Connection]) -> None:
         ours, theirs = socket.socketpair()
-        pid = os.fork()  # before this worker starts any thread of its own
+        try:
+            pid = os.fork()  # before this worker starts any thread of its own
+        except OSError:
+            ours.close()
+            theirs.close()
+            raise
         if pid == 0:  # the finishing process
             code = 1
             try:

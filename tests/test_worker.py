@@ -49,11 +49,6 @@ class Replies:
             return [self.answers[i] for i in ids]
 
 
-def _rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
-    assert answer["ok"], answer
-    return [{k: v for k, v in r.items() if k != "compile_s"} for r in answer["rows"]]
-
-
 def test_a_kernel_still_being_finished_is_taken_from_it(worker: Worker) -> None:
     keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
     # The row width only sizes the grid: both keys launch one kernel.
@@ -131,3 +126,20 @@ def test_a_finishing_process_that_dies_loses_nothing(worker: Worker, tmp_path: P
     rows = [fresh.survey_key(keys[i])[0] for i in ("scale/w2/stop", "scale/w8/stop", "gemm/w8")]
     assert [(r.status, r.resources, r.object.sha256) for r in rows] == [
         (x["status"], x["resources"], x["object"]["sha256"]) for x in (a, b, g)]
+
+
+def test_a_worker_that_cannot_fork_finishes_on_its_thread(worker: Worker, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    replies = Replies()
+    finishing = Finishing(worker, replies, use_process=True)
+    try:
+        assert finishing.pid is None and finishing.conn is None
+        finishing.submit(keys["gemm/w8"], worker.compile_key(keys["gemm/w8"]))
+        (answer,) = replies.wait("gemm/w8")
+    finally:
+        finishing.close(wait=True)
+    assert answer["ok"] and answer["rows"][0]["status"] == "ok"
