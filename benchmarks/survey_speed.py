@@ -23,7 +23,7 @@ Each survey also prints where its time went (the ``timing`` block of the survey 
 outside it (interpreter start, imports, worktree, saving).
 
     python benchmarks/survey_speed.py [--targets gfx950,sm90] [--jobs 1,2,4] [--key GLOB] [--repeat N]
-    python benchmarks/survey_speed.py --scaling-only --jobs 16,8 [--repeat N]
+    python benchmarks/survey_speed.py --scaling-only --jobs 16,8 [--server-jobs 16,8] [--repeat N]
 
 A benchmark, not a test: it asserts nothing and prints figures measured side by side in one run.
 """
@@ -148,9 +148,10 @@ def stop_server(env: dict[str, str] | None) -> None:
         subprocess.run([sys.executable, "-m", "regsurvey", "server", "stop"], env=env, capture_output=True)
 
 
-def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str], repeat: int = 1) -> None:
-    """Step 7 alone, key costs from a first cold survey at the largest -j; the largest -j again with a
-    running server."""
+def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str], repeat: int = 1,
+                 server_jobs: list[int] | None = None) -> None:
+    """Step 7 alone, key costs from a first cold survey at the largest -j; with a running server again
+    at ``server_jobs`` (default: the largest -j)."""
     first = work / "store-costs"
     env = dict(os.environ, TRITON_CACHE_DIR=str(work / "cache-costs"))
     wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(max(jobs)), "--target", targets,
@@ -160,7 +161,8 @@ def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str],
         scaling_run(work, targets, n, first / "costs.json", key_args, repeat=repeat)
     served = start_server(work)
     try:
-        scaling_run(work, targets, max(jobs), first / "costs.json", key_args, served, repeat=repeat)
+        for n in server_jobs or [max(jobs)]:
+            scaling_run(work, targets, n, first / "costs.json", key_args, served, repeat=repeat)
     finally:
         stop_server(served)
 
@@ -173,6 +175,9 @@ def main() -> int:
     parser.add_argument("--scaling-only", action="store_true",
                         help="only step 7, each run against the bound from its own compile times")
     parser.add_argument("--repeat", type=int, default=1, help="run each scaling survey this many times")
+    parser.add_argument("--server-jobs", default=None,
+                        help="with --scaling-only: the worker counts to run again with a running server "
+                             "(default: the largest of --jobs)")
     args = parser.parse_args()
     targets = args.targets.split(",")
     cores = len(os.sched_getaffinity(0))
@@ -187,7 +192,8 @@ def main() -> int:
         print(f"machine: {cores} usable cores; Python {sys.version.split()[0]}; Triton {triton.__version__}")
         print(f"suite: demo decode layer, targets {', '.join(targets)}" + (f", keys {args.key}" if args.key else ""))
         if args.scaling_only:
-            scaling_only(work, args.targets, jobs, key_args, args.repeat)
+            scaling_only(work, args.targets, jobs, key_args, args.repeat,
+                         [int(j) for j in args.server_jobs.split(",")] if args.server_jobs else None)
             return 0
 
         # 1. the floor
