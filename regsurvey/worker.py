@@ -453,13 +453,16 @@ class Finishing:
     def submit(self, key: Key, items: list[Item]) -> None:
         """Finish ``key`` (compiled into ``items``) after those submitted before it; answer by reply."""
         with self.lock:
-            if self.conn is not None:
+            conn = self.conn
+            if conn is not None:
                 self.held[(key.id, key.target)] = (key, items)
-                # Should the process be gone, the relay hands what it held, this one too, to the thread.
-                with contextlib.suppress(OSError):
-                    self.conn.send((key.id, key.target, items))
-                return
-        self.thread.submit(self._here, key, items)
+        if conn is None:
+            self.thread.submit(self._here, key, items)
+            return
+        # Sent without the lock, which the relay takes for each answer. Should the process be gone,
+        # the relay hands what it held, this one too, to the thread.
+        with contextlib.suppress(OSError):
+            conn.send((key.id, key.target, items))
 
     def _here(self, key: Key, items: list[Item]) -> None:
         try:
@@ -477,7 +480,8 @@ class Finishing:
             with self.lock:
                 key, items = self.held.pop(tuple(ident))
             self.worker.finished(items)
-            self.reply(key, answer)
+            with contextlib.suppress(OSError):  # the survey is gone: the worker's loop sees it and ends
+                self.reply(key, answer)
             with self.lock:
                 if not self.held:
                     self.emptied.notify_all()
