@@ -14,15 +14,17 @@ never starts one (the default when ``CI`` is set: a CI job leaves no process beh
 one.
 
 One server per identity: the Python interpreter, regsurvey's own sources and the installed Triton and
-torch. A survey uses only a server of its own identity; starting a server stops the servers of the same
-interpreter and regsurvey installation whose identity is older (an upgrade, or an edit of regsurvey's
-sources). The socket lives in a directory only its user can enter; a lock file there makes two servers
-of one identity started at once end up as one.
+torch. A survey uses only a server of its own identity; starting a server retires the servers of the
+same interpreter and regsurvey installation whose identity is older (an upgrade, or an edit of
+regsurvey's sources): each exits once the surveys still using it are done. The socket lives in a
+directory only its user can enter; a lock file there makes two servers of one identity started at once
+end up as one.
 
 Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` framing):
 the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends ``{"pid": ...}`` and then
 speaks :func:`regsurvey.worker.serve`'s protocol; when it exits, the server sends ``{"exit": code}`` and
-closes the connection. ``{"op": "ping"}`` and ``{"op": "stop"}`` are answered at once.
+closes the connection. ``{"op": "ping"}``, ``{"op": "stop"}`` (which kills the workers) and
+``{"op": "retire"}`` (exit once the last worker has) are answered at once.
 """
 
 from __future__ import annotations
@@ -190,15 +192,16 @@ def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = 
 
 
 def _stop_superseded(path: Path) -> None:
-    """Stop the servers of this interpreter and regsurvey installation that have another identity:
-    regsurvey (or Triton, torch) changed since they started, and no survey will use them again."""
+    """Retire the servers of this interpreter and regsurvey installation that have another identity:
+    regsurvey (or Triton, torch) changed since they started, and no new survey will use them. Each
+    exits once the workers of the surveys still running on it are done."""
     for other in path.parent.glob("*.sock"):
         if other == path:
             continue
         status = _ping_any(other)
         if status is not None and status.get("python") == sys.executable and status.get("package") == _package():
             with contextlib.suppress(OSError, EOFError), _connect(other) as conn:
-                conn.send({"op": "stop"})
+                conn.send({"op": "retire"})
                 conn.poll(CONNECT_TIMEOUT_S)
 
 
@@ -344,9 +347,10 @@ def _serve_forever(path: Path, idle_s: float) -> None:
     selector.register(listener, selectors.EVENT_READ, "accept")
     selector.register(wake_r, selectors.EVENT_READ, "child")
     started = last_busy = time.monotonic()
+    retiring = False  # superseded by a newer server: exit once the workers of running surveys are done
     try:
         while True:
-            if not children and time.monotonic() - last_busy >= idle_s:
+            if not children and (retiring or time.monotonic() - last_busy >= idle_s):
                 return
             for key, _ in selector.select(timeout=max(1.0, idle_s / 10)):
                 if key.data == "child":
@@ -374,6 +378,9 @@ def _serve_forever(path: Path, idle_s: float) -> None:
                 elif op == "stop":
                     _reply(conn, {"ok": True})
                     return
+                elif op == "retire":
+                    _reply(conn, {"ok": True})
+                    retiring = True
                 elif op == "worker":
                     pid = os.fork()
                     if pid == 0:

@@ -185,9 +185,10 @@ def test_two_servers_of_one_identity_started_at_once_end_up_one(env: dict[str, s
             p.wait()
 
 
-def test_starting_a_server_stops_the_superseded_ones(env: dict[str, str]) -> None:
+def test_starting_a_server_retires_the_superseded_ones(toy_repo: Path, tmp_path: Path, env: dict[str, str]) -> None:
     """A server of the same Python and regsurvey installation with another identity (regsurvey, Triton
-    or torch changed since it started) is stopped when a new one starts: no survey would use it."""
+    or torch changed since it started) is retired when a new one starts: no new survey would use it,
+    and it exits once the workers of the surveys still running on it are done."""
     from regsurvey import server
 
     directory = Path(env["REGSURVEY_SERVER_DIR"]) / f"regsurvey-{os.getuid()}"
@@ -196,9 +197,18 @@ def test_starting_a_server_stops_the_superseded_ones(env: dict[str, str]) -> Non
     old = _server_process(stale)
     try:
         assert server.wait_until_up(stale, None, wait_s=120)["identity"] == stale.stem
+        # A survey still running on the old server: one of its workers.
+        worker = server._connect(stale)
+        worker.send({"op": "worker", "args": [str(toy_repo), str(toy_repo / "keys"), str(tmp_path / "objects"),
+                                              None, env]})
+        assert worker.poll(30) and "pid" in worker.recv()
         assert cli("server", "start", env=env).returncode == 0
+        time.sleep(1)
+        assert old.poll() is None  # still serving its worker
+        worker.send({"op": "stop"})
         assert old.wait(timeout=30) == 0
         assert not stale.exists()
+        assert cli("server", "status", env=env).returncode == 0  # the new one runs on
     finally:
         old.kill()
         old.wait()
