@@ -243,10 +243,14 @@ def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path,
     for survey in surveys.values():
         timing = survey["timing"]
         assert timing["jobs"] == 2 and timing["wall_s"] >= timing["list_s"] > 0
-        # The compile seconds the rows report are the ones the timing block sums (within rounding),
-        # here with identical kernels reused inside the survey counted once.
+        # The compile seconds the rows report (hashing included) are the ones the timing block sums,
+        # within rounding: its compile seconds no more, with its hash seconds no less. (Hashing a
+        # launch another worker has meanwhile finished, then reused, counts in hash_s only; in a
+        # spawned worker the first hash also hashes Triton's sources, a third of a second.)
         compiled = sum(r["compile_s"] for r in survey["rows"] if not r["reused"])
-        assert timing["compile_s"] + timing["hash_s"] == pytest.approx(compiled, abs=0.05 + 0.01 * compiled)
+        slack = 0.05 + 0.01 * compiled
+        assert timing["compile_s"] <= compiled + slack
+        assert timing["compile_s"] + timing["hash_s"] >= compiled - slack
         assert timing["compile_s"] > 0 and timing["read_store_s"] > 0 and timing["lint_s"] > 0
         assert 200 < timing["worker_peak_rss_mb"] < 4000  # torch and Triton imported, a few kernels compiled
     # Forked workers came with torch and Triton imported; spawned ones imported them.
