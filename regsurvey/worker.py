@@ -213,17 +213,21 @@ class Worker:
                 row = self._finish(item)
                 self._finished[item.compiled.triton_hash] = row
             elif isinstance(item, Duplicate):
-                row = item.row(self._finished.get(item.triton_hash) or self._stored_row(item))
+                row = self._duplicate_row(item)
             else:
                 row = item
             rows.append(row)
         return rows
 
-    def _stored_row(self, item: Duplicate) -> Row | None:
-        """The row of a kernel finished elsewhere (by a finishing process that has since died), from
-        the result cache it was stored in."""
-        cached = self.results.get(item.triton_hash)
-        return None if cached is None else _reused_row(item.common, item.triton_hash, cached)
+    def _duplicate_row(self, item: Duplicate) -> Row:
+        """A Duplicate's row: from the row finished here, else (finished by a finishing process that
+        has since died) from the result cache that process stored it in."""
+        done = self._finished.get(item.triton_hash)
+        if done is None:
+            cached = self.results.get(item.triton_hash)
+            if cached is not None:
+                return _reused_row(item.common, item.triton_hash, cached)
+        return item.row(done)
 
     def finished(self, items: list[Item]) -> None:
         """``items`` are finished: a later launch of their kernels finds them in the result cache."""
@@ -379,6 +383,14 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     return {"ok": False, "error": f"worker failed: {one_line(exc)}", "traceback": traceback.format_exc()}
 
 
+def _rows_answer(finish: Callable[[list[Item]], list[Row]], items: list[Item]) -> dict[str, Any]:
+    """The answer for a finished key: its rows, or why finishing it failed."""
+    try:
+        return {"ok": True, "rows": [asdict(r) for r in finish(items)]}
+    except Exception as exc:
+        return _failure(exc)
+
+
 FINISHING_MODES = ("process", "thread")
 
 
@@ -421,10 +433,8 @@ class Finishing:
         self.pid: int | None = None
         self.relay: threading.Thread | None = None
         if use_process:
-            try:
+            with contextlib.suppress(OSError):  # no process to be had (a process limit): the thread does it all
                 self._fork(inherited or [])
-            except OSError:  # no process to be had (a process limit): the thread finishes everything
-                self.conn = self.pid = None
 
     def _fork(self, inherited: list[Connection]) -> None:
         ours, theirs = socket.socketpair()
@@ -465,11 +475,7 @@ class Finishing:
             conn.send((key.id, key.target, items))
 
     def _here(self, key: Key, items: list[Item]) -> None:
-        try:
-            answer = {"ok": True, "rows": [asdict(r) for r in self.worker.finish(items)]}
-        except Exception as exc:
-            answer = _failure(exc)
-        self.reply(key, answer)
+        self.reply(key, _rows_answer(self.worker.finish, items))
 
     def _relay(self, conn: Connection) -> None:
         while True:
@@ -525,10 +531,7 @@ def _finishing_loop(worker: Worker, conn: Connection) -> None:
             key_id, target, items = conn.recv()
         except (EOFError, OSError):
             return
-        try:
-            answer = {"ok": True, "rows": [asdict(r) for r in worker.finish_rows(items)]}
-        except Exception as exc:
-            answer = _failure(exc)
+        answer = _rows_answer(worker.finish_rows, items)
         answer.update(timing=worker.take_timing(), peak_rss_mb=peak_rss_mb())
         try:
             conn.send(((key_id, target), answer))
