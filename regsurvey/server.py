@@ -120,6 +120,13 @@ def _connect(path: Path, timeout: float = CONNECT_TIMEOUT_S) -> Connection:
     return Connection(sock.detach())
 
 
+def _tell(path: Path, message: dict[str, Any]) -> None:
+    """Send the server on ``path`` a request and wait briefly for its acknowledgement (none: gone)."""
+    with contextlib.suppress(OSError, EOFError), _connect(path) as conn:
+        conn.send(message)
+        conn.poll(CONNECT_TIMEOUT_S)
+
+
 def ping(path: Path | None = None) -> dict[str, Any] | None:
     """The running server's status, or None when there is none (of this identity)."""
     path = path or address()
@@ -140,6 +147,11 @@ def _ping_any(path: Path) -> dict[str, Any] | None:
     except (OSError, EOFError):
         return None
     return answer if isinstance(answer, dict) else None
+
+
+def _log(path: Path) -> Path:
+    """Where the server on ``path`` writes what it prints (beside its socket)."""
+    return path.with_suffix(".log")
 
 
 def _package() -> str:
@@ -167,8 +179,8 @@ def launch(idle_s: float) -> subprocess.Popen:
     if not _private(directory):
         raise ServerError(f"{directory} is not a directory of this user's alone (mode 700): "
                           "not starting a server there")
-    _stop_superseded(path)
-    log = open(directory / f"{path.stem}.log", "ab")  # noqa: SIM115 - handed to the server process
+    _retire_superseded(path)
+    log = open(_log(path), "ab")  # noqa: SIM115 - handed to the server process
     with log:
         return subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), str(idle_s)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
@@ -179,7 +191,7 @@ def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = 
     """Wait until the server on ``path`` answers; its status. ``process``: the server this process
     launched; if it exits, only a server of the same identity started at the same moment (which
     holds the lock) can still answer."""
-    log = path.parent / f"{path.stem}.log"
+    log = _log(path)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         status = ping(path)
@@ -191,7 +203,7 @@ def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = 
     raise ServerError(f"the worker server did not answer within {wait_s:g} s (log: {log})")
 
 
-def _stop_superseded(path: Path) -> None:
+def _retire_superseded(path: Path) -> None:
     """Retire the servers of this interpreter and regsurvey installation that have another identity:
     regsurvey (or Triton, torch) changed since they started, and no new survey will use them. Each
     exits once the workers of the surveys still running on it are done."""
@@ -200,9 +212,7 @@ def _stop_superseded(path: Path) -> None:
             continue
         status = _ping_any(other)
         if status is not None and status.get("python") == sys.executable and status.get("package") == _package():
-            with contextlib.suppress(OSError, EOFError), _connect(other) as conn:
-                conn.send({"op": "retire"})
-                conn.poll(CONNECT_TIMEOUT_S)
+            _tell(other, {"op": "retire"})
 
 
 def stop() -> bool:
@@ -210,9 +220,7 @@ def stop() -> bool:
     path = address()
     if ping(path) is None:
         return False
-    with contextlib.suppress(OSError, EOFError), _connect(path) as conn:
-        conn.send({"op": "stop"})
-        conn.poll(CONNECT_TIMEOUT_S)
+    _tell(path, {"op": "stop"})
     deadline = time.monotonic() + 10
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -243,9 +251,7 @@ class ServerWorker:
     def kill(self) -> None:
         if self.exitcode is not None:
             return
-        with contextlib.suppress(OSError, EOFError), _connect(self._path) as conn:
-            conn.send({"op": "kill", "pid": self.pid})
-            conn.poll(CONNECT_TIMEOUT_S)
+        _tell(self._path, {"op": "kill", "pid": self.pid})
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the exit code (the connection's last message); only at the end of the worker's
