@@ -64,16 +64,16 @@ class _Worker:
     finishing: list[Key] = field(default_factory=list)  # compiled keys whose objects it still reads
     started: float = 0.0  # monotonic time the key it compiles was sent
     heard: float = 0.0  # monotonic time of its last message (or of the last key sent)
+    spawned: float = field(default_factory=time.time)
+    ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
 
     def deadline(self, timeout: float) -> float:
         """When it has taken too long: the key it compiles has ``timeout`` seconds from being sent;
         with only keys to finish, it must say something within ``timeout`` seconds."""
         return (self.started if self.key is not None else self.heard) + timeout
-    spawned: float = field(default_factory=time.time)
-    ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
 
 
-_COMPILING = ("capture_s", "hash_s", "compile_s")  # a worker's compiling thread; the rest is its second
+_COMPILING = ("capture_s", "hash_s", "compile_s")  # a worker's compiling thread; the rest is finishing
 
 
 @dataclass
@@ -418,7 +418,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         progress.on_key(done, rows)
 
     def lose(w: _Worker, why: str) -> None:
-        """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again."""
+        """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again, to
+        a worker started in its place while keys remain."""
         blamed = w.key or w.finishing[0]
         finish(blamed, [_error_row(blamed, why)])
         for k in (x for x in [w.key, *w.finishing] if x is not None and x != blamed):
@@ -429,6 +430,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 pending.append(k)
         w.key, w.finishing = None, []
         pool.kill(w)
+        if pending:
+            pool.spawn()
 
     def heard(w: _Worker, message: dict[str, Any]) -> None:
         w.heard = time.monotonic()
@@ -477,12 +480,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 except (EOFError, OSError):
                     w.process.join(timeout=5)
                     lose(w, f"worker process died while compiling (exit code {w.process.exitcode})")
-                    if pending:
-                        pool.spawn()
             elif time.monotonic() >= w.deadline(options.timeout):
                 lose(w, f"timed out after {options.timeout:g} s (--timeout)")
-                if pending:
-                    pool.spawn()
     return results
 
 

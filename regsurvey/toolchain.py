@@ -353,7 +353,6 @@ def _cache_invalidating_env() -> dict[str, str]:
     return {k: str(v) for k, v in sorted(get_cache_invalidating_env_vars().items())}
 
 
-
 def warm_up() -> None:
     """Do once what every compile process does first: hash Triton's own sources (its cache key's
     ``triton_key``, 0.3 s) and make each backend. Run in the worker forkserver, so that workers are
