@@ -34,6 +34,27 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=check)
 
 
+def _git_to_the_end(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run a git command that adds or removes a worktree, and let it finish even on Ctrl-C or SIGTERM.
+
+    Killed midway, ``git worktree add`` leaves its administrative entry locked as "initializing",
+    which ``git worktree prune`` then keeps for good. So git runs in a session of its own (a
+    terminal's Ctrl-C, sent to the whole foreground group, does not reach it), and an interrupt that
+    arrives while it runs is raised once it has exited."""
+    proc = subprocess.Popen(["git", "-C", str(repo), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    interrupted: KeyboardInterrupt | None = None
+    while True:
+        try:
+            out, err = proc.communicate()
+            break
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see _Terminated): after git is done
+            interrupted = exc
+    if interrupted is not None:
+        raise interrupted
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def repo_root(start: Path) -> Path | None:
     """The git top level containing ``start``, or None outside a repository."""
     try:
@@ -96,17 +117,29 @@ def commit_checkout(start: Path, rev: str) -> Iterator[Checkout]:
     sha = resolve_commit(repo, rev)
     tmp = Path(tempfile.mkdtemp(prefix=f"regsurvey-{sha[:10]}-"))
     worktree = tmp / "tree"
-    added = False
     with _sigterm_unwinds():
         try:
-            out = _git(repo, "worktree", "add", "--detach", "--quiet", str(worktree), sha, check=False)
+            out = _git_to_the_end(repo, "worktree", "add", "--detach", "--quiet", str(worktree), sha)
             if out.returncode != 0:
                 raise CheckoutError(f"git worktree add failed for {rev}: {out.stderr.strip().splitlines()[-1:]}")
-            added = True
             label = rev if rev.startswith(sha[:7]) else f"{rev} ({sha[:10]})"
             yield Checkout(root=worktree, repo=repo, commit=sha, label=label, dirty=False)
         finally:
-            if added:
-                _git(repo, "worktree", "remove", "--force", str(worktree), check=False)
-            shutil.rmtree(tmp, ignore_errors=True)
-            _git(repo, "worktree", "prune", check=False)
+            _remove_worktree(repo, worktree, tmp)
+
+
+def _remove_worktree(repo: Path, worktree: Path, tmp: Path) -> None:
+    """Remove a temporary worktree, its directory and git's entry for it: every step, even when an
+    interrupt arrives during one (it is raised at the end). Also after a failed add: whatever git
+    left there is ours (the directory was new), so it goes even if git left it locked."""
+    steps = (lambda: _git_to_the_end(repo, "worktree", "remove", "--force", "--force", str(worktree)),
+             lambda: shutil.rmtree(tmp, ignore_errors=True),
+             lambda: _git_to_the_end(repo, "worktree", "prune"))
+    interrupted: KeyboardInterrupt | None = None
+    for step in steps:
+        try:
+            step()
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+    if interrupted is not None:
+        raise interrupted

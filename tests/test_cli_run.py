@@ -79,6 +79,20 @@ def worktrees(repo: Path) -> list[str]:
             if line.startswith("worktree ")]
 
 
+def wait_for_worktree(repo: Path, proc: subprocess.Popen) -> None:
+    """Until the survey ``proc`` has begun its temporary worktree (git lists it from the start of
+    ``git worktree add``); what the survey printed if it ended first."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while len(worktrees(repo)) < 2:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError(f"the survey never began its worktree (exit {proc.returncode}): {out}{err}")
+        time.sleep(0.02)
+
+
 def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> None:
     (toy_repo / "toykernels" / "broken.py").write_text(BROKEN_KERNELS)
     (toy_repo / "keys" / "zz_bad.py").write_text(BAD_KEYS)
@@ -197,10 +211,7 @@ def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame:
                             stderr=subprocess.PIPE, text=True, start_new_session=group,
                             # as from a terminal, even where the test runner ignores SIGINT
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 60
-    while len(worktrees(toy_repo)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(worktrees(toy_repo)) == 2, "the survey never created its worktree"
+    wait_for_worktree(toy_repo, proc)
     time.sleep(wait)  # let the worker start on the slow key
     if group:
         os.killpg(proc.pid, getattr(signal, signame))
@@ -222,6 +233,39 @@ def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame:
             time.sleep(0.2)
         else:
             raise AssertionError("processes of the interrupted survey are still running")
+
+
+@pytest.mark.parametrize(("signame", "group"), [("SIGINT", False), ("SIGTERM", False), ("SIGINT", True)])
+def test_interrupt_while_git_checks_the_commit_out_leaves_no_worktree(toy_repo: Path, signame: str,
+                                                                      group: bool) -> None:
+    """Killed in the middle of its checkout, ``git worktree add`` leaves an entry locked as
+    "initializing" that prune keeps: git must be let finish, then the worktree removed. A smudge
+    filter that sleeps holds git in its checkout while the signal arrives."""
+    import signal
+    import time
+
+    git(toy_repo, "config", "filter.slow.smudge", "sleep 3; cat")
+    git(toy_repo, "config", "filter.slow.clean", "cat")
+    (toy_repo / ".gitattributes").write_text("*.slow filter=slow\n")
+    (toy_repo / "held.slow").write_text("checked out through a filter that sleeps\n")
+    commit_all(toy_repo, "a file that checks out slowly")
+    proc = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--commit", "HEAD",
+                             "--kind", "scale"], cwd=toy_repo, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=group,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    wait_for_worktree(toy_repo, proc)
+    time.sleep(0.5)  # git is in its checkout, in the filter's sleep
+    assert proc.poll() is None
+    if group:
+        os.killpg(proc.pid, getattr(signal, signame))
+    else:
+        proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert len(worktrees(toy_repo)) == 1, err
+    admin = toy_repo / ".git" / "worktrees"
+    assert not admin.exists() or not list(admin.iterdir())
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "regsurvey: interrupted", err
 
 
 def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path, tmp_path: Path) -> None:
