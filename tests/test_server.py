@@ -80,12 +80,12 @@ def test_a_served_worker_that_dies_or_hangs_is_a_row(toy_repo: Path, env: dict[s
     (toy_repo / "toykernels" / "broken.py").write_text(BROKEN_KERNELS)
     (toy_repo / "keys" / "zz_bad.py").write_text(BAD_KEYS)
     assert cli("server", "start", env=env).returncode == 0
-    data = survey(toy_repo, env, "--target", "sm90", "-j", "2", "--timeout", "5", "--kind", "dies", "--kind", "hangs",
+    data = survey(toy_repo, env, "--target", "sm90", "-j", "2", "--timeout", "10", "--kind", "dies", "--kind", "hangs",
                   "--kind", "scale")
     rows = {r["key"]: r for r in data["rows"]}
     assert data["timing"]["workers_from_server"] >= 1
     assert rows["dies/n3"]["error"] == "worker process died while compiling (exit code 3)"
-    assert rows["hangs/n3"]["error"] == "timed out after 5 s (--timeout)"
+    assert rows["hangs/n3"]["error"] == "timed out after 10 s (--timeout)"
     assert all(rows[k]["status"] == "ok" for k in rows if k.startswith("scale/"))
     # The hung worker was killed through the server, which knows its children.
     deadline = time.monotonic() + 10
