@@ -130,16 +130,12 @@ def commit_checkout(start: Path, rev: str) -> Iterator[Checkout]:
 
 def _remove_worktree(repo: Path, worktree: Path, tmp: Path) -> None:
     """Remove a temporary worktree, its directory and git's entry for it: every step, even when an
-    interrupt arrives during one (it is raised at the end). Also after a failed add: whatever git
-    left there is ours (the directory was new), so it goes even if git left it locked."""
-    steps = (lambda: _git_to_the_end(repo, "worktree", "remove", "--force", "--force", str(worktree)),
-             lambda: shutil.rmtree(tmp, ignore_errors=True),
-             lambda: _git_to_the_end(repo, "worktree", "prune"))
-    interrupted: KeyboardInterrupt | None = None
-    for step in steps:
+    interrupt arrives during one. Also after a failed add: whatever git left there is ours (the
+    directory was new), so it goes even if git left it locked."""
+    try:
+        _git_to_the_end(repo, "worktree", "remove", "--force", "--force", str(worktree))
+    finally:
         try:
-            step()
-        except KeyboardInterrupt as exc:
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
+            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            _git_to_the_end(repo, "worktree", "prune")
