@@ -85,6 +85,12 @@ def _private(directory: Path) -> bool:
     return st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
 
 
+def _trusted_socket(path: Path) -> bool:
+    """Whether a server may be listening on ``path`` that a survey can trust: it exists, in this
+    user's private directory."""
+    return path.exists() and _private(path.parent)
+
+
 @functools.cache
 def identity() -> str:
     """What a server must share with a survey to compile the same kernels: interpreter, regsurvey's
@@ -136,7 +142,7 @@ def ping(path: Path | None = None) -> dict[str, Any] | None:
 
 def _ping_any(path: Path) -> dict[str, Any] | None:
     """The status of whatever server listens on ``path`` (of any identity), or None."""
-    if not path.exists() or not _private(path.parent):
+    if not _trusted_socket(path):
         return None
     try:
         with _connect(path) as conn:
@@ -291,7 +297,7 @@ def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | N
             return None
         finally:
             _launched.clear()
-    if not path.exists() or not _private(path.parent):
+    if not _trusted_socket(path):
         return None
     try:
         conn = _connect(path)
