@@ -79,11 +79,18 @@ def worktrees(repo: Path) -> list[str]:
             if line.startswith("worktree ")]
 
 
-def wait_for_worktree(repo: Path, proc: subprocess.Popen) -> None:
-    """Until the survey ``proc`` has begun its temporary worktree (git lists it from the start of
+def start_commit_survey(repo: Path, kind: str, group: bool) -> subprocess.Popen:
+    """``regsurvey run --commit HEAD --kind KIND`` started in ``repo`` (in a process group of its own
+    with ``group``), returned once it has begun its temporary worktree (git lists it from the start of
     ``git worktree add``); what the survey printed if it ended first."""
+    import signal
     import time
 
+    proc = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--commit", "HEAD", "--kind", kind],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=group,
+                            # as from a terminal, even where the test runner ignores SIGINT
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while len(worktrees(repo)) < 2:
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -91,6 +98,24 @@ def wait_for_worktree(repo: Path, proc: subprocess.Popen) -> None:
             out, err = proc.communicate()
             raise AssertionError(f"the survey never began its worktree (exit {proc.returncode}): {out}{err}")
         time.sleep(0.02)
+    return proc
+
+
+def interrupt_and_check_the_worktree_is_gone(repo: Path, proc: subprocess.Popen, signame: str, group: bool) -> None:
+    """Send ``signame`` to the survey (to its whole process group with ``group``, as a terminal's
+    Ctrl-C does); it must end with one line, having removed its worktree and git's entry for it."""
+    import signal
+
+    if group:
+        os.killpg(proc.pid, getattr(signal, signame))
+    else:
+        proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert len(worktrees(repo)) == 1, err
+    admin = repo / ".git" / "worktrees"
+    assert not admin.exists() or not list(admin.iterdir())
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "regsurvey: interrupted", err
 
 
 def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> None:
@@ -199,30 +224,15 @@ def test_keys_file_that_raises_names_file_and_line(toy_repo: Path) -> None:
 ])
 def test_interrupted_commit_survey_removes_its_worktree(toy_repo: Path, signame: str, group: bool,
                                                         wait: float) -> None:
-    import signal
     import time
 
     (toy_repo / "keys" / "zz_slow.py").write_text(
         "import time\nimport regsurvey as rs\nm = rs.Matrix(targets=['sm90'], n=[1])\n\n"
         "@m.kind(axes=['n'])\ndef slow(n):\n    time.sleep(600)\n")
     commit_all(toy_repo, "slow kind")
-    proc = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--commit", "HEAD",
-                             "--kind", "slow"], cwd=toy_repo, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=group,
-                            # as from a terminal, even where the test runner ignores SIGINT
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    wait_for_worktree(toy_repo, proc)
+    proc = start_commit_survey(toy_repo, "slow", group)
     time.sleep(wait)  # let the worker start on the slow key
-    if group:
-        os.killpg(proc.pid, getattr(signal, signame))
-    else:
-        proc.send_signal(getattr(signal, signame))
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
-    assert len(worktrees(toy_repo)) == 1, err
-    admin = toy_repo / ".git" / "worktrees"
-    assert not admin.exists() or not list(admin.iterdir())
-    assert "Traceback" not in err and err.strip().splitlines()[-1] == "regsurvey: interrupted", err
+    interrupt_and_check_the_worktree_is_gone(toy_repo, proc, signame, group)
     if group:  # nothing of the survey is left running: not the forkserver, not a worker
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -241,7 +251,6 @@ def test_interrupt_while_git_checks_the_commit_out_leaves_no_worktree(toy_repo: 
     """Killed in the middle of its checkout, ``git worktree add`` leaves an entry locked as
     "initializing" that prune keeps: git must be let finish, then the worktree removed. A smudge
     filter that sleeps holds git in its checkout while the signal arrives."""
-    import signal
     import time
 
     git(toy_repo, "config", "filter.slow.smudge", "sleep 3; cat")
@@ -249,23 +258,10 @@ def test_interrupt_while_git_checks_the_commit_out_leaves_no_worktree(toy_repo: 
     (toy_repo / ".gitattributes").write_text("*.slow filter=slow\n")
     (toy_repo / "held.slow").write_text("checked out through a filter that sleeps\n")
     commit_all(toy_repo, "a file that checks out slowly")
-    proc = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--commit", "HEAD",
-                             "--kind", "scale"], cwd=toy_repo, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=group,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    wait_for_worktree(toy_repo, proc)
+    proc = start_commit_survey(toy_repo, "scale", group)
     time.sleep(0.5)  # git is in its checkout, in the filter's sleep
     assert proc.poll() is None
-    if group:
-        os.killpg(proc.pid, getattr(signal, signame))
-    else:
-        proc.send_signal(getattr(signal, signame))
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
-    assert len(worktrees(toy_repo)) == 1, err
-    admin = toy_repo / ".git" / "worktrees"
-    assert not admin.exists() or not list(admin.iterdir())
-    assert "Traceback" not in err and err.strip().splitlines()[-1] == "regsurvey: interrupted", err
+    interrupt_and_check_the_worktree_is_gone(toy_repo, proc, signame, group)
 
 
 def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path, tmp_path: Path) -> None:
