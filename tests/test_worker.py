@@ -31,6 +31,11 @@ def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Worker:
     return Worker(TOY, TOY / "keys", tmp_path / "store" / "objects")
 
 
+def gfx950_keys(worker: Worker) -> dict[str, Key]:
+    """The toy project's keys on gfx950, by id."""
+    return {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+
+
 class Replies:
     """What a :class:`Finishing` answers, by key id."""
 
@@ -50,7 +55,7 @@ class Replies:
 
 
 def test_a_kernel_still_being_finished_is_taken_from_it(worker: Worker) -> None:
-    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    keys = gfx950_keys(worker)
     # The row width only sizes the grid: both keys launch one kernel.
     first = worker.compile_key(keys["scale/w2/stop"])
     second = worker.compile_key(keys["scale/w8/stop"])
@@ -67,7 +72,7 @@ def test_a_kernel_still_being_finished_is_taken_from_it(worker: Worker) -> None:
 
 
 def test_survey_key_compiles_and_finishes(worker: Worker) -> None:
-    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    keys = gfx950_keys(worker)
     rows = worker.survey_key(keys["gemm/w8"])
     assert [r.status for r in rows] == ["ok"]
     assert rows[0].resources["vgpr"] > 0 and rows[0].object is not None
@@ -75,7 +80,7 @@ def test_survey_key_compiles_and_finishes(worker: Worker) -> None:
 
 @pytest.mark.parametrize("use_process", [True, False], ids=["process", "thread"])
 def test_finishing_answers_every_key_in_order(worker: Worker, use_process: bool) -> None:
-    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    keys = gfx950_keys(worker)
     replies = Replies()
     finishing = Finishing(worker, replies, use_process=use_process)
     try:
@@ -98,7 +103,7 @@ def test_finishing_answers_every_key_in_order(worker: Worker, use_process: bool)
 def test_a_finishing_process_that_dies_loses_nothing(worker: Worker, tmp_path: Path) -> None:
     """Keys it held, and later ones, are finished on the worker's thread; a launch of a kernel the dead
     process finished takes its row from the result cache it was stored in."""
-    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    keys = gfx950_keys(worker)
     replies = Replies()
     finishing = Finishing(worker, replies, use_process=True)
     try:
@@ -133,7 +138,7 @@ def test_a_worker_that_cannot_fork_finishes_on_its_thread(worker: Worker, monkey
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(os, "fork", no_fork)
-    keys = {k.id: k for k in expand_keys(list(worker.kinds().values()), ["gfx950"])}
+    keys = gfx950_keys(worker)
     replies = Replies()
     finishing = Finishing(worker, replies, use_process=True)
     try:
