@@ -81,9 +81,24 @@ def working_tree(start: Path) -> Checkout:
         return Checkout(root=start.resolve(), repo=start.resolve(), commit=None,
                         label="working tree", dirty=True)
     head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).stdout.strip() or None
-    dirty = bool(_git(repo, "status", "--porcelain", "--untracked-files=no").stdout.strip())
+    dirty = _modified(repo)
     return Checkout(root=repo, repo=repo, commit=None if dirty else head,
                     label="working tree" + (" (uncommitted changes)" if dirty else ""), dirty=dirty)
+
+
+def _modified(repo: Path) -> bool:
+    """True when the working tree differs from HEAD: a tracked file changed, or an untracked file that
+    git does not ignore (a new keys file, a tuned-config JSON a launcher reads). Python's bytecode
+    caches are not inputs: importing the project writes them."""
+    out = _git(repo, "status", "--porcelain", "-z", "--untracked-files=all").stdout
+    for entry in out.split("\0"):
+        if not entry:
+            continue
+        status, path = entry[:2], entry[3:]
+        if status == "??" and ("__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo"))):
+            continue
+        return True
+    return False
 
 
 class _Terminated(KeyboardInterrupt):

@@ -296,3 +296,23 @@ def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path,
     # Forked workers came with torch and Triton imported; spawned ones imported them.
     assert surveys["forkserver"]["timing"]["workers_preloaded"] == 2
     assert surveys["spawn"]["timing"]["workers_preloaded"] == 0
+
+
+def test_untracked_files_make_the_tree_modified(toy_repo: Path) -> None:
+    """An untracked keys file is surveyed: the working tree is not HEAD's stored survey."""
+    head = survey_json(toy_repo, "--kind", "scale", "--target", "sm90")
+    assert head["dirty"] is False and head["commit"] == git(toy_repo, "rev-parse", "HEAD")
+    # Bytecode caches an import writes, and a report written to reports/, are not inputs.
+    (toy_repo / "toykernels" / "__pycache__").mkdir()
+    (toy_repo / "toykernels" / "__pycache__" / "ops.cpython-311.pyc").write_bytes(b"\0")
+    report = regsurvey("diff", "HEAD", "--format", "html", cwd=toy_repo)
+    assert report.returncode == 0, report.stderr
+    assert survey_json(toy_repo, "--kind", "scale", "--target", "sm90")["dirty"] is False
+    (toy_repo / "keys" / "extra.py").write_text(
+        "import regsurvey as rs\nfrom toykernels import ops\n\n"
+        "matrix = rs.Matrix(targets=['sm90'], width=[4])\n\n\n"
+        "@matrix.kind(axes=['width'])\ndef extra(width):\n"
+        "    ops.scale(rs.tensor((width, 4096), 'bf16'), 0.5, stop=False)\n")
+    data = survey_json(toy_repo, "--target", "sm90")
+    assert data["dirty"] is True and data["commit"] is None
+    assert [r["status"] for r in data["rows"] if r["kind"] == "extra"] == ["ok"]

@@ -15,7 +15,7 @@ from ..diff.summary import summarize
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
 from .common import BAD_INPUT, EXIT_OK, fail, split_csv
-from .options import make_survey_options
+from .options import make_report_dir, make_survey_options
 
 SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
 
@@ -75,7 +75,7 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
     if len(lines) > SHOWN_LINES:
         click.echo(f"- ... {len(lines) - SHOWN_LINES} more lines in the report")
     click.echo(total_line(comparison, arrow="->"))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_report_dir(path.parent)
     note = (f"regsurvey demo: HEAD~1 is the decode-layer demo suite; HEAD changes one kernel: "
             f"\"{DEMO_CHANGE.message}\" ({DEMO_CHANGE.path})")
     path.write_text(HtmlFormat(note=note).format(comparison), encoding="utf-8")

@@ -89,9 +89,19 @@ def write_report(text: str, fmt: str, output: Path | None, default_html: Path) -
     if path is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_report_dir(path.parent)
     path.write_text(text, encoding="utf-8")
     click.echo(f"wrote {path}")
+
+
+def make_report_dir(directory: Path) -> None:
+    """Create ``directory`` for a report; one regsurvey creates ignores itself in git (as the store does),
+    so that a report written into the repository does not make the working tree modified."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True)
+    if repo_root(directory) is not None:
+        (directory / ".gitignore").write_text("# written by regsurvey: generated reports\n*\n")
 
 
 def table_style() -> dict[str, Any]:
