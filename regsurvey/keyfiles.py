@@ -25,12 +25,7 @@ def where_raised(exc: BaseException, root: Path) -> str:
     if not (inside or frames):
         return "?"
     frame = (inside or frames)[-1]
-    path = Path(frame.filename)
-    try:
-        shown = str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        shown = str(path)
-    return f"{shown}:{frame.lineno}"
+    return f"{_shown(Path(frame.filename), root)}:{frame.lineno}"
 
 
 def _is_under(filename: str, root: Path) -> bool:
@@ -45,6 +40,34 @@ def one_line(exc: BaseException) -> str:
     """``Type: first line of the message``."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def import_failure(exc: BaseException, keys_file: Path, root: Path) -> str:
+    """One line for a keys file whose import raised: the keys file and its line, then (when the
+    exception came from deeper, e.g. a library the keys file imports) the innermost frame, then the
+    exception."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if _same_file(f.filename, keys_file)]
+    where = f"{_shown(keys_file, root)}:{own[-1].lineno}" if own else _shown(keys_file, root)
+    if frames and not _same_file(frames[-1].filename, keys_file):
+        inner = frames[-1]
+        return (f"keys file {where} raised {one_line(exc)} "
+                f"(in {_shown(Path(inner.filename), root)}:{inner.lineno}, {inner.name})")
+    return f"keys file {where} raised {one_line(exc)}"
+
+
+def _same_file(filename: str, path: Path) -> bool:
+    try:
+        return Path(filename).resolve() == path.resolve()
+    except OSError:
+        return False
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:
@@ -65,8 +88,7 @@ def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:  # a keys file may raise anything, SystemExit included
-            raise KeysFileError(
-                f"keys file {where_raised(exc, root)} raised {one_line(exc)}") from None
+            raise KeysFileError(import_failure(exc, path, root)) from None
         # The same Matrix may be bound to several names: each counts once.
         matrices = list({id(v): v for v in vars(module).values() if isinstance(v, Matrix)}.values())
         for matrix in matrices:

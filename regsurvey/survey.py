@@ -28,7 +28,7 @@ from .matrix import Key
 from .objectstore import atomic_write
 from .results import Row, Survey
 from .server import ServerWorker
-from .targets import get_target
+from .targets import DEFAULT_LIST_TARGET, TARGETS, get_target
 
 
 class SurveyError(Exception):
@@ -60,6 +60,7 @@ class Progress:
 class _Worker:
     process: Any
     conn: Any
+    target: str = ""  # the one target whose keys it surveys (it imported the project for it)
     key: Key | None = None  # the key it compiles
     finishing: list[Key] = field(default_factory=list)  # compiled keys whose objects it still reads
     started: float = 0.0  # monotonic time the key it compiles was sent
@@ -87,7 +88,8 @@ class SurveyTiming:
     beside compiling, in each worker's finishing process); ``list_s`` is the wall time until the key
     list arrived; ``worker_peak_rss_mb`` is the largest worker's (or finishing process's) peak
     resident memory; ``workers_preloaded`` counts the workers that were forked with torch and Triton
-    already imported, ``workers_from_server`` those a running ``regsurvey server`` forked.
+    already imported, ``workers_from_server`` those a running ``regsurvey server`` forked;
+    ``workers_started`` counts every worker started (each imports the checkout once, for its target).
     """
 
     jobs: int
@@ -98,6 +100,7 @@ class SurveyTiming:
     peak_rss_mb: float = 0.0  # the largest worker's
     preloaded: set[int] = field(default_factory=set)  # workers that came with torch and Triton imported
     from_server: set[int] = field(default_factory=set)  # workers a `regsurvey server` forked
+    workers_started: int = 0
 
     def answered(self, w: _Worker, answer: dict[str, Any]) -> None:
         self.peak_rss_mb = max(self.peak_rss_mb, answer.get("peak_rss_mb") or 0.0)
@@ -123,6 +126,7 @@ class SurveyTiming:
             out["worker_peak_rss_mb"] = self.peak_rss_mb
         out["workers_preloaded"] = float(len(self.preloaded))
         out["workers_from_server"] = float(len(self.from_server))
+        out["workers_started"] = float(self.workers_started)
         return {k: round(v, 3) for k, v in out.items()}
 
 
@@ -133,16 +137,19 @@ class _Pool:
     triton_cache_dir: str | None = None
     target: Callable[..., None] | None = None  # the worker's main loop (tests give a stand-in)
     workers: list[_Worker] = field(default_factory=list)
+    started: int = 0  # workers started so far (one import of the checkout each)
 
-    def spawn(self) -> _Worker:
+    def spawn(self, target: str) -> _Worker:
+        """A new worker for ``target``'s keys: it imports the checkout with that target as the device."""
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                self.triton_cache_dir, dict(os.environ))
+                self.triton_cache_dir, dict(os.environ), target)
+        self.started += 1
         if self.target is None and _worker_start() == "server":
             from . import server
 
             got = server.connect_worker(args)
             if got is not None:
-                w = _Worker(*got)
+                w = _Worker(*got, target=target)
                 self.workers.append(w)
                 return w
         ctx = _worker_context()
@@ -156,7 +163,7 @@ class _Pool:
         with _main_module_hidden():
             process.start()
         child.close()
-        w = _Worker(process, parent)
+        w = _Worker(process, parent, target=target)
         self.workers.append(w)
         return w
 
@@ -325,14 +332,20 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         raise SurveyError(str(exc)) from None
     pool = _Pool(checkout, objects_dir, options.triton_cache_dir)
     timing = SurveyTiming(jobs=max(1, options.jobs))
+    costs = KeyCosts(objects_dir.parent / "costs.json")
     ready: list[float] = []
     try:
-        # Start every worker now: they import torch, Triton and the keys while the first lists keys.
-        first = pool.spawn()
+        # Every worker imports the checkout for one target (see worker.Worker). The first lists the
+        # keys, with the first target asked for as the device (else the one earlier surveys used
+        # most, else sm90); when the targets are known, the others are forked while it lists.
+        listing_target = (get_target(options.targets[0]).name if options.targets
+                          else costs.usual_target() or DEFAULT_LIST_TARGET)
+        first = pool.spawn(listing_target)
         listing = {"op": "list", "targets": list(options.targets or []) or None}
-        first.conn.send(listing)  # the first lists the keys while the others are forked
-        for _ in range(max(0, options.jobs - 1)):
-            pool.spawn()
+        first.conn.send(listing)
+        asked = [get_target(t).name for t in options.targets or ()]
+        for i in range(1, max(1, options.jobs) if asked else 1):
+            pool.spawn(asked[i % len(asked)])
         answer = _answer(first, listing, timeout=max(options.timeout, 120))
         if not answer["ok"]:
             raise SurveyError(answer["error"])
@@ -349,11 +362,14 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             toolchain[backend] = info["toolchain"]
         progress.on_start(len(keys))
         timing.listed = time.monotonic()
-        costs = KeyCosts(objects_dir.parent / "costs.json")
-        results = _run_keys(pool, costs.longest_first(keys), options, progress, timing)
+        ordered = costs.longest_first(keys)
+        while len(pool.workers) < max(1, options.jobs):
+            pool.spawn(_wanted_target(ordered, pool.workers, costs.estimate))
+        results = _run_keys(pool, ordered, options, progress, timing, costs.estimate)
         costs.update(r for rows in results.values() for r in rows)
         ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
     finally:
+        timing.workers_started = pool.started
         pool.close()
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
     rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
@@ -376,6 +392,25 @@ class KeyCosts:
             self.seconds: dict[str, float] = json.loads(path.read_text())
         except (OSError, ValueError):
             self.seconds = {}  # none yet, or damaged: scheduling order is only an optimisation
+
+    def estimate(self, key: Key) -> float:
+        """The key's compile seconds last time; keys never surveyed count as the mean of those known
+        (1 s when none is known)."""
+        known = self.seconds.get(f"{key.target}:{key.id}")
+        if known is not None:
+            return known
+        if not self.seconds:
+            return 1.0
+        return sum(self.seconds.values()) / len(self.seconds)
+
+    def usual_target(self) -> str | None:
+        """The target with the most keys surveyed before in this store (None when none was)."""
+        counts: dict[str, int] = {}
+        for name in self.seconds:
+            target = name.split(":", 1)[0]
+            if target in TARGETS:
+                counts[target] = counts.get(target, 0) + 1
+        return max(counts, key=lambda t: counts[t]) if counts else None
 
     def longest_first(self, keys: list[Key]) -> list[Key]:
         """``keys`` reordered: unknown cost first, then by decreasing cost (stable)."""
@@ -400,14 +435,33 @@ class KeyCosts:
 _FINISHING_DEPTH = 2
 
 
+def _wanted_target(pending: list[Key], workers: list[_Worker], cost: Callable[[Key], float]) -> str:
+    """The target a new worker should survey: the one with the most pending compile seconds per
+    worker already on it (a target with none pending is never chosen while another has some)."""
+    load: dict[str, float] = {}
+    for k in pending:
+        load[k.target] = load.get(k.target, 0.0) + max(cost(k), 1e-3)
+    if not load:
+        return workers[0].target if workers else DEFAULT_LIST_TARGET
+    serving: dict[str, int] = {}
+    for w in workers:
+        serving[w.target] = serving.get(w.target, 0) + 1
+    return max(load, key=lambda t: load[t] / (1 + serving.get(t, 0)))
+
+
 def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
-              timing: SurveyTiming) -> dict[tuple[str, str], list[Row]]:
+              timing: SurveyTiming, cost: Callable[[Key], float] = lambda key: 1.0,
+              ) -> dict[tuple[str, str], list[Row]]:
     """Send keys to workers as they become free, collect their rows, enforce the time-out.
 
     A worker says "free" once a key's launches are compiled, and answers with the rows once their
     objects are read, stored and linted; it gets the next key in between. A worker that times out or
     dies takes the key it was compiling with it (an error row); keys it was only finishing are sent
     again, once: a key that was in flight on two workers that died is an error too.
+
+    A worker takes only keys of its own target (it imported the checkout for it). One that is idle,
+    with no key of its target left to take while other targets' keys wait, is ended and a worker
+    for the target with the most work per worker takes its place.
     """
     pending = list(reversed(keys))  # pop() from the end keeps the given order
     results: dict[tuple[str, str], list[Row]] = {}
@@ -431,7 +485,14 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         w.key, w.finishing = None, []
         pool.kill(w)
         if pending:
-            pool.spawn()
+            pool.spawn(_wanted_target(pending, pool.workers, cost))
+
+    def take(target: str) -> Key | None:
+        """The next pending key of ``target`` (pending is in reverse order: the next is last)."""
+        for i in range(len(pending) - 1, -1, -1):
+            if pending[i].target == target:
+                return pending.pop(i)
+        return None
 
     def heard(w: _Worker, message: dict[str, Any]) -> None:
         w.heard = time.monotonic()
@@ -458,7 +519,12 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     while pending or any(w.key is not None or w.finishing for w in pool.workers):
         for w in list(pool.workers):
             if w.key is None and len(w.finishing) < _FINISHING_DEPTH and pending:
-                nxt = pending.pop()
+                nxt = take(w.target)
+                if nxt is None:
+                    if not w.finishing:  # nothing of its target left: a worker for a target with work
+                        pool.kill(w)
+                        pool.spawn(_wanted_target(pending, pool.workers, cost))
+                    continue
                 w.key, w.started = nxt, time.monotonic()
                 w.heard = timing.last_dispatch = w.started
                 w.conn.send({"op": "survey", "reuse": options.reuse_results,
@@ -466,8 +532,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                                      "target": nxt.target, "id": nxt.id}})
         busy = [w for w in pool.workers if w.key is not None or w.finishing]
         if not busy:
-            if pending:  # every worker was lost: start one
-                pool.spawn()
+            if pending and not pool.workers:  # every worker was lost: start one
+                pool.spawn(_wanted_target(pending, pool.workers, cost))
             continue
         now = time.monotonic()
         wait_for = max(0.0, min(w.deadline(options.timeout) - now for w in busy))

@@ -84,6 +84,10 @@ TARGETS: dict[str, Target] = {
     )
 }
 
+# The device keys files are first imported under when a survey names no target: the matrices declare
+# their targets, but only importing the files tells which.
+DEFAULT_LIST_TARGET = "sm90"
+
 # Spellings a user may type for a target.
 _ALIASES = {
     "mi300x": "gfx942", "mi300": "gfx942", "mi355x": "gfx950", "mi350x": "gfx950",

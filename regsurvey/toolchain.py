@@ -212,30 +212,22 @@ _original_autotune_run: Any = None
 
 
 @contextlib.contextmanager
-def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
-    """Run a kind body inside this: its launches land in ``session`` and nothing runs on a GPU.
+def device_as(target: Target) -> Iterator[Target]:
+    """Make the device look like ``target`` to Triton (the active driver) and to the project's code
+    (``torch.cuda`` device queries, ``torch.version.hip``/``cuda``) until the block ends.
 
-    The device looks like ``session.target`` to Triton (active driver) and to the launcher
-    (``torch.cuda`` device queries, ``torch.version.hip``/``cuda``).
+    Keys files are imported inside this (a library may ask for the device at import), and every kind
+    body runs inside it, under :func:`capturing`.
     """
-    global _original_autotune_run
     import torch
     import triton
-    from triton import knobs
-    from triton.runtime import autotuner
     from triton.runtime.driver import driver
 
-    target = session.target
     props = _device_props_namespace(target)
-    if _original_autotune_run is None:
-        _original_autotune_run = autotuner.Autotuner.run
-    token = capture_mod.begin(session)
     previous_driver = driver._active
     driver.set_active(StubDriver(target))
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_patched(knobs.runtime, "jit_cache_hook", _record_launch))
-            stack.enter_context(_patched(autotuner.Autotuner, "run", _surveyed_autotune_run))
             stack.enter_context(_patched(torch.version, "hip", target.torch_hip_version))
             stack.enter_context(_patched(torch.version, "cuda", None if target.is_amd else "13.0"))
             cuda = torch.cuda
@@ -249,9 +241,31 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
             }.items():
                 stack.enter_context(_patched(cuda, name, value))
             del triton  # imported so the patches above land on an initialised package
-            yield session
+            yield target
     finally:
         driver._active = previous_driver
+
+
+@contextlib.contextmanager
+def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
+    """Run a kind body inside this: its launches land in ``session`` and nothing runs on a GPU.
+
+    The device looks like ``session.target`` (:func:`device_as`).
+    """
+    global _original_autotune_run
+    from triton import knobs
+    from triton.runtime import autotuner
+
+    if _original_autotune_run is None:
+        _original_autotune_run = autotuner.Autotuner.run
+    token = capture_mod.begin(session)
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(device_as(session.target))
+            stack.enter_context(_patched(knobs.runtime, "jit_cache_hook", _record_launch))
+            stack.enter_context(_patched(autotuner.Autotuner, "run", _surveyed_autotune_run))
+            yield session
+    finally:
         capture_mod.end(token)
 
 

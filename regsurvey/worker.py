@@ -37,7 +37,7 @@ from .matrix import Key, Kind
 from .objectstore import ObjectStore
 from .resultcache import CachedResult, ResultCache
 from .results import ObjectRef, Row
-from .targets import Target, get_target
+from .targets import DEFAULT_LIST_TARGET, Target, get_target
 
 ERROR_LINES = 12  # how much of a compiler's message a row keeps
 
@@ -99,11 +99,20 @@ def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -
 
 
 class Worker:
-    """The state one worker keeps across keys: the checkout's kinds and the object store."""
+    """The state one worker keeps across keys: the checkout's kinds and the object store.
 
-    def __init__(self, root: Path, keys_dir: Path, objects_dir: Path):
+    A worker surveys the keys of one target: it imports the checkout's keys files (and so the
+    project) while that target is the device, so that whatever the project caches at import or on
+    first use (an arch constant, an fp8 dtype chosen by arch, ``lru_cache``'d device properties) is
+    that target's. Another target is another worker, with a fresh import of its own.
+    """
+
+    def __init__(self, root: Path, keys_dir: Path, objects_dir: Path, target: str | None = None):
+        """``target``: the target whose keys this worker surveys; None binds it to the first target
+        it lists keys for or compiles a key of."""
         self.root = root
         self.keys_dir = keys_dir
+        self.target = get_target(target).name if target else None
         self.objects = ObjectStore(objects_dir)
         self.results = ResultCache(self.objects)
         self._kinds: dict[str, Kind] | None = None
@@ -127,14 +136,19 @@ class Worker:
         return {k: round(v, 4) for k, v in taken.items()}
 
     def kinds(self) -> dict[str, Kind]:
-        """Load the keys files once (raises KeysFileError)."""
+        """Load the keys files once, with this worker's target as the device (raises KeysFileError)."""
         if self._kinds is None:
-            self._kinds = {k.name: k for k in load_kinds(self.root, self.keys_dir)}
+            target = get_target(self.target or DEFAULT_LIST_TARGET)
+            self.target = target.name
+            with toolchain.device_as(target):
+                self._kinds = {k.name: k for k in load_kinds(self.root, self.keys_dir)}
             self.ready_at = time.time()
         return self._kinds
 
     def list_keys(self, targets: list[str] | None) -> list[dict[str, Any]]:
-        """Every key, as plain data for the parent."""
+        """Every key, as plain data for the parent (the keys files imported for this worker's target)."""
+        if self.target is None and targets:
+            self.target = get_target(targets[0]).name
         kinds = list(self.kinds().values())
         order = {k.name: i for i, k in enumerate(kinds)}
         return [{**asdict(k), "kind_index": order[k.kind]} for k in expand_keys(kinds, targets)]
@@ -147,6 +161,10 @@ class Worker:
         """The toolchain's part of a key: capture its launches and compile them (or find them
         compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
         worker's finishing process (or thread) does while the next key compiles."""
+        if self.target is None:
+            self.target = get_target(key.target).name
+        if get_target(key.target).name != self.target:  # the survey's scheduler never does this
+            raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
         session = CaptureSession(target)
@@ -287,11 +305,11 @@ def peak_rss_mb() -> float:
 
 
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
-          environ: dict[str, str] | None = None) -> None:
+          environ: dict[str, str] | None = None, target: str | None = None) -> None:
     """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes.
 
     ``environ`` is the parent's environment: a worker forked from a forkserver started earlier would
-    otherwise see the environment of that moment.
+    otherwise see the environment of that moment. ``target``: the one target whose keys it surveys.
     """
     # Ctrl-C reaches every process of the terminal's group: the parent handles it and kills the
     # workers, which would otherwise each print a KeyboardInterrupt traceback.
@@ -315,7 +333,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     sys.path.insert(0, root)
     # Forked from a forkserver or the server: torch, Triton and Triton's source hash came with the fork.
     preloaded = "regsurvey._worker_preload" in sys.modules
-    worker = Worker(Path(root), Path(keys_dir), Path(objects_dir))
+    worker = Worker(Path(root), Path(keys_dir), Path(objects_dir), target)
     try:
         worker.kinds()  # warm up (torch, Triton, the project's kernels) before the first request
     except BaseException:  # noqa: S110 - reported again, with its message, when a request needs the keys
@@ -355,7 +373,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                     finishing.close(wait=True)
                     return
                 if op == "list":
-                    send({"ok": True, "keys": worker.list_keys(request.get("targets"))})
+                    send({"ok": True, "keys": worker.list_keys(request.get("targets")), "target": worker.target})
                 elif op == "toolchain":
                     send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
                 elif op == "survey":

@@ -24,7 +24,7 @@ def _row(key: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
-          environ: dict[str, str] | None = None) -> None:
+          environ: dict[str, str] | None = None, target: str | None = None) -> None:
     seen = Path(objects_dir)
     seen.mkdir(parents=True, exist_ok=True)
     while True:

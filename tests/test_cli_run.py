@@ -316,3 +316,70 @@ def test_untracked_files_make_the_tree_modified(toy_repo: Path) -> None:
     data = survey_json(toy_repo, "--target", "sm90")
     assert data["dirty"] is True and data["commit"] is None
     assert [r["status"] for r in data["rows"] if r["kind"] == "extra"] == ["ok"]
+
+
+# A launcher in the style of real libraries: the arch is read once at import (from Triton's active
+# driver, which fails with no device), the device's properties are cached on first use, and both
+# choose compile options.
+ARCH_CACHING_LIBRARY = '''
+import functools
+
+import torch
+import triton
+from triton.runtime import driver
+
+from toykernels.ops import scale_rows
+
+ARCH = driver.active.get_current_target().arch  # at import, as libraries do
+
+
+@functools.lru_cache
+def properties():
+    return torch.cuda.get_device_properties(0)
+
+
+def scale(x):
+    out = torch.empty_like(x)
+    stages = 2 if ARCH in ("gfx950", 90) else 1
+    warps = 8 if properties().multi_processor_count == 256 else 4  # MI355X's 256 CUs
+    scale_rows[(x.shape[0],)](x, out, x.shape[1], x.stride(0), 0.5, BLOCK=1024, STOP=False,
+                              num_stages=stages, num_warps=warps)
+'''
+
+ARCH_CACHING_KEYS = '''
+import regsurvey as rs
+from toykernels import archlib
+
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def cached_arch(width):
+    archlib.scale(rs.tensor((width, 1024), "bf16"))
+'''
+
+
+def test_every_target_sees_a_fresh_import_made_for_it(toy_repo: Path) -> None:
+    """One worker surveys all three targets: each must see the project imported for itself."""
+    (toy_repo / "toykernels" / "archlib.py").write_text(ARCH_CACHING_LIBRARY)
+    (toy_repo / "keys" / "arch.py").write_text(ARCH_CACHING_KEYS)
+    for jobs in ("1", "2"):
+        data = survey_json(toy_repo, "--kind", "cached_arch", "-j", jobs, "--force")
+        got = {r["target"]: (r["status"], r["num_stages"], r["num_warps"]) for r in data["rows"]}
+        assert got == {"gfx942": ("ok", 1, 4), "gfx950": ("ok", 2, 8), "sm90": ("ok", 2, 4)}, data["rows"]
+        # One import per target at -j 1 (the listing worker, sm90, serves its own target's keys).
+        assert data["timing"]["workers_started"] >= 3
+
+
+def test_a_library_raising_at_import_names_the_keys_file_then_the_library(toy_repo: Path) -> None:
+    (toy_repo / "toykernels" / "needsgpu.py").write_text(
+        "import torch\n\nif torch.cuda.get_device_properties(0).major < 10:\n"
+        "    raise RuntimeError('needs Blackwell')\n")
+    (toy_repo / "keys" / "zz_lib.py").write_text("import regsurvey as rs\nimport toykernels.needsgpu\n")
+    out = regsurvey("run", "-q", "--target", "sm90", cwd=toy_repo)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "regsurvey: error: keys file keys/zz_lib.py:2 raised RuntimeError: needs Blackwell "
+        "(in toykernels/needsgpu.py:4, <module>)")
+    # Imported with sm100 as the device, the same library loads.
+    assert "error" not in regsurvey("run", "-q", "--target", "sm100", "--kind", "scale", cwd=toy_repo).stderr

@@ -21,7 +21,7 @@ def run(tmp_path: Path, kinds: list[str], timeout: float = 60.0) -> dict[str, Ro
     checkout = Checkout(root=tmp_path, repo=tmp_path, commit=None, label="fake", dirty=False)
     pool = _Pool(checkout, tmp_path / "objects", target=survey_fakes.serve)
     keys = [Key(kind=kind, axes=(("n", i),), target="sm90", id=f"{kind}/n{i}") for i, kind in enumerate(kinds)]
-    pool.spawn()
+    pool.spawn("sm90")
     try:
         results = _run_keys(pool, keys, SurveyOptions(jobs=1, timeout=timeout), Progress(), SurveyTiming(jobs=1))
     finally:

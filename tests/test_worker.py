@@ -28,7 +28,7 @@ from .conftest import TOY
 def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Worker:
     monkeypatch.syspath_prepend(str(TOY))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    return Worker(TOY, TOY / "keys", tmp_path / "store" / "objects")
+    return Worker(TOY, TOY / "keys", tmp_path / "store" / "objects", "gfx950")
 
 
 def gfx950_keys(worker: Worker) -> dict[str, Key]:
@@ -127,7 +127,7 @@ def test_a_finishing_process_that_dies_loses_nothing(worker: Worker, tmp_path: P
     assert b["status"] == "ok" and b["reused"] and b["object"] == a["object"] and b["resources"] == a["resources"]
     assert g["status"] == "ok" and g["resources"]["vgpr"] > 0
     # The same rows as a worker that finished everything itself.
-    fresh = Worker(TOY, TOY / "keys", tmp_path / "fresh" / "objects")
+    fresh = Worker(TOY, TOY / "keys", tmp_path / "fresh" / "objects", "gfx950")
     rows = [fresh.survey_key(keys[i])[0] for i in ("scale/w2/stop", "scale/w8/stop", "gemm/w8")]
     assert [(r.status, r.resources, r.object.sha256) for r in rows] == [
         (x["status"], x["resources"], x["object"]["sha256"]) for x in (a, b, g)]
