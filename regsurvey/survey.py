@@ -28,7 +28,7 @@ from .matrix import Key
 from .objectstore import atomic_write
 from .results import Row, Survey
 from .server import ServerWorker
-from .targets import DEFAULT_LIST_TARGET, TARGETS, get_target
+from .targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 
 
 class SurveyError(Exception):
@@ -340,12 +340,14 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         # most, else sm90); when the targets are known, the others are forked while it lists.
         listing_target = (get_target(options.targets[0]).name if options.targets
                           else costs.usual_target() or DEFAULT_LIST_TARGET)
+        if shared_import():
+            listing_target = ANY_TARGET
         first = pool.spawn(listing_target)
         listing = {"op": "list", "targets": list(options.targets or []) or None}
         first.conn.send(listing)
         asked = [get_target(t).name for t in options.targets or ()]
         for i in range(1, max(1, options.jobs) if asked else 1):
-            pool.spawn(asked[i % len(asked)])
+            pool.spawn(ANY_TARGET if shared_import() else asked[i % len(asked)])
         answer = _answer(first, listing, timeout=max(options.timeout, 120))
         if not answer["ok"]:
             raise SurveyError(answer["error"])
@@ -435,6 +437,13 @@ class KeyCosts:
 _FINISHING_DEPTH = 2
 
 
+def shared_import() -> bool:
+    """``REGSURVEY_SHARED_IMPORT=1``: every worker imports the project once and surveys every target
+    from that import, as before per-target isolation. Wrong for launchers that cache the device;
+    there only so that ``benchmarks/survey_speed.py`` can measure what isolation costs, side by side."""
+    return os.environ.get("REGSURVEY_SHARED_IMPORT", "") == "1"
+
+
 def _wanted_target(pending: list[Key], workers: list[_Worker], cost: Callable[[Key], float]) -> str:
     """The target a new worker should survey: the one with the most pending compile seconds per
     worker already on it (a target with none pending is never chosen while another has some)."""
@@ -443,6 +452,8 @@ def _wanted_target(pending: list[Key], workers: list[_Worker], cost: Callable[[K
         load[k.target] = load.get(k.target, 0.0) + max(cost(k), 1e-3)
     if not load:
         return workers[0].target if workers else DEFAULT_LIST_TARGET
+    if shared_import():
+        return ANY_TARGET
     serving: dict[str, int] = {}
     for w in workers:
         serving[w.target] = serving.get(w.target, 0) + 1
@@ -490,7 +501,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     def take(target: str) -> Key | None:
         """The next pending key of ``target`` (pending is in reverse order: the next is last)."""
         for i in range(len(pending) - 1, -1, -1):
-            if pending[i].target == target:
+            if pending[i].target == target or target == ANY_TARGET:
                 return pending.pop(i)
         return None
 

@@ -87,6 +87,10 @@ TARGETS: dict[str, Target] = {
 # The device keys files are first imported under when a survey names no target: the matrices declare
 # their targets, but only importing the files tells which.
 DEFAULT_LIST_TARGET = "sm90"
+# A worker target that takes keys of every target from one import: only for measuring what the
+# per-target import costs (REGSURVEY_SHARED_IMPORT=1; it gives launchers that cache the device the
+# first target's state, which is wrong).
+ANY_TARGET = "*"
 
 # Spellings a user may type for a target.
 _ALIASES = {
