@@ -49,6 +49,7 @@ class Row:
     where: str | None = None  # file:line of the launch in the project's code
     reused: bool = False  # True when the result came from an earlier compile of the same Triton key
     lint: list[dict[str, Any]] | None = None  # kernarg lint findings; None where the survey did not lint
+    flaky: str | None = None  # a known-intermittent toolchain failure this build hit before it built
 
     @property
     def row_id(self) -> str:

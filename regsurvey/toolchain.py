@@ -326,6 +326,17 @@ def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
     )
 
 
+# Messages of toolchain failures that are known to be intermittent: Triton's AMD backend links every
+# hsaco with LLD in-process, and under many concurrent compiles (seen at -j 16 with Triton 3.6) a link
+# sometimes fails with "target emulation unknown" on an input it links fine the next time.
+_FLAKY_MESSAGES = ("LLD failed to link hsaco",)
+
+
+def is_flaky_failure(exc: BaseException) -> bool:
+    """True when ``exc`` is a toolchain failure known to be intermittent (worth one retry)."""
+    return any(m in str(exc) for m in _FLAKY_MESSAGES)
+
+
 @functools.cache
 def toolchain_info(backend: str) -> dict[str, Any]:
     """The toolchain a survey was made with: a changed entry makes two surveys not comparable."""

@@ -206,13 +206,25 @@ class Worker:
                 self._spent("hash_s", start)
                 return _reused_row(common, cache_hash, cached)
         compile_start = self._spent("hash_s", start)
+        flaky = None
         try:
-            compiled = toolchain.compile_launch(launch, target)
+            try:
+                compiled = toolchain.compile_launch(launch, target)
+            except Exception as exc:
+                if not toolchain.is_flaky_failure(exc):
+                    raise
+                # The in-process linker's intermittent failure (README, "Flaky builds"): once more.
+                flaky = f"first attempt failed, built on retry: {one_line(exc)}"
+                compiled = toolchain.compile_launch(launch, target)
         except Exception as exc:
             self._spent("compile_s", compile_start)
-            return Row(**common, status="error", compile_s=round(time.perf_counter() - start, 3),
-                       error=first_lines(f"{type(exc).__name__}: {exc}"))
+            again = flaky is not None and toolchain.is_flaky_failure(exc)
+            return Row(**common, status="flaky" if again else "error", compile_s=round(time.perf_counter() - start, 3),
+                       error=first_lines(f"{type(exc).__name__}: {exc}")
+                       + ("\n(failed the same way on a retry: the toolchain's intermittent link failure)" if again else ""))
         self._spent("compile_s", compile_start)
+        if flaky is not None:
+            common = dict(common, flaky=flaky)
         pending = Compiled(common, target, compiled, round(time.perf_counter() - start, 3))
         if reuse:
             self._in_flight.add(compiled.triton_hash)
