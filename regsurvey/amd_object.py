@@ -59,9 +59,13 @@ _USER_SGPRS = (
 # Occupancy facts shared by CDNA3 (gfx942) and CDNA4 (gfx950); the per-target counts (512 VGPRs per
 # lane, 8 waves per SIMD, 4 SIMDs, LDS per CU, 800 SGPRs per SIMD) live in targets.py.
 _VGPR_ALLOC_GRANULE = 8  # getVGPRAllocGranule with FeatureGFX90AInsts
-_AGPR_OFFSET_ALIGN = 4  # AGPRs start at alignTo(arch VGPRs, 4): the ACCUM_OFFSET granule
 _SGPR_ALLOC_GRANULE = 16  # getSGPRAllocGranule, gfx8-gfx9
 _TRAP_SGPRS = 16  # TRAP_NUM_SGPRS, reserved per wave: LLVM turns +trap-handler on for amdhsa
+# COMPUTE_PGM_RSRC1 holds the registers the hardware allocates per wave, as (count / granule) - 1:
+# GRANULATED_WORKITEM_VGPR_COUNT (bits 0-5, the unified VGPR+AGPR count in granules of 8 on gfx90a+
+# wave64) and GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9).
+_VGPR_ENCODING_GRANULE = 8
+_SGPR_ENCODING_GRANULE = 8
 # LDS is allocated per workgroup in blocks (AMDGPUUsage, COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE):
 # 128 dwords up to gfx942, 320 dwords on gfx950.
 _LDS_GRANULE_BYTES = {"gfx942": 128 * 4, "gfx950": 320 * 4}
@@ -105,6 +109,11 @@ class KernelDescriptor:
     user_sgpr_count: int  # COMPUTE_PGM_RSRC2.USER_SGPR_COUNT: enabled user SGPRs + preloaded kernargs
     enable_private_segment: bool  # COMPUTE_PGM_RSRC2.ENABLE_PRIVATE_SEGMENT (scratch)
     accum_offset: int  # first AGPR index in the unified file (COMPUTE_PGM_RSRC3.ACCUM_OFFSET), gfx90a+
+    # Registers the hardware allocates per lane (VGPRs, AGPRs included) and per wave (SGPRs), from
+    # COMPUTE_PGM_RSRC1. With ``amdgpu-waves-per-eu`` (Triton's ``waves_per_eu``) LLVM reserves more
+    # than the kernel uses so that no more waves fit: the metadata note's counts do not show that.
+    allocated_vgprs: int
+    allocated_sgprs: int
 
     @property
     def kernarg_segment_ptr_sgpr(self) -> int | None:
@@ -151,12 +160,15 @@ class HsacoInfo:
 class AmdResources:
     """The resource row for one AMD kernel.
 
-    ``vgpr`` is the architectural VGPR count and ``agpr`` the accumulation VGPRs, per lane; on gfx90a+
-    they share one 512-entry file, AGPRs placed at ``vgpr`` (so with AGPRs in use ``vgpr`` is the arch
-    count rounded up to 4: the object records only that). ``sgpr`` is per wave, ``vgpr_spill`` and
-    ``sgpr_spill`` count spilled registers, ``scratch_bytes`` is per lane, ``lds_bytes`` per
-    workgroup, ``kernarg_bytes`` the kernarg segment (hidden args included) and ``occupancy`` waves
-    per SIMD.
+    ``vgpr`` is the architectural VGPR count and ``agpr`` the accumulation VGPRs, per lane: LLVM's
+    ``NumVgprs`` and ``NumAgprs``. On gfx90a+ both share one 512-entry file with the AGPRs placed at
+    ACCUM_OFFSET = ``NumVgprs`` rounded up to 4, and with AGPRs in use the object records only that
+    offset (the note's ``.vgpr_count`` is ``TotalNumVgprs`` = offset + AGPRs): there ``vgpr`` is
+    ``NumVgprs`` rounded up to 4, and ``vgpr + agpr`` is always the unified count. ``sgpr`` is per
+    wave, ``vgpr_spill`` and ``sgpr_spill`` count spilled registers, ``scratch_bytes`` is per lane,
+    ``lds_bytes`` per workgroup, ``kernarg_bytes`` the kernarg segment (hidden args included) and
+    ``occupancy`` waves per SIMD, from the registers the descriptor allocates (which include what
+    ``waves_per_eu`` reserves) and the LDS and workgroup size.
     """
 
     vgpr: int
@@ -217,37 +229,45 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target) -
         raise CorruptObjectError(f"HSACO is for {info.arch}, not the target {target.arch}")
     if len(info.kernels) != 1:
         raise CorruptObjectError(f"HSACO holds {len(info.kernels)} kernels; Triton emits one")
-    meta = info.kernels[0].metadata
-    # .vgpr_count is the unified count: alignTo(arch VGPRs, 4) + AGPRs when AGPRs are in use
-    # (AMDGPUAsmPrinter's TotalNumVgprs), the plain arch count otherwise.
+    kernel = info.kernels[0]
+    meta = kernel.metadata
+    # .vgpr_count is TotalNumVgprs: ACCUM_OFFSET + AGPRs when AGPRs are in use, NumVgprs otherwise.
     total_vgpr = _int(meta, ".vgpr_count")
     agpr = _int(meta, ".agpr_count", default=0)
     vgpr = total_vgpr - agpr if agpr else total_vgpr
-    sgpr = _int(meta, ".sgpr_count")
     return AmdResources(
         vgpr=vgpr,
         agpr=agpr,
-        sgpr=sgpr,
+        sgpr=_int(meta, ".sgpr_count"),
         vgpr_spill=_int(meta, ".vgpr_spill_count"),
         sgpr_spill=_int(meta, ".sgpr_spill_count"),
         scratch_bytes=_int(meta, ".private_segment_fixed_size"),
         lds_bytes=lds_bytes,
         occupancy=amd_occupancy(
-            vgpr=vgpr, agpr=agpr, sgpr=sgpr, lds_bytes=lds_bytes, num_warps=num_warps, target=target
+            vgprs=kernel.descriptor.allocated_vgprs,
+            sgprs=kernel.descriptor.allocated_sgprs,
+            lds_bytes=lds_bytes,
+            num_warps=num_warps,
+            target=target,
         ),
         kernarg_bytes=_int(meta, ".kernarg_segment_size"),
     )
 
 
-def amd_occupancy(*, vgpr: int, agpr: int, sgpr: int, lds_bytes: int, num_warps: int, target: Target) -> int:
+def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, target: Target) -> int:
     """Waves per SIMD that fit on one CU of ``target`` (CDNA3/CDNA4), 0 if one workgroup cannot fit.
+
+    ``vgprs`` are the VGPRs a wave holds per lane (the unified VGPR+AGPR count) and ``sgprs`` its
+    SGPRs, as the kernel descriptor allocates them (``KernelDescriptor.allocated_vgprs`` /
+    ``allocated_sgprs``). Those, not the metadata note's counts, are what LLVM's ``; Occupancy``
+    comes from: under ``amdgpu-waves-per-eu`` (Triton's ``waves_per_eu=N``) LLVM allocates at least
+    getMinNumVGPRs(N) = alignDown(512 / (N + 1), 8) + 1 VGPRs and the matching SGPRs, so that no more
+    than N waves fit, however few the kernel uses.
 
     The rules, from LLVM AMDGPU (AMDGPUBaseInfo.cpp, AMDGPUSubtarget.cpp) for gfx90a+ parts:
 
-    - VGPRs (getNumWavesPerEUWithNumVGPRs): one unified file of 512 per lane; a wave takes
-      alignTo(vgpr, 4) + agpr when it uses AGPRs, rounded up to the granule of 8;
-      waves = 512 // that, at most 8 (below one granule: 8).
-    - SGPRs (getOccupancyWithNumSGPRs, gfx9 only): 800 per SIMD; a wave takes alignTo(sgpr, 16) plus
+    - VGPRs (getNumWavesPerEUWithNumVGPRs): 512 per lane; waves = 512 // alignTo(vgprs, 8), at most 8.
+    - SGPRs (getOccupancyWithNumSGPRs, gfx9 only): 800 per SIMD; a wave takes alignTo(sgprs, 16) plus
       the 16 trap-handler SGPRs. Checked against ``; Occupancy`` in Triton 3.9's amdgcn text:
       78 SGPRs -> 8, 86 and 94 -> 7, 102 and 106 -> 6.
     - LDS (getOccupancyWithWorkGroupSizes): workgroups per CU = LDS per CU // LDS per workgroup,
@@ -257,21 +277,16 @@ def amd_occupancy(*, vgpr: int, agpr: int, sgpr: int, lds_bytes: int, num_warps:
       LLVM does).
 
     LLVM's own ``; Occupancy`` comment never sees Triton's LDS: Triton allocates it dynamically, so
-    LLVM counts 0 bytes and assumes workgroups of one wave. Compare with it only where LDS does not
-    bind; here the LDS term uses the real ``shared`` size and the real workgroup.
+    LLVM counts 0 bytes and assumes workgroups of one wave. It equals this function with
+    ``lds_bytes=0``; where LDS (or a workgroup of more than 4 waves) binds, this is lower, and right.
     """
     if num_warps < 1:
         raise ValueError(f"num_warps must be at least 1, not {num_warps}")
     max_waves = target.max_waves_per_simd
-    unified = _align(vgpr, _AGPR_OFFSET_ALIGN) + agpr if agpr else vgpr
-    if unified < _VGPR_ALLOC_GRANULE:
-        vgpr_waves = max_waves
-    else:
-        vgpr_waves = target.regs_per_lane // _align(unified, _VGPR_ALLOC_GRANULE)
-    sgpr_waves = max_waves
+    waves = min(max_waves, target.regs_per_lane // _align(max(vgprs, 1), _VGPR_ALLOC_GRANULE))
     if target.sgprs_per_simd:
-        sgpr_waves = target.sgprs_per_simd // (_align(max(sgpr, 1), _SGPR_ALLOC_GRANULE) + _TRAP_SGPRS)
-    waves = min(max_waves, vgpr_waves, sgpr_waves)
+        sgpr_waves = target.sgprs_per_simd // (_align(max(sgprs, 1), _SGPR_ALLOC_GRANULE) + _TRAP_SGPRS)
+        waves = min(waves, sgpr_waves)
 
     # A workgroup is resident whole or not at all: count whole workgroups per CU, then spread their
     # waves over the SIMDs. For num_warps <= 4 the register term comes back unchanged; for 8 waves
@@ -365,6 +380,8 @@ def _descriptor(kd: bytes) -> KernelDescriptor:
         user_sgpr_count=rsrc2 >> 1 & 0x1F,  # USER_SGPR_COUNT, bits 1-5
         enable_private_segment=bool(rsrc2 & 1),
         accum_offset=((rsrc3 & 0x3F) + 1) * 4,  # ACCUM_OFFSET holds accum_offset / 4 - 1
+        allocated_vgprs=((rsrc1 & 0x3F) + 1) * _VGPR_ENCODING_GRANULE,
+        allocated_sgprs=((rsrc1 >> 6 & 0xF) + 1) * _SGPR_ENCODING_GRANULE,
     )
 
 
@@ -373,8 +390,6 @@ def _int(meta: Mapping[str, Any], key: str, *, default: int | None = None) -> in
     if not isinstance(value, int) or isinstance(value, bool):
         raise CorruptObjectError(f"HSACO metadata field {key} is missing or not an integer")
     return value
-
-
 
 
 def _align(value: int, granule: int) -> int:

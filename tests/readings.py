@@ -1,8 +1,8 @@
 """Second, independent readings of stored objects, to check every figure a survey reports.
 
-AMD: the compiler's own amdgcn text (``; NumVgprs``, ``; TotalNumSgprs``, ``; ScratchSize``, the YAML
-metadata block, ``Folded Spill`` comments) and a direct msgpack decode of the object's note written
-here, not regsurvey's reader. NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX.
+AMD: the compiler's own amdgcn text (``; NumVgprs``, ``; TotalNumSgprs``, ``; ScratchSize``,
+``; Occupancy``, the YAML metadata block, ``Folded Spill`` comments) and a direct msgpack decode of the
+object's note written here, not regsurvey's reader. NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX.
 """
 
 from __future__ import annotations
@@ -52,6 +52,32 @@ def _yaml(text: str, name: str) -> int:
     return int(match.group(1))
 
 
+def _directive(text: str, name: str) -> int:
+    match = re.search(rf"^\s*\.amdhsa_{name} (\d+)$", text, re.M)
+    assert match, f"no .amdhsa_{name}"
+    return int(match.group(1))
+
+
+# LDS per CU and its allocation block (AMDGPUUsage GRANULATED_LDS_SIZE; CDNA3/CDNA4 ISA guides).
+_LDS = {"gfx942": (64 * 1024, 512), "gfx950": (160 * 1024, 1280)}
+
+
+def amd_occupancy_reading(text: str, *, lds_bytes: int, num_warps: int, target: str) -> int:
+    """Waves per SIMD: LLVM's ``; Occupancy``, lowered to what whole workgroups leave.
+
+    LLVM sees none of Triton's LDS (it is allocated at launch) and counts one-wave workgroups, so its
+    figure is the register limit alone. A CU holds whole workgroups of ``num_warps`` waves over its 4
+    SIMDs, at most 32, at most what the register limit leaves room for, and at most as many as its LDS
+    holds (each workgroup's LDS rounded up to the allocation block).
+    """
+    llvm = _comment(text, "Occupancy")
+    workgroups = min(32, llvm * 4 // num_warps)
+    if lds_bytes:
+        per_cu, block = _LDS[target]
+        workgroups = min(workgroups, per_cu // (-(-lds_bytes // block) * block))
+    return min(llvm, -(-workgroups * num_warps // 4))
+
+
 def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     """The row's AMD figures as the amdgcn text and the raw note give them."""
     text = stored_text(store, row, "amdgcn")
@@ -61,6 +87,7 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     vgpr = _comment(text, "NumVgprs")
     if agpr:  # with AGPRs the object records the arch VGPRs rounded to the 4-register AGPR offset
         vgpr = -(-vgpr // 4) * 4
+        assert vgpr == _directive(text, "accum_offset")
     reading = {
         "vgpr": vgpr,
         "agpr": agpr,
@@ -69,6 +96,8 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
         "kernarg_bytes": _yaml(text, "kernarg_segment_size"),
         "vgpr_spill": spilled // 4,
         "sgpr_spill": _yaml(text, "sgpr_spill_count"),
+        "occupancy": amd_occupancy_reading(text, lds_bytes=row["resources"]["lds_bytes"],
+                                           num_warps=row["num_warps"], target=row["target"]),
     }
     # The note in the binary says the same as the text.
     assert note[".vgpr_count"] == reading["vgpr"] + agpr == _comment(text, "TotalNumVgprs")

@@ -39,6 +39,19 @@ CASES = {
     # are enabled and the kernarg pointer moves to s[4:5]; its LDS limits occupancy.
     "matmul-async-gfx950": ("matmul_kernel", "gfx950", (("num_warps", 4), ("num_stages", 2)), MATMUL),
     "matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2)), MATMUL),
+    # waves_per_eu=N: LLVM allocates VGPRs (and SGPRs) so that at most N waves fit, whatever the
+    # kernel uses; the note's counts stay those of the code.
+    "waves1-add-gfx942": ("add_kernel", "gfx942", (("num_warps", 4), ("waves_per_eu", 1)), {"BLOCK": 1024}),
+    "waves3-add-gfx950": ("add_kernel", "gfx950", (("num_warps", 4), ("waves_per_eu", 3)), {"BLOCK": 1024}),
+    # 126 arch VGPRs and 8 AGPRs: the object records the arch count only rounded up to 4 (128).
+    "waves2-matmul-gfx950": ("matmul_kernel", "gfx950", (("num_warps", 4), ("num_stages", 2), ("waves_per_eu", 2)),
+                             MATMUL),
+    # 4 waves by registers, but two 32 KiB workgroups of 4 waves fill gfx942's 64 KiB LDS: 2 waves.
+    "waves4-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2), ("waves_per_eu", 4)),
+                             MATMUL),
+    # A 256x256 fp32 accumulator over 4 waves: 256 arch VGPRs and 256 AGPRs, the whole unified file.
+    "agpr-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2)),
+                           {"BM": 256, "BN": 256, "BK": 64}),
 }
 
 
@@ -71,6 +84,20 @@ def align4(n: int) -> int:
     return -(-n // 4) * 4
 
 
+def align8(n: int) -> int:
+    return -(-n // 8) * 8
+
+
+def lds_waves(lds: int, num_warps: int, target: str) -> int:
+    """Waves per SIMD that LDS alone leaves: whole workgroups per CU (LDS in 512 B blocks on gfx942,
+    1280 B on gfx950, at most 32), their waves spread over 4 SIMDs; 8 when the kernel uses none."""
+    if lds == 0:
+        return 8
+    per_cu, block = {"gfx942": (64 * 1024, 512), "gfx950": (160 * 1024, 1280)}[target]
+    workgroups = min(32, per_cu // (-(-lds // block) * block))
+    return -(-workgroups * num_warps // 4)
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_resources_match_the_amdgcn_text(case: str) -> None:
     res, text = read(case)
@@ -79,8 +106,15 @@ def test_resources_match_the_amdgcn_text(case: str) -> None:
     # With AGPRs in use the object records only where they start: the arch count rounded up to 4.
     arch = comment(text, "NumVgprs")
     assert res.vgpr == (align4(arch) if res.agpr else arch)
-    unified = align4(res.vgpr) + res.agpr if res.agpr else res.vgpr
-    assert unified == comment(text, "TotalNumVgprs") == directive(text, "next_free_vgpr")
+    assert res.vgpr + res.agpr == comment(text, "TotalNumVgprs")
+    kd = parse_hsaco(ck.asm["hsaco"]).kernels[0].descriptor
+    if res.agpr:
+        assert res.vgpr == kd.accum_offset == directive(text, "accum_offset")
+    # What the hardware allocates: the unified count, or more under waves_per_eu (next_free_vgpr
+    # is then LLVM's NumVGPRsForWavesPerEU, not the count the code uses).
+    assert kd.allocated_vgprs == (comment(text, "VGPRBlocks") + 1) * 8 == align8(directive(text, "next_free_vgpr"))
+    assert kd.allocated_vgprs == align8(comment(text, "NumVGPRsForWavesPerEU")) >= align8(res.vgpr + res.agpr)
+    assert kd.allocated_sgprs == (comment(text, "SGPRBlocks") + 1) * 8 == align8(comment(text, "NumSGPRsForWavesPerEU"))
     assert res.sgpr == comment(text, "TotalNumSgprs")
     assert res.scratch_bytes == comment(text, "ScratchSize") == directive(text, "private_segment_fixed_size")
     folded = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
@@ -109,19 +143,37 @@ def test_the_spilling_kernels_spill() -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_occupancy_matches_llvm_where_lds_does_not_bind(case: str) -> None:
     # LLVM never sees Triton's LDS (allocated dynamically), so its ``; Occupancy`` is the register
-    # limit alone: compare with LDS left out. All cases have <= 4 waves per workgroup, where
-    # workgroup rounding changes nothing.
+    # limit alone; where LDS binds, regsurvey's figure is the LDS limit, lower. All cases have <= 4
+    # waves per workgroup, where workgroup rounding changes nothing.
     if case == "sgpr-spill-gfx950" and not TRITON_39:
         pytest.skip("older LLVM (Triton 3.6) uses the pre-trap-handler SGPR occupancy table")
     res, text = read(case)
-    _, target = compiled(case)
-    ck, _ = compiled(case)
+    ck, target = compiled(case)
+    llvm = comment(text, "Occupancy")
+    kd = parse_hsaco(ck.asm["hsaco"]).kernels[0].descriptor
     registers_only = amd_occupancy(
-        vgpr=res.vgpr, agpr=res.agpr, sgpr=res.sgpr, lds_bytes=0, num_warps=ck.metadata.num_warps, target=target
+        vgprs=kd.allocated_vgprs, sgprs=kd.allocated_sgprs, lds_bytes=0, num_warps=ck.metadata.num_warps, target=target
     )
-    assert registers_only == comment(text, "Occupancy")
-    if ck.metadata.shared == 0:
-        assert res.occupancy == registers_only
+    assert registers_only == llvm
+    assert res.occupancy == min(llvm, lds_waves(ck.metadata.shared, ck.metadata.num_warps, CASES[case][1]))
+    waves_per_eu = dict(CASES[case][2]).get("waves_per_eu")
+    if waves_per_eu:
+        assert llvm <= waves_per_eu
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+@pytest.mark.parametrize("waves", [1, 2, 3, 5, 7])
+def test_waves_per_eu_caps_occupancy(target: str, waves: int) -> None:
+    # A 12-VGPR kernel fits 8 waves by its own registers; waves_per_eu=N makes LLVM allocate
+    # alignDown(512 / (N + 1), 8) + 1 VGPRs, so N waves and no more. The note keeps the 12.
+    ck = compile_kernel("add_kernel", target, options=(("num_warps", 4), ("waves_per_eu", waves)), BLOCK=1024)
+    res = read_hsaco(ck.asm["hsaco"], lds_bytes=0, num_warps=4, target=TARGETS[target])
+    text = ck.asm["amdgcn"]
+    assert res.occupancy == waves == comment(text, "Occupancy")
+    assert res.vgpr == comment(text, "NumVgprs") == parse_hsaco(ck.asm["hsaco"]).kernels[0].metadata[".vgpr_count"]
+    assert res.vgpr < 64  # 8 waves' worth: the note alone would say 8
+    kd = parse_hsaco(ck.asm["hsaco"]).kernels[0].descriptor
+    assert kd.allocated_vgprs == align8((512 // (waves + 1)) // 8 * 8 + 1)
 
 
 @pytest.mark.skipif(not TRITON_39, reason="Triton 3.9's async-copy pipeline")
@@ -203,40 +255,41 @@ def test_args_match_the_metadata_yaml(case: str) -> None:
     assert kernel.metadata[".kernarg_segment_size"] == read(case)[0].kernarg_bytes
 
 
-# Hand-computed occupancy. gfx950: 512 VGPRs per lane, 8 waves, 4 SIMDs, 160 KiB LDS in 1280-byte
-# blocks; gfx942: 64 KiB LDS in 512-byte blocks; both 800 SGPRs per SIMD, 16 per wave for the trap.
+# Hand-computed occupancy from allocated registers (VGPRs per lane, unified; SGPRs per wave). gfx950:
+# 512 VGPRs per lane, 8 waves, 4 SIMDs, 160 KiB LDS in 1280-byte blocks; gfx942: 64 KiB LDS in
+# 512-byte blocks; both 800 SGPRs per SIMD, 16 per wave for the trap.
 @pytest.mark.parametrize(
-    ("target", "vgpr", "agpr", "sgpr", "lds", "warps", "waves"),
+    ("target", "vgprs", "sgprs", "lds", "warps", "waves"),
     [
-        ("gfx950", 128, 0, 32, 0, 4, 4),  # 512 // 128
-        ("gfx950", 256, 0, 32, 0, 4, 2),
-        ("gfx950", 256, 256, 32, 0, 1, 1),  # the whole unified file
-        ("gfx950", 6, 0, 16, 0, 4, 8),  # under one granule
-        ("gfx950", 64, 0, 16, 0, 4, 8),
-        ("gfx950", 65, 0, 16, 0, 4, 7),  # 65 -> 72: 512 // 72
-        ("gfx950", 129, 127, 16, 0, 4, 1),  # AGPRs start at 132: 259 -> 264, not 256 -> 2 waves
-        ("gfx950", 9, 32, 16, 0, 4, 8),  # 12 + 32 = 44 -> 48
-        ("gfx950", 32, 0, 78, 0, 4, 8),  # SGPRs: 800 // (80 + 16)
-        ("gfx950", 32, 0, 86, 0, 4, 7),  # 800 // (96 + 16)
-        ("gfx950", 32, 0, 94, 0, 4, 7),
-        ("gfx950", 32, 0, 102, 0, 4, 6),  # 800 // (112 + 16)
-        ("gfx950", 32, 0, 106, 0, 4, 6),
-        ("gfx950", 32, 0, 32, 65536, 4, 2),  # LDS: 2 workgroups x 4 waves over 4 SIMDs
-        ("gfx950", 32, 0, 32, 32768, 4, 4),  # 32768 -> 33280 (26 blocks): 4 workgroups, not 5
-        ("gfx950", 32, 0, 32, 32768, 1, 1),  # 4 one-wave workgroups: one wave per SIMD
-        ("gfx950", 32, 0, 32, 160 * 1024, 4, 1),
-        ("gfx950", 32, 0, 32, 160 * 1024 + 1, 4, 0),  # does not fit at all
-        ("gfx942", 32, 0, 32, 16384, 4, 4),  # 4 workgroups of 16 KiB
-        ("gfx942", 32, 0, 32, 16385, 4, 3),  # 16385 -> 16896: 3 workgroups
-        ("gfx942", 32, 0, 32, 16384, 1, 1),
-        ("gfx942", 32, 0, 32, 32768, 8, 4),  # 2 workgroups x 8 waves
-        ("gfx942", 32, 0, 32, 65537, 4, 0),
-        ("gfx942", 168, 0, 32, 0, 4, 3),  # 512 // 168
-        ("gfx942", 168, 0, 32, 0, 8, 2),  # 8-wave workgroups: 12 slots hold one, 8 waves -> 2 per SIMD
+        ("gfx950", 128, 32, 0, 4, 4),  # 512 // 128
+        ("gfx950", 256, 32, 0, 4, 2),
+        ("gfx950", 512, 32, 0, 1, 1),  # the whole unified file (256 arch VGPRs + 256 AGPRs)
+        ("gfx950", 8, 16, 0, 4, 8),  # one granule
+        ("gfx950", 64, 16, 0, 4, 8),
+        ("gfx950", 65, 16, 0, 4, 7),  # 65 -> 72: 512 // 72
+        ("gfx950", 264, 16, 0, 4, 1),  # waves_per_eu=1: LLVM allocates 257 -> 264
+        ("gfx950", 176, 16, 0, 4, 2),  # waves_per_eu=2: 169 -> 176
+        ("gfx950", 32, 80, 0, 4, 8),  # SGPRs: 800 // (80 + 16)
+        ("gfx950", 32, 88, 0, 4, 7),  # 800 // (96 + 16)
+        ("gfx950", 32, 96, 0, 4, 7),
+        ("gfx950", 32, 104, 0, 4, 6),  # 800 // (112 + 16)
+        ("gfx950", 32, 112, 0, 4, 6),
+        ("gfx950", 32, 32, 65536, 4, 2),  # LDS: 2 workgroups x 4 waves over 4 SIMDs
+        ("gfx950", 32, 32, 32768, 4, 4),  # 32768 -> 33280 (26 blocks): 4 workgroups, not 5
+        ("gfx950", 32, 32, 32768, 1, 1),  # 4 one-wave workgroups: one wave per SIMD
+        ("gfx950", 32, 32, 160 * 1024, 4, 1),
+        ("gfx950", 32, 32, 160 * 1024 + 1, 4, 0),  # does not fit at all
+        ("gfx942", 32, 32, 16384, 4, 4),  # 4 workgroups of 16 KiB
+        ("gfx942", 32, 32, 16385, 4, 3),  # 16385 -> 16896: 3 workgroups
+        ("gfx942", 32, 32, 16384, 1, 1),
+        ("gfx942", 32, 32, 32768, 8, 4),  # 2 workgroups x 8 waves
+        ("gfx942", 32, 32, 65537, 4, 0),
+        ("gfx942", 168, 32, 0, 4, 3),  # 512 // 168
+        ("gfx942", 168, 32, 0, 8, 2),  # 8-wave workgroups: 12 slots hold one, 8 waves -> 2 per SIMD
     ],
 )
-def test_occupancy_by_hand(target: str, vgpr: int, agpr: int, sgpr: int, lds: int, warps: int, waves: int) -> None:
-    got = amd_occupancy(vgpr=vgpr, agpr=agpr, sgpr=sgpr, lds_bytes=lds, num_warps=warps, target=TARGETS[target])
+def test_occupancy_by_hand(target: str, vgprs: int, sgprs: int, lds: int, warps: int, waves: int) -> None:
+    got = amd_occupancy(vgprs=vgprs, sgprs=sgprs, lds_bytes=lds, num_warps=warps, target=TARGETS[target])
     assert got == waves
 
 
