@@ -243,3 +243,14 @@ _TORCH_DEVICE_FIELDS = (
     "minor", "multi_processor_count", "name", "regs_per_multiprocessor", "shared_memory_per_block",
     "shared_memory_per_block_optin", "shared_memory_per_multiprocessor", "total_memory", "warp_size",
 )
+
+
+def test_fidelity_device_check_runs_without_a_gpu() -> None:
+    # The GPU fidelity check's step 0 (stand-in device vs the real one), run with the stand-in on both
+    # sides: the script works before its one run on a GPU, and it reads every property the table lists.
+    from .gpu.fidelity import device_check, stand_in_view
+
+    assert device_check("sm90", dry_run=True) == []
+    view = stand_in_view("sm90")
+    assert len(view) == len(_TORCH_DEVICE_FIELDS) + 2 + 7  # capability, name, Triton's 7 CUDA keys
+    assert view["torch.cuda.get_device_properties(0).shared_memory_per_block_optin"] == 232448
