@@ -36,14 +36,13 @@ _EIATTR_REGCOUNT = 0x2F
 # Occupancy facts for sm80+ from CUDA's cuda_occupancy.h (cudaOccMaxBlocksPerSMRegsLimit,
 # cudaOccMaxBlocksPerSMSmemLimit and the granularity tables): registers are allocated per warp in
 # units of 256 (8 per thread), in 4 sub-partitions of the register file; a block may use at most 255
-# registers per thread; shared memory is allocated in 128-byte units and the driver reserves 1 KiB
-# per block on top of what the kernel asks for. The per-SM totals (65536 registers, 64 warps,
-# 32 blocks, 228 KiB shared) live in targets.py.
+# registers per thread; shared memory is allocated in 128-byte units. The per-SM totals (65536
+# registers, 64 warps, 32 blocks, 228 KiB shared) and the 1 KiB the driver reserves per block on top
+# of what the kernel asks for live in targets.py.
 _REG_ALLOC_UNIT = 256
 _REG_SUB_PARTITIONS = 4
 _MAX_REGS_PER_THREAD = 255
 _SMEM_ALLOC_UNIT = 128
-_SMEM_RESERVED_PER_BLOCK = 1024
 
 _TOOL_TIMEOUT_S = 120
 
@@ -58,8 +57,10 @@ class NvidiaResources:
     """The resource row for one NVIDIA kernel.
 
     ``regs`` are 32-bit registers per thread; spill and stack bytes are per thread; ``shared_bytes``
-    is per block (Triton's dynamic shared memory plus any static ``.nv.shared.<kernel>``);
-    occupancy is resident blocks and warps per SM.
+    is per block and what the driver reports: the kernel's static shared memory
+    (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, without the driver's 1 KiB reserve) plus the dynamic shared
+    memory Triton launches with (its compiled metadata ``shared``); occupancy is resident blocks and
+    warps per SM, counting the reserve once per block.
     """
 
     regs: int
@@ -91,13 +92,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
         sm = _sm_arch(elf)
         kernel, symbol_index = _kernel_symbol(elf)
         info = _global_info(elf)
-        static_shared = sum(
-            section["sh_size"]
-            for section in elf.iter_sections()
-            # .nv.shared.<kernel> holds static __shared__ arrays; .nv.shared.reserved.* lies inside
-            # the 1 KiB the driver reserves per block (cuobjdump counts it as SHARED:0).
-            if section.name.startswith(".nv.shared.") and not section.name.startswith(".nv.shared.reserved.")
-        )
+        static_shared = _static_shared(elf, kernel, target)
     except CorruptObjectError:
         raise
     except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
@@ -112,6 +107,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
     # Spills go to local memory, which is the stack frame: with no frame there is no STL/LDL to
     # count, and nvdisasm (about 0.4 s a run, more than many compiles) is skipped.
     stores, loads = spill_bytes(disassemble(data)) if stack else (0, 0)
+    # What the driver reports as the kernel's shared memory: static (SHARED_SIZE_BYTES) + dynamic.
     shared = shared_bytes + static_shared
     blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
     return NvidiaResources(
@@ -125,12 +121,39 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
     )
 
 
+def _static_shared(elf: ELFFile, kernel: str, target: Target) -> int:
+    """The kernel's static shared memory as the driver counts it (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).
+
+    On sm_90 and later, ptxas (12.8 and 13.x checked) lays the driver's per-block reserve out in the
+    cubin: whenever the kernel touches shared memory, ``.nv.shared.<kernel>`` starts with that 1 KiB
+    (the ``.nv.shared.reserved.*`` objects live inside it, and shared addresses start at 0x400), and
+    the kernel's own static arrays follow. The driver subtracts the reserve: on an H200 a Triton GEMM
+    with a 1024-byte ``.nv.shared.<kernel>`` reports SHARED_SIZE_BYTES 0, and a PTX kernel with a
+    4096-byte static array (a 5120-byte section) reports 4096, which is also ``ptxas -v``'s
+    "bytes smem". ``cuobjdump --dump-resource-usage`` prints the whole section as SHARED.
+    """
+    section = elf.get_section_by_name(f".nv.shared.{kernel}")
+    if section is None:
+        return 0
+    size = int(section["sh_size"])
+    has_reserve_layout = any(s.name.startswith(".nv.shared.reserved.") for s in elf.iter_sections())
+    if not has_reserve_layout:
+        return size  # an older layout: the section holds only the kernel's own arrays
+    reserve = target.device.reserved_shared_memory_per_block
+    if size < reserve:
+        raise CorruptObjectError(
+            f".nv.shared.{kernel} holds {size} bytes, less than the {reserve}-byte reserve it starts with"
+        )
+    return size - reserve
+
+
 def nvidia_occupancy_blocks(*, regs: int, shared_bytes: int, num_warps: int, target: Target) -> int:
     """Thread blocks resident on one SM of ``target`` (cudaOccMaxActiveBlocksPerMultiprocessor), 0 if none fit.
 
     Registers: a warp takes regs x 32 rounded up to 256; each of the 4 sub-partitions holds
-    (65536 / 4) // that many warps. Shared memory: a block takes ``shared_bytes`` + 1 KiB reserved,
-    rounded up to 128 bytes, out of 228 KiB. Warps: 64 per SM; blocks: 32 per SM.
+    (65536 / 4) // that many warps. Shared memory: a block takes ``shared_bytes`` (static + dynamic,
+    without the reserve, as the driver reports it) + the 1 KiB the driver reserves per block, rounded
+    up to 128 bytes, out of 228 KiB. Warps: 64 per SM; blocks: 32 per SM.
     """
     if num_warps < 1:
         raise ValueError(f"num_warps must be at least 1, not {num_warps}")
@@ -142,7 +165,7 @@ def nvidia_occupancy_blocks(*, regs: int, shared_bytes: int, num_warps: int, tar
     if regs_per_warp:
         warps_per_partition = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp
         limits.append(warps_per_partition * _REG_SUB_PARTITIONS // num_warps)
-    smem = _align(shared_bytes + _SMEM_RESERVED_PER_BLOCK, _SMEM_ALLOC_UNIT)
+    smem = _align(shared_bytes + target.device.reserved_shared_memory_per_block, _SMEM_ALLOC_UNIT)
     limits.append(target.shared_bytes_per_cu // smem)
     return min(limits)
 

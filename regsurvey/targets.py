@@ -1,8 +1,9 @@
 """The GPU targets regsurvey compiles for, and the hardware facts their occupancy depends on.
 
-Each target is a frozen record: what Triton needs to compile for it offline (backend, arch, warp size)
-and what a launcher may ask about the device (name, compute units), plus the register file and
-shared-memory limits that bound how many waves or warps fit on one compute unit.
+Each target is a frozen record: what Triton needs to compile for it offline (backend, arch, warp size),
+what the driver reports about its GPU (:class:`DeviceProperties`: what a launcher reads through torch
+or Triton while surveyed), and the register file and shared-memory limits that bound how many waves
+or warps fit on one compute unit.
 """
 
 from __future__ import annotations
@@ -15,6 +16,42 @@ class UnknownTargetError(ValueError):
 
 
 @dataclass(frozen=True)
+class DeviceProperties:
+    """What the driver reports about one GPU of a target, as a launcher can read it.
+
+    Field names are those of torch's ``_CudaDeviceProperties`` (``torch.cuda.get_device_properties``,
+    the same struct on CUDA and ROCm builds), plus the driver attributes Triton's
+    ``utils.get_device_properties`` reads that torch does not show. Every figure is the driver's own
+    (cudaDeviceProp / hipDeviceProp_t), not a datasheet's: HIP, for one, reports the LDS of one CU as
+    the shared memory per block but that LDS times the CU count as the shared memory "per
+    multiprocessor". The README's "What a launcher sees" table gives each figure's source.
+    """
+
+    name: str
+    major: int  # compute capability; HIP reports the gfx version: gfx942 -> 9.4, gfx950 -> 9.5
+    minor: int
+    multi_processor_count: int  # SMs (NVIDIA) or CUs (AMD)
+    total_memory: int  # bytes of device memory the driver reports (driver-dependent, ECC on)
+    warp_size: int
+    regs_per_multiprocessor: int  # 32-bit registers per SM or CU
+    regs_per_block: int  # CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK / hipDeviceProp.regsPerBlock
+    max_threads_per_multi_processor: int
+    max_threads_per_block: int
+    shared_memory_per_block: int  # without opt-in: 48 KiB on NVIDIA
+    shared_memory_per_block_optin: int
+    shared_memory_per_multiprocessor: int
+    reserved_shared_memory_per_block: int  # CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK
+    L2_cache_size: int  # bytes (torch's field name)
+    clock_rate: int  # kHz, the peak SM/engine clock
+    memory_clock_rate: int  # kHz
+    memory_bus_width: int  # bits
+    gcnArchName: str  # torch's field name; torch on CUDA repeats the device name here
+    is_integrated: int = 0
+    is_multi_gpu_board: int = 0
+    cooperative_launch: int = 1  # hipDeviceProp.cooperativeLaunch (Triton's HIP "cooperativeLaunch")
+
+
+@dataclass(frozen=True)
 class Target:
     """One compile target, e.g. ``gfx950`` (MI355X) or ``sm90`` (H100/H200, compiled as sm_90a)."""
 
@@ -22,8 +59,7 @@ class Target:
     backend: str  # Triton's backend name: "hip" or "cuda"
     arch: str | int  # Triton's GPUTarget.arch: "gfx950" or 90
     warp_size: int
-    device_name: str  # what torch.cuda.get_device_name() would say on this GPU
-    compute_units: int  # CUs (AMD) or SMs (NVIDIA): torch's multi_processor_count
+    device: DeviceProperties  # what the driver reports on the GPU this target stands for
     # Register file and scheduling limits.
     regs_per_lane: int  # AMD: VGPRs (+AGPRs) per SIMD lane; NVIDIA: 32-bit registers per SM
     max_waves_per_simd: int  # AMD: waves per SIMD; NVIDIA: warps per SM
@@ -32,6 +68,16 @@ class Target:
     shared_bytes_per_cu: int  # LDS per CU or shared memory per SM usable by blocks
     sgprs_per_simd: int = 0  # AMD only: SGPRs per SIMD (800 on CDNA3/4)
     torch_hip_version: str | None = None  # what torch.version.hip reports on such a machine
+
+    @property
+    def device_name(self) -> str:
+        """What ``torch.cuda.get_device_name()`` says on this GPU."""
+        return self.device.name
+
+    @property
+    def compute_units(self) -> int:
+        """CUs (AMD) or SMs (NVIDIA): torch's ``multi_processor_count``."""
+        return self.device.multi_processor_count
 
     @property
     def is_amd(self) -> bool:
@@ -51,33 +97,73 @@ class Target:
         return f"sm_{self.arch}a"
 
 
-# Hardware facts: AMD CDNA3/CDNA4 ISA guides and ROCm docs (512 unified VGPRs+AGPRs per lane,
+_KIB = 1024
+_MIB = 1024 * 1024
+
+# What each GPU's driver reports (README, "What a launcher sees", gives the source of every figure).
+# H200: read with torch 2.11 / driver 580.159.04 on an H200 SXM. B200: a B200's driver query and torch
+# printouts (pytorch/ao#4002; torch prints memory in whole MiB). MI300X/MI355X: ROCm's
+# hipGetDeviceProperties (clr hip_device.cpp) over the CDNA3/CDNA4 figures, torch printouts, rocminfo.
+_H200 = DeviceProperties(
+    name="NVIDIA H200", major=9, minor=0, multi_processor_count=132, total_memory=150_109_880_320,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=48 * _KIB, shared_memory_per_block_optin=227 * _KIB,
+    shared_memory_per_multiprocessor=228 * _KIB, reserved_shared_memory_per_block=1 * _KIB,
+    L2_cache_size=60 * _MIB, clock_rate=1_980_000, memory_clock_rate=3_201_000, memory_bus_width=6016,
+    gcnArchName="NVIDIA H200",
+)
+_B200 = DeviceProperties(
+    name="NVIDIA B200", major=10, minor=0, multi_processor_count=148, total_memory=182_631 * _MIB,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=48 * _KIB, shared_memory_per_block_optin=227 * _KIB,
+    shared_memory_per_multiprocessor=228 * _KIB, reserved_shared_memory_per_block=1 * _KIB,
+    L2_cache_size=126 * _MIB + 512 * _KIB, clock_rate=1_965_000, memory_clock_rate=3_996_000,
+    memory_bus_width=7680, gcnArchName="NVIDIA B200",
+)
+_MI300X = DeviceProperties(
+    name="AMD Instinct MI300X", major=9, minor=4, multi_processor_count=304, total_memory=196_592 * _MIB,
+    warp_size=64, regs_per_multiprocessor=512 * 4 * 64, regs_per_block=512 * 4 * 64,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=64 * _KIB, shared_memory_per_block_optin=64 * _KIB,
+    shared_memory_per_multiprocessor=64 * _KIB * 304, reserved_shared_memory_per_block=0,
+    L2_cache_size=4 * _MIB, clock_rate=2_100_000, memory_clock_rate=1_300_000, memory_bus_width=8192,
+    gcnArchName="gfx942:sramecc+:xnack-",
+)
+_MI355X = DeviceProperties(
+    name="AMD Instinct MI355X", major=9, minor=5, multi_processor_count=256, total_memory=288 * 1024 * _MIB,
+    warp_size=64, regs_per_multiprocessor=512 * 4 * 64, regs_per_block=512 * 4 * 64,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=160 * _KIB, shared_memory_per_block_optin=160 * _KIB,
+    shared_memory_per_multiprocessor=160 * _KIB * 256, reserved_shared_memory_per_block=0,
+    L2_cache_size=4 * _MIB, clock_rate=2_400_000, memory_clock_rate=2_000_000, memory_bus_width=8192,
+    gcnArchName="gfx950:sramecc+:xnack-",
+)
+
+# Occupancy facts: AMD CDNA3/CDNA4 ISA guides and ROCm docs (512 unified VGPRs+AGPRs per lane,
 # 8 waves per SIMD, 4 SIMDs per CU, LDS 64 KiB on MI300X and 160 KiB on MI355X); NVIDIA's CUDA
 # occupancy tables for cc 9.0 and 10.0 (64K registers, 64 warps, 32 blocks, 228 KiB shared per SM).
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target(
-            name="gfx942", backend="hip", arch="gfx942", warp_size=64,
-            device_name="AMD Instinct MI300X", compute_units=304,
+            name="gfx942", backend="hip", arch="gfx942", warp_size=64, device=_MI300X,
             regs_per_lane=512, max_waves_per_simd=8, simds_per_cu=4, max_blocks_per_cu=32,
             shared_bytes_per_cu=64 * 1024, sgprs_per_simd=800, torch_hip_version="6.4.43482",
         ),
         Target(
-            name="gfx950", backend="hip", arch="gfx950", warp_size=64,
-            device_name="AMD Instinct MI355X", compute_units=256,
+            name="gfx950", backend="hip", arch="gfx950", warp_size=64, device=_MI355X,
             regs_per_lane=512, max_waves_per_simd=8, simds_per_cu=4, max_blocks_per_cu=32,
             shared_bytes_per_cu=160 * 1024, sgprs_per_simd=800, torch_hip_version="7.0.51831",
         ),
         Target(
-            name="sm90", backend="cuda", arch=90, warp_size=32,
-            device_name="NVIDIA H200", compute_units=132,
+            name="sm90", backend="cuda", arch=90, warp_size=32, device=_H200,
             regs_per_lane=65536, max_waves_per_simd=64, simds_per_cu=1, max_blocks_per_cu=32,
             shared_bytes_per_cu=228 * 1024,
         ),
         Target(
-            name="sm100", backend="cuda", arch=100, warp_size=32,
-            device_name="NVIDIA B200", compute_units=148,
+            name="sm100", backend="cuda", arch=100, warp_size=32, device=_B200,
             regs_per_lane=65536, max_waves_per_simd=64, simds_per_cu=1, max_blocks_per_cu=32,
             shared_bytes_per_cu=228 * 1024,
         ),

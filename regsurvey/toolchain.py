@@ -45,17 +45,28 @@ def gpu_target(target: Target) -> Any:
 
 
 def _device_properties(target: Target) -> dict[str, Any]:
-    # The keys Triton's own drivers return from utils.get_device_properties.
-    return {
-        "max_shared_mem": target.shared_bytes_per_cu if target.is_nvidia else target.shared_bytes_per_cu,
-        "max_num_regs": target.regs_per_lane if target.is_nvidia else target.regs_per_lane * target.warp_size,
-        "multiprocessor_count": target.compute_units,
-        "warpSize": target.warp_size,
-        "sm_clock_rate": 0,
-        "mem_clock_rate": 0,
-        "mem_bus_width": 0,
-        "arch": str(target.arch) if target.is_amd else f"sm_{target.arch}",
+    """What Triton's own driver returns from ``utils.get_device_properties`` on the target's GPU.
+
+    The keys and their sources follow the drivers' C code (``backends/*/driver.c``): CUDA reads
+    MAX_SHARED_MEMORY_PER_BLOCK_OPTIN and MAX_REGISTERS_PER_BLOCK; HIP reads ``sharedMemPerBlock``,
+    ``regsPerBlock`` and ``gcnArchName`` (Triton 3.9 adds ``max_threads_per_sm`` and
+    ``cooperativeLaunch``).
+    """
+    dev = target.device
+    props: dict[str, Any] = {
+        "max_shared_mem": dev.shared_memory_per_block_optin if target.is_nvidia else dev.shared_memory_per_block,
+        "max_num_regs": dev.regs_per_block,
+        "multiprocessor_count": dev.multi_processor_count,
+        "warpSize": dev.warp_size,
+        "sm_clock_rate": dev.clock_rate,
+        "mem_clock_rate": dev.memory_clock_rate,
+        "mem_bus_width": dev.memory_bus_width,
     }
+    if target.is_amd:
+        props["arch"] = dev.gcnArchName
+        props["max_threads_per_sm"] = dev.max_threads_per_multi_processor
+        props["cooperativeLaunch"] = dev.cooperative_launch
+    return props
 
 
 class StubDriver:
@@ -109,21 +120,24 @@ class StubDriver:
         return bench
 
 
+# The fields of torch's _CudaDeviceProperties (torch 2.11 to 2.13) that the target's record holds.
+_TORCH_DEVICE_FIELDS = (
+    "name", "major", "minor", "multi_processor_count", "total_memory", "warp_size",
+    "regs_per_multiprocessor", "max_threads_per_multi_processor", "max_threads_per_block",
+    "shared_memory_per_block", "shared_memory_per_block_optin", "shared_memory_per_multiprocessor",
+    "L2_cache_size", "clock_rate", "memory_clock_rate", "memory_bus_width", "gcnArchName",
+    "is_integrated", "is_multi_gpu_board",
+)
+
+
 def _device_props_namespace(target: Target) -> Any:
-    major, minor = (target.arch // 10, target.arch % 10) if isinstance(target.arch, int) else (9, 4)
+    """What ``torch.cuda.get_device_properties`` returns on the target's GPU.
+
+    The PCI location and UUID belong to one machine, not to the GPU model: zeros here.
+    """
+    fields = {name: getattr(target.device, name) for name in _TORCH_DEVICE_FIELDS}
     return types.SimpleNamespace(
-        name=target.device_name,
-        multi_processor_count=target.compute_units,
-        gcnArchName=f"{target.arch}:sramecc+:xnack-" if target.is_amd else "",
-        major=major, minor=minor,
-        total_memory=(288 if target.name == "gfx950" else 192 if target.is_amd else 141) * 2**30,
-        warp_size=target.warp_size,
-        regs_per_multiprocessor=target.regs_per_lane if target.is_nvidia else 512 * 64 * 4,
-        max_threads_per_multi_processor=2048,
-        shared_memory_per_block_optin=_device_properties(target)["max_shared_mem"],
-        shared_memory_per_multiprocessor=target.shared_bytes_per_cu,
-        L2_cache_size=(4 if target.is_amd else 60) * 2**20,
-        is_integrated=False,
+        **fields, pci_bus_id=0, pci_device_id=0, pci_domain_id=0, uuid=types.SimpleNamespace(bytes=bytes(16)),
     )
 
 

@@ -3,7 +3,8 @@
 Every kernel is compiled here, offline, for sm90/sm100. The cubin is read by regsurvey (``.nv.info``,
 SASS from nvdisasm); the check is Triton's bundled ptxas re-run with ``-v`` on ``asm['ptx']`` with
 the flags Triton used (registers, stack frame, spill store/load bytes) and
-``cuobjdump --dump-resource-usage`` on the cubin (REG, STACK, SHARED).
+``cuobjdump --dump-resource-usage`` on the cubin (REG, STACK, SHARED). Shared memory and occupancy are
+also checked against what an H200's driver reported for the same inputs.
 """
 
 from __future__ import annotations
@@ -45,7 +46,19 @@ CASES = {
     # wgmma / tcgen05 GEMMs with 3 stages of shared memory: shared memory limits occupancy.
     "matmul-sm90": ("matmul_kernel", "sm90", (("num_warps", 4), ("num_stages", 3)), MATMUL),
     "matmul-sm100": ("matmul_kernel", "sm100", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    # 7 stages of 64x64 tiles: 56 KiB (sm90) and 112 KiB + 16 (sm100) of shared memory, where one
+    # more KiB per block costs a block per SM: counting the driver's reserve twice shows here.
+    "matmul-7stages-sm90": (
+        "matmul_kernel", "sm90", (("num_warps", 4), ("num_stages", 7)), {"BM": 64, "BN": 64, "BK": 32}
+    ),
+    "matmul-7stages-sm100": (
+        "matmul_kernel", "sm100", (("num_warps", 4), ("num_stages", 7)), {"BM": 64, "BN": 64, "BK": 64}
+    ),
 }
+
+# CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK on an H200 (and per CUDA's programming guide on
+# every compute capability from 8.0 on).
+DRIVER_RESERVE = 1024
 
 
 def compiled(case: str):  # type: ignore[no-untyped-def]
@@ -59,7 +72,7 @@ def read(case: str) -> NvidiaResources:
 
 
 def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
-    """``ptxas -v`` re-run on the PTX with Triton's flags.
+    """``ptxas -v`` re-run on the PTX with Triton's flags; ``static_shared`` is its "N bytes smem".
 
     The cubin it writes is usually the same bytes as Triton's, but not always: the CUDA 12.9 ptxas of
     Triton 3.6 swaps registers between runs of the sm100 GEMM (R30 and R32, one run in two). What must
@@ -85,11 +98,13 @@ def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
     regs = re.search(r"Used (\d+) registers", log)
     frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert regs and frame, log
+    smem = re.search(r"(\d+) bytes smem", log)  # printed only when the kernel has static arrays
     return {
         "regs": int(regs[1]),
         "stack_bytes": int(frame[1]),
         "spill_store_bytes": int(frame[2]),
         "spill_load_bytes": int(frame[3]),
+        "static_shared": int(smem[1]) if smem else 0,
     }
 
 
@@ -111,10 +126,15 @@ def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
     ck, _ = compiled(case)
     res = read(case)
     ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
+    static = ptxas.pop("static_shared")
     assert {k: getattr(res, k) for k in ptxas} == ptxas
     dump = cuobjdump_reading(ck.asm["cubin"])
     assert (res.regs, res.stack_bytes) == (dump["regs"], dump["stack_bytes"])
-    assert res.shared_bytes == ck.metadata.shared + dump["static_shared"]
+    # The driver's view: ptxas' static arrays (none under Triton) plus Triton's dynamic shared memory.
+    assert res.shared_bytes == ck.metadata.shared + static
+    # cuobjdump's SHARED is the whole .nv.shared.<kernel>: the reserve, when shared memory is used, and
+    # the static arrays.
+    assert dump["static_shared"] == (static + DRIVER_RESERVE if res.shared_bytes else 0)
     assert res.occupancy_warps == res.occupancy_blocks * ck.metadata.num_warps
     assert list(res.as_dict()) == [
         "regs", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes", "occupancy_blocks",
@@ -138,10 +158,106 @@ def test_occupancy_of_compiled_kernels() -> None:
     assert (read("spill-sm90").occupancy_blocks, read("spill-sm90").occupancy_warps) == (8, 8)
     # 32 registers: 1024 per warp fits 64 warps; one-warp blocks stop at 32 blocks.
     assert read("maxnreg-spill-sm90").occupancy_blocks == 32
-    # ~97 KiB of shared memory plus ptxas' 1 KiB and the driver's 1 KiB: 2 blocks in 228 KiB.
+    # 96 KiB of shared memory plus the driver's 1 KiB: 2 blocks in 228 KiB.
     for case in ("matmul-sm90", "matmul-sm100"):
         res = read(case)
-        assert 96 * 1024 < res.shared_bytes < 114 * 1024 and res.occupancy_blocks == 2, case
+        assert 96 * 1024 <= res.shared_bytes < 114 * 1024 and res.occupancy_blocks == 2, case
+    # 56 KiB + 1 KiB reserve = 57 KiB, exactly a quarter of 228 KiB: 4 blocks (3 with the reserve twice).
+    assert (read("matmul-7stages-sm90").shared_bytes, read("matmul-7stages-sm90").occupancy_blocks) == (57344, 4)
+    # 112 KiB + 16 bytes of barriers + 1 KiB, rounded to 128: 115840, 2 blocks (1 with the reserve twice).
+    assert (read("matmul-7stages-sm100").shared_bytes, read("matmul-7stages-sm100").occupancy_blocks) == (114704, 2)
+
+
+def cuda_occupancy_calculator(*, regs: int, shared: int, warps: int) -> int:
+    """Blocks per SM on compute capability 9.0/10.0, as CUDA's occupancy calculator computes them.
+
+    Written here from cuda_occupancy.h's rules, apart from regsurvey's: warps (64 per SM), blocks (32
+    per SM), registers (per warp, in 256s, 16384 per sub-partition of 4) and shared memory (static +
+    dynamic + the 1 KiB reserve, in 128-byte units, out of 228 KiB).
+    """
+    per_warp = -(-regs * 32 // 256) * 256
+    by_regs = (16384 // per_warp) * 4 // warps if per_warp else 32
+    per_block = -(-(shared + DRIVER_RESERVE) // 128) * 128
+    return min(32, 64 // warps, by_regs, 233472 // per_block)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_occupancy_equals_the_cuda_occupancy_calculator(case: str) -> None:
+    ck, _ = compiled(case)
+    res = read(case)
+    ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
+    shared = ck.metadata.shared + ptxas["static_shared"]
+    expected = cuda_occupancy_calculator(regs=ptxas["regs"], shared=shared, warps=ck.metadata.num_warps)
+    assert (res.occupancy_blocks, res.occupancy_warps) == (expected, expected * ck.metadata.num_warps)
+
+
+# A kernel with a real static array (Triton never emits one): 4096 bytes of .shared, and dynamic shared
+# memory beside it. ptxas gives .nv.shared.k 5120 bytes (the reserve, then the array at 0x400).
+STATIC_SHARED_PTX = """
+.version 8.7
+.target {arch}
+.address_size 64
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry k(.param .u64 p)
+{{
+ .shared .align 16 .b8 buf[4096];
+ .reg .b32 %r<5>; .reg .b64 %rd<4>;
+ ld.param.u64 %rd1, [p];
+ mov.u32 %r1, %tid.x; shl.b32 %r2, %r1, 2;
+ mov.u32 %r3, buf; add.u32 %r3, %r3, %r2; mov.u32 %r0, dyn; st.shared.u32 [%r0], %r2;
+ st.shared.u32 [%r3], %r1; bar.sync 0;
+ ld.shared.u32 %r1, [%r3+4];
+ cvta.to.global.u64 %rd2, %rd1; st.global.u32 [%rd2], %r1;
+ ret;
+}}
+"""
+
+
+def static_shared_cubin(target: str) -> tuple[bytes, dict[str, int]]:
+    """STATIC_SHARED_PTX compiled by the ptxas Triton uses for ``target``, and that run's ``-v`` figures."""
+    arch = int(target[2:])
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        src.write_text(STATIC_SHARED_PTX.format(arch=f"sm_{arch}a"))
+        done = subprocess.run(
+            [ptxas_path(arch), "-v", f"--gpu-name=sm_{arch}a", str(src), "-o", str(out)],
+            capture_output=True, text=True, check=True, timeout=120,
+        )  # fmt: skip
+        smem = re.search(r"(\d+) bytes smem", done.stdout + done.stderr)
+        assert smem
+        return out.read_bytes(), {"static_shared": int(smem[1])}
+
+
+# cuOccupancyMaxActiveBlocksPerMultiprocessor on an H200 (driver 580.159.04) for this kernel compiled
+# by ptxas 12.8 (10 registers, 4 warps), with the dynamic shared memory given; the driver reported
+# SHARED_SIZE_BYTES 4096 for it.
+H200_STATIC_KERNEL_BLOCKS = {0: 16, 1: 16, 20 * 1024: 9, 40 * 1024: 5, 50 * 1024: 4, 100 * 1024: 2, 113 * 1024: 1}
+
+
+@pytest.mark.parametrize("target", ["sm90", "sm100"])
+def test_static_shared_memory_is_kept_and_the_reserve_is_not(target: str) -> None:
+    cubin, ptxas = static_shared_cubin(target)
+    assert ptxas["static_shared"] == 4096
+    assert cuobjdump_reading(cubin)["static_shared"] == 4096 + DRIVER_RESERVE
+    for dynamic, blocks in H200_STATIC_KERNEL_BLOCKS.items():
+        res = read_cubin(cubin, shared_bytes=dynamic, num_warps=4, target=TARGETS[target])
+        assert (res.regs, res.shared_bytes, res.occupancy_blocks) == (10, 4096 + dynamic, blocks), dynamic
+
+
+# Triton 3.6 kernels launched on an H200: (regs, SHARED_SIZE_BYTES + Triton's dynamic shared memory, warps)
+# and the driver's cuOccupancyMaxActiveBlocksPerMultiprocessor. Their cubins held a 1024-byte
+# .nv.shared.<kernel> (the reserve) wherever shared memory was used; the driver said SHARED_SIZE_BYTES 0.
+@pytest.mark.parametrize(
+    ("regs", "shared", "warps", "blocks"),
+    [
+        (26, 0, 4, 16),  # elementwise add
+        (23, 32, 8, 8),  # a tl.sum over 8 warps: 32 bytes of dynamic shared memory
+        (168, 98304, 4, 2),  # 128x128x64 bf16 GEMM, 3 stages
+        (168, 0, 4, 3),  # the same asked with no dynamic shared memory: registers limit it
+    ],
+)
+def test_occupancy_equals_an_h200s_driver(regs: int, shared: int, warps: int, blocks: int) -> None:
+    assert nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=warps, target=TARGETS["sm90"]) == blocks
 
 
 # Hand-computed: 65536 registers in 4 sub-partitions, allocated per warp in 256s; 64 warps, 32 blocks,

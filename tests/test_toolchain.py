@@ -189,3 +189,68 @@ def test_pin_config_surveys_one_config(ops: Any) -> None:
 
     session = capture("sm90", body)
     assert [(launch.config, launch.constexprs[(5,)]) for launch in session.launches] == [(2, False)]
+
+
+def _launcher_view_table() -> dict[str, dict[str, Any]]:
+    """README's "What a launcher sees" table: {target: {property: value}}, values as Python literals."""
+    import ast
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("### What a launcher sees", 1)[1].split("\n- a:", 1)[0]
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")]
+    header, body = rows[0], rows[2:]
+    targets = [cell.split()[0] for cell in header[1:5]]
+    table: dict[str, dict[str, Any]] = {t: {} for t in targets}
+    for cells in body:
+        name = cells[0].strip()
+        if not cells[1].strip():
+            continue  # machine-specific fields: no figure to check
+        for target, cell in zip(targets, cells[1:5]):
+            cell = cell.strip()
+            if cell != "—":
+                table[target][name.replace("`", "")] = ast.literal_eval(cell.strip("`"))
+    return table
+
+
+@pytest.mark.parametrize("target", ["sm90", "sm100", "gfx942", "gfx950"])
+def test_launcher_reads_the_devices_real_properties(target: str) -> None:
+    import torch
+    import triton
+
+    seen: dict[str, Any] = {}
+
+    def body() -> None:
+        props = torch.cuda.get_device_properties(0)
+        for name in _TORCH_DEVICE_FIELDS:
+            seen[name] = getattr(props, name)
+        seen["get_device_capability()"] = torch.cuda.get_device_capability()
+        seen["device_name"] = torch.cuda.get_device_name()
+        for key, value in triton.runtime.driver.active.utils.get_device_properties(0).items():
+            seen[f"Triton {key}"] = value
+
+    capture(target, body)
+    expected = _launcher_view_table()[target]
+    assert seen.pop("device_name") == expected["name"]
+    assert seen == expected
+
+
+# Every field torch's _CudaDeviceProperties has (read from torch 2.11 on an H200; the CPU build of
+# torch 2.13 has no such class) except the PCI location and UUID, which belong to one machine.
+_TORCH_DEVICE_FIELDS = (
+    "L2_cache_size", "clock_rate", "gcnArchName", "is_integrated", "is_multi_gpu_board", "major",
+    "max_threads_per_block", "max_threads_per_multi_processor", "memory_bus_width", "memory_clock_rate",
+    "minor", "multi_processor_count", "name", "regs_per_multiprocessor", "shared_memory_per_block",
+    "shared_memory_per_block_optin", "shared_memory_per_multiprocessor", "total_memory", "warp_size",
+)
+
+
+def test_fidelity_device_check_runs_without_a_gpu() -> None:
+    # The GPU fidelity check's step 0 (stand-in device vs the real one), run with the stand-in on both
+    # sides: the script works before its one run on a GPU, and it reads every property the table lists.
+    from .gpu.fidelity import device_check, stand_in_view
+
+    assert device_check("sm90", dry_run=True) == []
+    view = stand_in_view("sm90")
+    assert len(view) == len(_TORCH_DEVICE_FIELDS) + 2 + 7  # capability, name, Triton's 7 CUDA keys
+    assert view["torch.cuda.get_device_properties(0).shared_memory_per_block_optin"] == 232448

@@ -3,20 +3,31 @@
 Run on a machine with an NVIDIA GPU (never in CI)::
 
     python tests/gpu/fidelity.py [--target sm90] [--jobs 16] [--out tests/gpu/fidelity-results.json]
+    python tests/gpu/fidelity.py --device-only   # step 0 alone: seconds, prints every mismatch
+    python tests/gpu/fidelity.py --dry-run       # no GPU needed: runs step 0 against the stand-in itself
 
+0. Compares every device property a launcher can read under a survey (the stand-in: ``torch.cuda``'s
+   ``get_device_properties`` fields, ``get_device_capability``, ``get_device_name`` and Triton's
+   ``driver.active.utils.get_device_properties``) with what the real GPU reports (:func:`device_check`).
 1. Surveys every key offline (``regsurvey run --format json``, the installed Triton, a stub driver).
 2. Runs every key's kind body again for real: ``rs.tensor`` makes zero-filled CUDA tensors
    (REGSURVEY_MATERIALIZE=cuda), the project's launcher launches on the GPU, and each launch's
    CompiledKernel is kept.
 3. Compares, launch by launch: Triton's cache hash, the cubin's sha256, the driver's register count
-   (CU_FUNC_ATTRIBUTE_NUM_REGS) against the survey's ``regs``, and the driver's local memory per thread
-   (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, Triton's ``n_spills * 4``) against ``stack_bytes``.
+   (CU_FUNC_ATTRIBUTE_NUM_REGS) against the survey's ``regs``, the driver's local memory per thread
+   (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, Triton's ``n_spills * 4``) against ``stack_bytes``, the driver's
+   static shared memory (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) plus Triton's dynamic ``shared`` against
+   ``shared_bytes``, and cuOccupancyMaxActiveBlocksPerMultiprocessor (block of ``num_warps`` warps,
+   dynamic shared memory ``shared``) against ``occupancy_blocks``. The driver is read through ctypes
+   on libcuda (no cuda-python needed).
 4. Writes the outcome (date, GPU, driver, Triton, keys checked, mismatches) as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -29,6 +40,107 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# cuda.h's CUfunction_attribute (registers and local memory come from Triton's own n_regs/n_spills).
+_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+
+# torch properties that name one machine (PCI slot, UUID), not the GPU model: not compared.
+_MACHINE_FIELDS = {"pci_bus_id", "pci_device_id", "pci_domain_id", "uuid"}
+
+
+@functools.cache
+def _libcuda() -> Any:
+    """The CUDA driver library, loaded with ctypes (torch has already initialised it)."""
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        message = f"fidelity: cannot load libcuda.so.1 ({exc}); run this on a machine with an NVIDIA driver"
+        raise SystemExit(message) from None
+
+
+def _cu_check(result: int, call: str) -> None:
+    if result != 0:
+        name = ctypes.c_char_p()
+        _libcuda().cuGetErrorName(result, ctypes.byref(name))
+        raise RuntimeError(f"{call} failed: CUresult {result} ({(name.value or b'?').decode()})")
+
+
+def driver_kernel_figures(kernel: Any) -> dict[str, int]:
+    """What the CUDA driver says about a loaded Triton kernel (a CompiledKernel after ``_init_handles``).
+
+    ``shared_bytes`` is the driver's static shared memory (SHARED_SIZE_BYTES, which leaves out the
+    1 KiB per-block reserve) plus the dynamic shared memory Triton launches with (metadata ``shared``);
+    ``occupancy_blocks`` is cuOccupancyMaxActiveBlocksPerMultiprocessor for a block of ``num_warps``
+    warps with that dynamic shared memory.
+    """
+    cuda = _libcuda()
+    function = ctypes.c_void_p(kernel.function)
+
+    def attribute(which: int, name: str) -> int:
+        value = ctypes.c_int()
+        _cu_check(cuda.cuFuncGetAttribute(ctypes.byref(value), which, function), f"cuFuncGetAttribute({name})")
+        return value.value
+
+    dynamic = int(kernel.metadata.shared)
+    blocks = ctypes.c_int()
+    _cu_check(cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        ctypes.byref(blocks), function, 32 * int(kernel.metadata.num_warps), ctypes.c_size_t(dynamic)),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    static = attribute(_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES")
+    return {
+        "static_shared": static,
+        "shared_bytes": static + dynamic,
+        "occupancy_blocks": blocks.value,
+    }
+
+
+def launcher_view() -> dict[str, Any]:
+    """Every device property a launcher can read on device 0, through torch and Triton, by name."""
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(0)
+    view: dict[str, Any] = {
+        f"torch.cuda.get_device_properties(0).{name}": getattr(props, name)
+        for name in dir(props)
+        if not name.startswith("_") and name not in _MACHINE_FIELDS and not callable(getattr(props, name))
+    }
+    view["torch.cuda.get_device_capability(0)"] = tuple(torch.cuda.get_device_capability(0))
+    view["torch.cuda.get_device_name(0)"] = torch.cuda.get_device_name(0)
+    for key, value in triton.runtime.driver.active.utils.get_device_properties(0).items():
+        view[f"triton utils.get_device_properties(0)[{key!r}]"] = value
+    return view
+
+
+def stand_in_view(target: str) -> dict[str, Any]:
+    """:func:`launcher_view` as a kind body sees it while ``target`` is surveyed (regsurvey's stand-in)."""
+    sys.path.insert(0, str(ROOT))
+    from regsurvey import toolchain
+    from regsurvey.capture import CaptureSession
+    from regsurvey.targets import get_target
+
+    with toolchain.capturing(CaptureSession(get_target(target))):
+        return launcher_view()
+
+
+def device_check(target: str = "sm90", *, dry_run: bool = False) -> list[str]:
+    """Every device property on which regsurvey's stand-in for ``target`` and the real GPU differ.
+
+    One line per difference, naming the property and both values. The real side is read outside
+    any survey; with ``dry_run`` it is the stand-in too (no GPU needed: checks this script, not the
+    figures).
+    """
+    stand_in = stand_in_view(target)
+    real = stand_in_view(target) if dry_run else launcher_view()
+    mismatches = []
+    for name in sorted(set(stand_in) | set(real)):
+        if name not in real:
+            mismatches.append(f"device {name}: stand-in {stand_in[name]!r}, the real driver has no such property")
+        elif name not in stand_in:
+            mismatches.append(f"device {name}: stand-in lacks it, the real GPU reports {real[name]!r}")
+        elif stand_in[name] != real[name]:
+            mismatches.append(f"device {name}: stand-in {stand_in[name]!r}, real GPU {real[name]!r}")
+    return mismatches
 
 
 def offline_survey(target: str, jobs: int, store: Path, keys: list[str]) -> dict[str, Any]:
@@ -81,11 +193,16 @@ def real_launches(target: str, key_ids: set[str]) -> dict[str, list[dict[str, An
             entries = []
             for name, kernel in launched:
                 kernel._init_handles()
-                entries.append({
+                entry = {
                     "kernel": name, "triton_hash": kernel.hash,
                     "cubin_sha256": hashlib.sha256(kernel.asm["cubin"]).hexdigest(),
                     "n_regs": kernel.n_regs, "local_bytes": kernel.n_spills * 4,
-                })
+                }
+                try:
+                    entry.update(driver_kernel_figures(kernel))
+                except RuntimeError as exc:  # one kernel the driver will not describe: a finding, not a crash
+                    error = error or f"reading {name}'s figures from the driver: {exc}"
+                entries.append(entry)
             results[key.id] = entries if error is None else [{"error": error}]
     finally:
         JITFunction.run = original  # type: ignore[method-assign]
@@ -120,6 +237,10 @@ def compare(survey: dict[str, Any], real: dict[str, list[dict[str, Any]]]) -> li
                 ("cubin sha256", row["object"]["sha256"], real_launch["cubin_sha256"]),
                 ("regs", res["regs"], real_launch["n_regs"]),
                 ("stack/local bytes", res["stack_bytes"], real_launch["local_bytes"]),
+                ("shared_bytes (driver SHARED_SIZE_BYTES + Triton's dynamic shared)", res["shared_bytes"],
+                 real_launch["shared_bytes"]),
+                ("occupancy_blocks (cuOccupancyMaxActiveBlocksPerMultiprocessor)", res["occupancy_blocks"],
+                 real_launch["occupancy_blocks"]),
             ]
             for what, offline, gpu in checks:
                 if offline != gpu:
@@ -195,14 +316,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--key", action="append", default=[], help="only keys matching (glob); repeatable")
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "gpu" / "fidelity-results.json")
+    parser.add_argument("--device-only", action="store_true",
+                        help="only compare the stand-in device with the real one (step 0), print, exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no GPU: run step 0 with the stand-in on both sides, to check this script")
     args = parser.parse_args(argv)
+    if args.dry_run or args.device_only:
+        device_mismatches = device_check(args.target, dry_run=args.dry_run)
+        print(f"device check ({'dry run' if args.dry_run else 'real GPU'}, {args.target}): "
+              f"{len(device_mismatches)} mismatches")
+        for line in device_mismatches:
+            print("  " + line)
+        return 1 if device_mismatches else 0
     start = time.monotonic()
+    # Before anything compiles: Triton's own driver answers here, not the stand-in.
+    device_mismatches = device_check(args.target)
     with tempfile.TemporaryDirectory(prefix="regsurvey-fidelity-") as tmp:
         survey = offline_survey(args.target, args.jobs, Path(tmp), args.key)
     survey_s = time.monotonic() - start
     keys = {r["key"] for r in survey["rows"]}
     real = real_launches(args.target, keys)
-    mismatches = compare(survey, real)
+    mismatches = device_mismatches + compare(survey, real)
     with tempfile.TemporaryDirectory(prefix="regsurvey-capture-") as tmp:
         captured, capture_mismatches = capture_check(args.target, Path(tmp))
     mismatches += capture_mismatches
