@@ -219,9 +219,11 @@ class Worker:
         except Exception as exc:
             self._spent("compile_s", compile_start)
             again = flaky is not None and toolchain.is_flaky_failure(exc)
+            error = first_lines(f"{type(exc).__name__}: {exc}")
+            if again:
+                error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
             return Row(**common, status="flaky" if again else "error", compile_s=round(time.perf_counter() - start, 3),
-                       error=first_lines(f"{type(exc).__name__}: {exc}")
-                       + ("\n(failed the same way on a retry: the toolchain's intermittent link failure)" if again else ""))
+                       error=error)
         self._spent("compile_s", compile_start)
         if flaky is not None:
             common = dict(common, flaky=flaky)
