@@ -11,7 +11,7 @@ The public keys API used by ``keys/*.py`` files::
         ...
 """
 
-from .capture import launch, pin_config, target
+from .capture import launch, pin_config, skip, target
 from .matrix import Key, Kind, Matrix
 from .targets import TARGETS, Target, get_target
 
@@ -36,6 +36,6 @@ def device():  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    "Key", "Kind", "Matrix", "device", "TARGETS", "Target", "get_target", "launch", "pin_config", "target",
-    "tensor", "__version__",
+    "Key", "Kind", "Matrix", "device", "TARGETS", "Target", "get_target", "launch", "pin_config", "skip",
+    "target", "tensor", "__version__",
 ]

@@ -254,6 +254,19 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target) -
     )
 
 
+def driver_attributes(data: bytes) -> tuple[int, int, int]:
+    """What HIP reports for the HSACO's kernel once loaded, as Triton's driver reads it:
+    ``HIP_FUNC_ATTRIBUTE_NUM_REGS`` (the runtime's usedVGPRs, the note's ``.vgpr_count``),
+    ``LOCAL_SIZE_BYTES`` (its privateMemSize, ``.private_segment_fixed_size``) and
+    ``MAX_THREADS_PER_BLOCK`` (its workgroup size, ``.max_flat_workgroup_size``)."""
+    info = parse_hsaco(data)
+    if len(info.kernels) != 1:
+        raise CorruptObjectError(f"HSACO holds {len(info.kernels)} kernels; Triton emits one")
+    meta = info.kernels[0].metadata
+    return (_int(meta, ".vgpr_count"), _int(meta, ".private_segment_fixed_size"),
+            _int(meta, ".max_flat_workgroup_size"))
+
+
 def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, target: Target) -> int:
     """Waves per SIMD that fit on one CU of ``target`` (CDNA3/CDNA4), 0 if one workgroup cannot fit.
 

@@ -27,6 +27,10 @@ class CapturedLaunch:
     specialization_data: str  # Triton's own JSON form of the above (what JITFunction.preload takes)
     config: int | None = None  # autotune config index, when the launch went through @triton.autotune
     where: str = ""  # file:line of the call that launched it
+    # A warmup (``fn.warmup(...)``) is compiled by Triton itself while the body runs, since the body
+    # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel) and its compile time.
+    compiled: Any = None
+    compile_s: float = 0.0
 
 
 @dataclass
@@ -36,6 +40,8 @@ class CaptureSession:
     target: Target
     launches: list[CapturedLaunch] = field(default_factory=list)
     pinned_configs: dict[int, int] = field(default_factory=dict)  # id(autotuner) -> config index
+    warmup_started: float | None = None  # perf_counter() when Triton began compiling a warmup
+    compiled_here: list[tuple[dict, Any]] = field(default_factory=list)  # (kernel cache, key) of warmups
 
 
 _session: contextvars.ContextVar[CaptureSession | None] = contextvars.ContextVar(
@@ -78,6 +84,24 @@ def launch(kernel: Any, *args: Any, grid: Any, **meta: Any) -> Any:
     ``@triton.heuristics``; it goes through the same ``run`` path a real launch takes.
     """
     return kernel[grid](*args, **meta)
+
+
+class SkipKey(Exception):
+    """Raised by :func:`skip`: the kind body has no kernel to build for this key."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def skip(reason: str) -> None:
+    """Skip the key being surveyed: the combination of axis values does not exist (``rs.skip``).
+
+    The key becomes a ``skipped`` row with the reason, not an error; ``check`` ignores it. Call it
+    before any launch (launches already made are dropped with the key). Outside a survey (a kind body
+    run on a GPU) it raises :class:`SkipKey` all the same, for the caller to pass over the key.
+    """
+    raise SkipKey(str(reason))
 
 
 def pin_config(kernel: Any, index: int) -> None:

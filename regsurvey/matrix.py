@@ -65,6 +65,8 @@ class Kind:
     axes: tuple[str, ...]
     matrix: Matrix
     targets: tuple[str, ...] | None = None  # None: the matrix's targets
+    # Axes this kind takes only some values of (``@matrix.kind(width=[2, 8])``), in the matrix's order.
+    values: dict[str, list[AxisValue]] = field(default_factory=dict)
 
     @property
     def source(self) -> tuple[str, int]:
@@ -75,7 +77,7 @@ class Kind:
     def keys(self, targets: Sequence[str] | None = None) -> Iterator[Key]:
         """Expand this kind into its keys, for ``targets`` or the matrix's own."""
         chosen = list(targets) if targets is not None else list(self.targets or self.matrix.targets)
-        values = [self.matrix.axes[a] for a in self.axes]
+        values = [self.values.get(a, self.matrix.axes[a]) for a in self.axes]
         for combo in itertools.product(*values):
             axes = tuple(zip(self.axes, combo))
             segments = [axis_label(a, v, self.matrix.labels) for a, v in axes]
@@ -115,8 +117,13 @@ class Matrix:
         self.kinds = {}
 
     def kind(self, axes: Sequence[str] | None = None, name: str | None = None,
-             targets: Sequence[str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorate a kind body. ``axes`` lists the matrix axes it varies over (default: its parameters)."""
+             targets: Sequence[str] | None = None,
+             **values: Sequence[AxisValue]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorate a kind body. ``axes`` lists the matrix axes it varies over (default: its parameters).
+
+        Any other keyword narrows one of those axes to some of the matrix's values:
+        ``@matrix.kind(axes=["tp", "width"], width=[2, 8])``.
+        """
 
         def register(body: Callable[..., Any]) -> Callable[..., Any]:
             kind_name = name or body.__name__
@@ -135,10 +142,32 @@ class Matrix:
             if kind_name in self.kinds:
                 raise ValueError(f"kind {kind_name!r} is defined twice")
             kind_targets = tuple(get_target(t).name for t in targets) if targets else None
-            self.kinds[kind_name] = Kind(kind_name, body, chosen, self, kind_targets)
+            subsets = {axis: self._subset(kind_name, chosen, axis, taken) for axis, taken in values.items()}
+            self.kinds[kind_name] = Kind(kind_name, body, chosen, self, kind_targets, subsets)
             return body
 
         return register
+
+    def _subset(self, kind: str, chosen: tuple[str, ...], axis: str, taken: Sequence[AxisValue]) -> list[AxisValue]:
+        """The values of ``axis`` a kind takes, checked against the matrix's (in the matrix's order)."""
+        if axis not in chosen:
+            raise ValueError(f"kind {kind!r} narrows axis {axis!r}, which is not one of its axes "
+                             f"({', '.join(chosen) or 'none'})")
+        if isinstance(taken, (str, bytes)) or not isinstance(taken, Sequence):
+            raise ValueError(f"kind {kind!r}: {axis}= takes a list of values, not {taken!r}")
+        known = self.axes[axis]
+
+        def among(value: AxisValue, values: Sequence[AxisValue]) -> bool:
+            # By type too: True is not the int 1 of a numeric axis.
+            return any(type(value) is type(v) and value == v for v in values)
+
+        unknown = [v for v in taken if not among(v, known)]
+        if unknown:
+            raise ValueError(f"kind {kind!r} takes {axis}={', '.join(map(repr, unknown))}, not among the "
+                             f"matrix's {axis} values {known}")
+        if not taken:
+            raise ValueError(f"kind {kind!r} takes no value of axis {axis!r}")
+        return [v for v in known if among(v, taken)]
 
     def keys(self, targets: Sequence[str] | None = None) -> list[Key]:
         """All keys of all kinds, in definition order."""

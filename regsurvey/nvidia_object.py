@@ -32,6 +32,10 @@ from .targets import Target
 _EIFMT_SVAL = 0x04
 _EIATTR_FRAME_SIZE = 0x11
 _EIATTR_REGCOUNT = 0x2F
+# Per-kernel .nv.info.<kernel>: the block size the PTX requires (.reqntid) or allows (.maxntid), 3 u32s.
+_EIATTR_MAX_THREADS = 0x05
+_EIATTR_REQNTID = 0x10
+_MAX_THREADS_PER_BLOCK = 1024
 
 # Occupancy facts for sm80+ from CUDA's cuda_occupancy.h (cudaOccMaxBlocksPerSMRegsLimit,
 # cudaOccMaxBlocksPerSMSmemLimit and the granularity tables): registers are allocated per warp in
@@ -279,6 +283,47 @@ def _global_info(elf: ELFFile) -> dict[tuple[int, int], int]:
     return out
 
 
+
+
+def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
+    """What the CUDA driver reports for the cubin's kernel once loaded, as Triton reads it:
+    ``CU_FUNC_ATTRIBUTE_NUM_REGS`` (REGCOUNT), ``LOCAL_SIZE_BYTES`` (the frame: local memory per
+    thread) and ``MAX_THREADS_PER_BLOCK`` (the ``.reqntid``/``.maxntid`` block size, else 1024, and
+    never more warps than the register file holds at the kernel's register count)."""
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        kernel, symbol_index = _kernel_symbol(elf)
+        info = _global_info(elf)
+        section = elf.get_section_by_name(f".nv.info.{kernel}")
+        sizes = _block_sizes(section.data() if section is not None else b"")
+    except CorruptObjectError:
+        raise
+    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    regs = info.get((_EIATTR_REGCOUNT, symbol_index), 0)
+    local = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
+    threads = min([_MAX_THREADS_PER_BLOCK, *sizes])
+    regs_per_warp = _align(regs * 32, _REG_ALLOC_UNIT)
+    if regs_per_warp:
+        warps = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp * _REG_SUB_PARTITIONS
+        threads = min(threads, warps * 32)
+    return regs, local, threads
+
+
+def _block_sizes(raw: bytes) -> list[int]:
+    """The block sizes (x * y * z) a kernel's own ``.nv.info.<kernel>`` requires or allows."""
+    sizes = []
+    pos = 0
+    while pos + 4 <= len(raw):
+        fmt, attr, value = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != _EIFMT_SVAL:
+            continue
+        if attr in (_EIATTR_REQNTID, _EIATTR_MAX_THREADS) and value == 12:
+            x, y, z = struct.unpack_from("<III", raw, pos)
+            sizes.append(x * y * z)
+        pos += value
+    return sizes
 
 
 def _align(value: int, granule: int) -> int:

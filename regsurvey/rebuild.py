@@ -81,9 +81,9 @@ def compare_builds(first: Survey, second: Survey, objects: ObjectStore) -> Rebui
         sha_b = b.object.sha256 if b.object else None
         if a.ok != b.ok:
             which = "first" if a.ok else "second"
-            error = (b.error if a.ok else a.error) or "error"
+            error = (b.error_line if a.ok else a.error_line) or "error"
             differences.append(RebuildDifference(a.target, a.row_id, a.key, a.kernel, sha_a, sha_b, "<status>",
-                                                 f"built only the {which} time: {error.splitlines()[0]}"))
+                                                 f"built only the {which} time: {error}"))
         elif a.object and b.object and sha_a != sha_b:
             try:
                 found = first_difference(objects.get(a.object.path, a.object.sha256),

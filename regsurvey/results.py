@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,9 +36,13 @@ class Row:
     kind: str
     axes: dict[str, Any]
     target: str
-    kernel: str | None  # the jit function's name; None when the kind body failed before launching
-    status: str  # "ok" or "error"
-    error: str | None = None
+    # The jit function's name; None on a key's own row: a kind body that raised (before or after its
+    # launches), launched nothing, or skipped the key.
+    kernel: str | None
+    # "ok", "error", "skipped" (the kind body called rs.skip: not a build) or "flaky" (failed twice with
+    # a toolchain failure known to be intermittent: see toolchain.is_flaky_failure)
+    status: str
+    error: str | None = None  # the whole message (compiler output, exception chain); error_line() cuts it
     resources: dict[str, int] = field(default_factory=dict)
     object: ObjectRef | None = None
     compile_s: float = 0.0
@@ -50,6 +55,10 @@ class Row:
     reused: bool = False  # True when the result came from an earlier compile of the same Triton key
     lint: list[dict[str, Any]] | None = None  # kernarg lint findings; None where the survey did not lint
     flaky: str | None = None  # a known-intermittent toolchain failure this build hit before it built
+    # What the kind body said while it ran (warnings, log records of level INFO and up, printed lines),
+    # the same on every row of the key.
+    messages: list[str] = field(default_factory=list)
+    skip_reason: str | None = None  # why the kind body skipped the key (status "skipped")
 
     @property
     def row_id(self) -> str:
@@ -62,6 +71,27 @@ class Row:
     def ok(self) -> bool:
         """True when the key built."""
         return self.status == "ok"
+
+    @property
+    def failed(self) -> bool:
+        """True when the build failed (a skipped key is neither built nor failed)."""
+        return self.status == "error"
+
+    @property
+    def is_flaky(self) -> bool:
+        """True when the build failed twice with a toolchain failure known to be intermittent (status
+        ``flaky``): not judged as a failure of the kernel."""
+        return self.status == "flaky"
+
+    @property
+    def skipped(self) -> bool:
+        """True when the kind body skipped the key (``rs.skip``): a combination that does not exist."""
+        return self.status == "skipped"
+
+    @property
+    def error_line(self) -> str:
+        """The one line every report shows for this row's error (see :func:`error_line`)."""
+        return error_line(self.error)
 
 
 @dataclass(frozen=True)
@@ -120,6 +150,61 @@ class Survey:
                       toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
                       dirty=self.dirty, created=other.created or self.created,
                       timing=other.timing or self.timing)
+
+
+# Triton's CompilationError starts with the location ("CompilationError: at 4:29:"), quotes the source
+# with a caret line under the culprit, then gives the message (or the chain: "caused by ...").
+_LOCATION = re.compile(r"^\w*Error: at \d+:\d+:$")
+_CARET = re.compile(r"^\^$")
+_CAUSED_BY = "caused by "
+# ptxas' own diagnostics in a PTXASError ("ptxas error   : Entry function ... uses too much shared data").
+_PTXAS_DIAGNOSTIC = re.compile(r"^ptxas\S*\s+(?:fatal|error)\b", re.I)
+
+
+def error_line(text: str | None) -> str:
+    """The one line every report shows for a failed build, from its whole error text.
+
+    A Triton compile error's first line is only its location: the line after the quoted source
+    (``type fp8e4b8 not supported in this architecture...``) says why. A ptxas failure's first line
+    is Triton's ("Internal Triton PTX codegen error"): ptxas' own ``error``/``fatal`` line says why.
+    Anything else says it on its first line.
+    """
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    if _LOCATION.match(lines[0]):
+        carets = [i for i, ln in enumerate(lines) if _CARET.match(ln)]
+        if carets and carets[-1] + 1 < len(lines):
+            cause = lines[carets[-1] + 1]
+            return cause[len(_CAUSED_BY):] if cause.startswith(_CAUSED_BY) else cause
+    elif "ptxas" in lines[0].lower():
+        found = next((ln for ln in lines if _PTXAS_DIAGNOSTIC.match(ln)), None)
+        if found is not None:
+            return found
+    return lines[0]
+
+
+def error_text(exc: BaseException) -> str:
+    """The whole message of an exception and of its chain (``caused by Type: message`` for each cause
+    not already quoted): a Triton error in a called ``@triton.jit`` function is raised as a bare
+    location whose cause holds the message."""
+    text = f"{type(exc).__name__}: {exc}".rstrip()
+    seen = {id(exc)}
+    cause = _cause(exc)
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        message = str(cause).strip()
+        if not message or message not in text:
+            text += f"\n{_CAUSED_BY}{type(cause).__name__}: {message}".rstrip()
+        cause = _cause(cause)
+    return text
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    # Python's own rule for what a traceback prints as the cause.
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    return None if exc.__suppress_context__ else exc.__context__
 
 
 def one_problem(exc: BaseException) -> str:

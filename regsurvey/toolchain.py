@@ -6,7 +6,10 @@ It makes a kind body's launches compile exactly what a real launch compiles, wit
   surveyed target, so ``JITFunction.run`` builds its binder and options for that target;
 * ``knobs.runtime.jit_cache_hook`` receives Triton's own specialization (signature, constexprs,
   attrs, options) right before ``JITFunction.run`` would compile, records it and tells Triton to
-  skip compiling and launching;
+  skip compiling and launching; a warmup (``fn.warmup(...)``) is recorded too, but Triton compiles
+  it, since the body goes on to read the compiled kernel (``n_regs``, ``metadata.shared``): the stub
+  driver "loads" it with the figures the real driver would report, read from the object, and
+  "launches" it by doing nothing;
 * ``@triton.autotune`` is resolved the way its ``run`` resolves it (pruned configs), every config
   becoming a launch unless the key pins one; ``@triton.heuristics`` runs unchanged;
 * :func:`compile_launch` compiles a captured launch with ``triton.compile`` on an ``ASTSource``
@@ -22,6 +25,7 @@ import functools
 import json
 import os
 import sys
+import time
 import traceback
 import types
 from collections.abc import Callable, Iterator
@@ -69,13 +73,46 @@ def _device_properties(target: Target) -> dict[str, Any]:
     return props
 
 
+class _NoLaunch:
+    """The stub driver's launcher: a compiled kernel launched under a survey (a warmed-up kernel,
+    launched through ``JITFunction.run`` or directly) runs nowhere."""
+
+    def __init__(self, src: Any, metadata: Any):
+        self.src, self.metadata = src, metadata
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _driver_attributes(binary: bytes, target: Target) -> tuple[int, int, int]:
+    # (registers, local memory bytes per thread, max threads per block), as the vendor's driver reads them.
+    if target.is_amd:
+        from .amd_object import driver_attributes as amd
+
+        return amd(binary)
+    from .nvidia_object import driver_attributes as nvidia
+
+    return nvidia(binary, target)
+
+
 class StubDriver:
     """A Triton driver for a GPU that is not there: answers device questions for one target."""
+
+    launcher_cls = _NoLaunch
 
     def __init__(self, target: Target):
         self.target = target
         props = _device_properties(target)
-        self.utils = types.SimpleNamespace(get_device_properties=lambda device=None: dict(props))
+        self.utils = types.SimpleNamespace(get_device_properties=lambda device=None: dict(props),
+                                           load_binary=self._load_binary, unload_module=lambda module: None)
+
+    def _load_binary(self, name: str, binary: bytes, shared: int, device: int) -> tuple[Any, Any, int, int, int]:
+        """What ``CompiledKernel._init_handles`` gets from loading the object: no module or function
+        handle (None: nothing to unload when the kernel is collected, whichever driver is active by
+        then), and the driver's figures, read from the object: registers, local memory / 4 (Triton's
+        ``n_spills``) and the most threads a block may have."""
+        regs, local_bytes, max_threads = _driver_attributes(binary, self.target)
+        return None, None, regs, local_bytes // 4, max_threads
 
     @staticmethod
     def is_active() -> bool:
@@ -177,12 +214,15 @@ def _tuples(value: Any) -> Any:
 
 def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
                    already_compiled: bool) -> bool:
-    """jit_cache_hook: record the specialization and tell Triton not to compile or launch."""
+    """jit_cache_hook: record the specialization and tell Triton not to compile or launch; a warmup is
+    recorded and Triton compiles it (the body reads the compiled kernel: see :func:`_warmed_up`)."""
     session = capture_mod.current_session()
     if session is None:
         return False  # not surveying: let Triton carry on
     data = json.loads(compile["specialization_data"])
     options = {k: _tuples(v) for k, v in data["options"].items()}
+    if is_manual_warmup:
+        session.warmup_started = time.perf_counter()
     session.launches.append(CapturedLaunch(
         kernel=fn.name.split(".")[-1],
         jit_function=fn.jit_function,
@@ -194,7 +234,35 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
         config=getattr(session, "_config_index", None),
         where=_launch_site(),
     ))
-    return True
+    return not is_manual_warmup
+
+
+def _warmed_up(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
+               already_compiled: bool) -> None:
+    """jit_post_compile_hook: Triton compiled a warmup the body asked for; the launch recorded for it
+    takes the compiled kernel (the survey reads it instead of compiling again) and its compile time."""
+    session = capture_mod.current_session()
+    if session is None or session.warmup_started is None or not session.launches:
+        return
+    device = compile["device"]
+    kernel_cache = fn.jit_function.device_caches[device][0]
+    launch = session.launches[-1]
+    launch.compiled = kernel_cache.get(key)
+    launch.compile_s = round(time.perf_counter() - session.warmup_started, 3)
+    session.warmup_started = None
+    session.compiled_here.append((kernel_cache, key))
+
+
+@contextlib.contextmanager
+def _forgetting_warmups(session: CaptureSession) -> Iterator[None]:
+    """Drop the kernels warmups compiled from Triton's in-process cache when the body ends: a later
+    key's launch of the same kernel must reach the launch hook again, not find it compiled."""
+    try:
+        yield
+    finally:
+        for kernel_cache, key in session.compiled_here:
+            kernel_cache.pop(key, None)
+        session.compiled_here.clear()
 
 
 def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -277,6 +345,8 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
         with contextlib.ExitStack() as stack:
             stack.enter_context(device_as(session.target))
             stack.enter_context(_patched(knobs.runtime, "jit_cache_hook", _record_launch))
+            stack.enter_context(_patched(knobs.runtime, "jit_post_compile_hook", _warmed_up))
+            stack.enter_context(_forgetting_warmups(session))
             stack.enter_context(_patched(autotuner.Autotuner, "run", _surveyed_autotune_run))
             yield session
     finally:
@@ -320,12 +390,15 @@ def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
 
 
 def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
-    """Compile a captured launch exactly as ``JITFunction._do_compile`` would."""
+    """Compile a captured launch exactly as ``JITFunction._do_compile`` would (a warmup's launch:
+    what Triton compiled for it while the body ran)."""
     import triton
     from triton.compiler import ASTSource
 
-    src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
-    kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+    kernel = launch.compiled
+    if kernel is None:
+        src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+        kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
     binary_key = "hsaco" if target.is_amd else "cubin"
     asm = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
     meta = kernel.metadata._asdict()

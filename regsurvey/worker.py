@@ -29,23 +29,15 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from . import toolchain
-from .capture import CapturedLaunch, CaptureSession
+from . import launcher_messages, toolchain
+from .capture import CapturedLaunch, CaptureSession, SkipKey
 from .errors import CorruptObjectError
 from .keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
 from .matrix import Key, Kind
 from .objectstore import ObjectStore
 from .resultcache import CachedResult, ResultCache
-from .results import ObjectRef, Row
+from .results import ObjectRef, Row, error_line, error_text
 from .targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
-
-ERROR_LINES = 12  # how much of a compiler's message a row keeps
-
-
-def first_lines(text: str, n: int = ERROR_LINES) -> str:
-    """The first ``n`` non-empty lines of a (compiler) message."""
-    lines = [ln.rstrip() for ln in text.strip().splitlines() if ln.strip()]
-    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
 
 
 def read_resources(binary: bytes, target: Target, shared: int, num_warps: int) -> dict[str, int]:
@@ -162,7 +154,12 @@ class Worker:
     def compile_key(self, key: Key, reuse: bool = True) -> list[Item]:
         """The toolchain's part of a key: capture its launches and compile them (or find them
         compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
-        worker's finishing process (or thread) does while the next key compiles."""
+        worker's finishing process (or thread) does while the next key compiles.
+
+        A body that raises keeps the launches it made before (their rows) and adds the key's own
+        error row after them (no kernel, the next launch index); one that calls ``rs.skip`` is a
+        ``skipped`` row. What the body said (warnings, logs, prints) is on every row of the key.
+        """
         if self.target is None:
             self.target = get_target(key.target).name
         if get_target(key.target).name != self.target and not self.any_target:  # the scheduler never does this
@@ -172,20 +169,46 @@ class Worker:
         session = CaptureSession(target)
         base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
         start = time.perf_counter()
-        try:
-            with toolchain.capturing(session):
-                kind.body(**key.axes_dict)
-        except BaseException as exc:  # the project's code may raise anything
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            return [Row(**base, kernel=None, status="error",
-                        error=f"kind body raised at {where_raised(exc, self.root)}: {one_line(exc)}")]
+        raised: BaseException | None = None
+        skipped: str | None = None
+        with launcher_messages.listening() as said:
+            try:
+                with toolchain.capturing(session):
+                    kind.body(**key.axes_dict)
+            except SkipKey as skip:
+                skipped = skip.reason
+            except BaseException as exc:  # the project's code may raise anything
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raised = exc
+        base["messages"] = said.lines
         self._spent("capture_s", start)
-        if not session.launches:
+        # Warmups were compiled by Triton while the body ran: compile time, not the body's.
+        self._move("capture_s", "compile_s", sum(launch.compile_s for launch in session.launches if launch.compiled))
+        if skipped is not None:
+            return [Row(**base, kernel=None, status="skipped", skip_reason=skipped)]
+        if raised is None and not session.launches:
             file, line = kind.source
-            return [Row(**base, kernel=None, status="error",
-                        error=f"kind body ({file}:{line}) launched no kernel")]
-        return [self._compile_launch(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
+            return [Row(**base, kernel=None, status="error", error=f"kind body ({file}:{line}) launched no kernel")]
+        items = [self._compile_launch(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
+        if raised is not None:
+            items.append(self._raised_row(base, raised, len(session.launches)))
+        return items
+
+    def _raised_row(self, base: dict[str, Any], exc: BaseException, launches: int) -> Row:
+        """The key's own error row for a kind body that raised after ``launches`` launches: one line
+        saying where and why, then the exception's whole text (its chain) when it has more to say."""
+        text = error_text(exc)
+        after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
+        summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
+        error = summary + (f"\n{text}" if "\n" in text else "")
+        return Row(**base, kernel=None, launch=launches, status="error", error=error)
+
+    def _move(self, source: str, destination: str, seconds: float) -> None:
+        if seconds:
+            with self._timing_lock:
+                self.timing[source] = self.timing.get(source, 0.0) - seconds
+                self.timing[destination] = self.timing.get(destination, 0.0) + seconds
 
     def _compile_launch(self, base: dict[str, Any], index: int, launch: CapturedLaunch,
                         target: Target, reuse: bool) -> Item:
@@ -219,7 +242,7 @@ class Worker:
         except Exception as exc:
             self._spent("compile_s", compile_start)
             again = flaky is not None and toolchain.is_flaky_failure(exc)
-            error = first_lines(f"{type(exc).__name__}: {exc}")
+            error = error_text(exc)
             if again:
                 error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
             return Row(**common, status="flaky" if again else "error", compile_s=round(time.perf_counter() - start, 3),
@@ -227,7 +250,9 @@ class Worker:
         self._spent("compile_s", compile_start)
         if flaky is not None:
             common = dict(common, flaky=flaky)
-        pending = Compiled(common, target, compiled, round(time.perf_counter() - start, 3))
+        # A warmup's kernel was compiled while the body ran: its row takes that compile's time.
+        compile_s = launch.compile_s if launch.compiled is not None else time.perf_counter() - start
+        pending = Compiled(common, target, compiled, round(compile_s, 3))
         if reuse:
             self._in_flight.add(compiled.triton_hash)
         return pending

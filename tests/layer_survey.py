@@ -69,7 +69,7 @@ def edited(survey: Survey, edits: dict[tuple[str, str], dict[str, Any]], **chang
             continue
         fields = {k: v for k, v in edit.items() if k in ("status", "error")}
         resources = {k: v for k, v in edit.items() if k not in fields}
-        if fields.get("status") == "error":
+        if fields.get("status") in ("error", "flaky"):
             rows.append(replace(row, resources={}, object=None, **fields))
         else:
             rows.append(replace(row, resources={**row.resources, **resources}, **fields))

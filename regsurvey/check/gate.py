@@ -28,6 +28,7 @@ from typing import Any
 from ..diff.core import Comparison, FigureDelta, Mark, RowComparison
 from ..diff.figures import figure
 from ..diff.summary import argument_label
+from ..results import error_line
 from .baseline import Allowance, Baseline
 
 REGISTER_FIGURES = ("vgpr", "agpr", "sgpr", "regs")
@@ -85,9 +86,9 @@ class Problem:
     def message(self) -> str:
         """One sentence: the build, and what fails."""
         if self.rule is NEWLY_FAILING:
-            error = (self.row.error or "").strip().splitlines()
+            error = error_line(self.row.error)
             was = "is new and fails to build" if self.row.before is None else "no longer builds"
-            return f"{self.subject} {was}" + (f": {error[0][:200]}" if error else "")
+            return f"{self.subject} {was}" + (f": {error[:200]}" if error else "")
         if self.rule is KERNARG_NEVER_READ:
             args = ", ".join(f"{argument_label(f)} (#{f.get('arg_index')}, offset {f.get('arg_offset')})"
                              for f in self.findings)
@@ -198,7 +199,7 @@ def judge(comparison: Comparison, baseline: Baseline) -> GateResult:
     allowed: list[Allowed] = []
     for row in comparison.rows:
         if rules.newly_failing and (row.mark is Mark.NEWLY_FAILING or
-                                    (row.mark is Mark.ADDED and row.after is not None and not row.after.ok)):
+                                    (row.mark is Mark.ADDED and row.after is not None and row.after.failed)):
             problems.append(Problem(NEWLY_FAILING, row))
         if not _judgeable(row):
             continue

@@ -14,7 +14,8 @@ from pathlib import Path, PurePath
 
 from ..diff.core import RowComparison
 
-_RAISED_AT = re.compile(r"raised at (\S+?):(\d+)")
+# "kind body raised at f:12: ..." or, after launching, "kind body raised after 2 launches at f:12: ...".
+_RAISED_AT = re.compile(r"raised (?:after \d+ launch(?:es)? )?at (\S+?):(\d+)")
 
 
 @dataclass(frozen=True)

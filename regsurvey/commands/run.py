@@ -63,4 +63,4 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
 
 
 def _any_failed(survey: Survey) -> bool:
-    return any(not r.ok for r in survey.rows)
+    return any(r.failed for r in survey.rows)

@@ -1,6 +1,7 @@
 """Comparing two surveys build by build: the engine behind ``diff``, ``stack`` and ``check``.
 
-Rows are matched by target and :attr:`Row.row_id` (key, launch, autotune config). Each matched pair
+Rows are matched by target and :attr:`Row.row_id` (key, launch, autotune config); a key a kind body
+skipped (``rs.skip``) is no build: it is left out of the matching and listed apart. Each matched pair
 gets a :class:`FigureDelta` per figure, a :class:`LintChange` (the kernarg lint's findings on both
 sides, as the surveys recorded them) and one :class:`Mark`, as ``asv compare`` marks its rows. The
 result is a :class:`Comparison`: plain frozen dataclasses, a pure function of the two surveys (no
@@ -195,7 +196,8 @@ class RowComparison:
     figures: tuple[FigureDelta, ...]
     before: Row | None
     after: Row | None
-    note: str | None = None  # why the row is not comparable
+    # Why the row is not comparable; or, for a build only one side has, that the other skipped its key.
+    note: str | None = None
     lint_findings: LintChange = LintChange()  # the kernarg lint's findings on both sides
 
     @property
@@ -264,6 +266,17 @@ class FigureTotal:
 
 
 @dataclass(frozen=True)
+class SkippedKey:
+    """A key (on one target) that a kind body skipped on either side: the reason on each side that did."""
+
+    target: str
+    key: str
+    kind: str
+    before: str | None  # the base's reason; None where the base did not skip it
+    after: str | None
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Every build of two surveys, matched and marked."""
 
@@ -273,6 +286,12 @@ class Comparison:
     toolchain_changes: tuple[ToolchainChange, ...] = ()
     rebuild: RebuildCheck | None = None  # the head's determinism check, when asked for
     schema_version: int = DIFF_SCHEMA_VERSION
+    skipped: tuple[SkippedKey, ...] = ()  # keys skipped on either side (not builds: not in ``rows``)
+
+    @property
+    def skipped_keys(self) -> tuple[int, int]:
+        """Keys skipped, before and after."""
+        return (sum(s.before is not None for s in self.skipped), sum(s.after is not None for s in self.skipped))
 
     def with_mark(self, *marks: Mark) -> tuple[RowComparison, ...]:
         """The rows with any of ``marks``, in survey order."""
@@ -367,11 +386,13 @@ class Comparison:
                 "spills": [asdict(t) for t in self.spill_totals],
                 "spilling_builds": dict(zip(("before", "after"), self.spilling_builds)),
                 "failing_builds": dict(zip(("before", "after"), self.failing_builds)),
+                "skipped_keys": dict(zip(("before", "after"), self.skipped_keys)),
                 "lint": lint.to_dict() if (lint := self.lint_counts) is not None else None,
             },
             "summary": [{"text": line.text, "tone": line.tone, "rows": list(line.rows)}
                         for line in summarize(self).lines],
             "rows": [_row_dict(r) for r in self.rows],
+            "skipped": [asdict(k) for k in self.skipped],
             "rebuild": self.rebuild.to_dict() if self.rebuild is not None else None,
         }
 
@@ -468,8 +489,10 @@ def compare(base: Survey, head: Survey) -> Comparison:
     """
     changes = toolchain_changes(base, head)
     changed_backends = {c.backend for c in changes}
-    before_rows = {(r.target, r.row_id): r for r in base.rows}
-    after_rows = {(r.target, r.row_id): r for r in head.rows}
+    before_rows = {(r.target, r.row_id): r for r in base.rows if not r.skipped}
+    after_rows = {(r.target, r.row_id): r for r in head.rows if not r.skipped}
+    skipped_before = {(r.target, r.key): r for r in base.rows if r.skipped}
+    skipped_after = {(r.target, r.key): r for r in head.rows if r.skipped}
     key_rank = {k: i for i, k in enumerate(_merged_order(list(dict.fromkeys(r.key for r in base.rows)),
                                                           list(dict.fromkeys(r.key for r in head.rows))))}
     target_rank = {t: i for i, t in enumerate(dict.fromkeys(head.targets + base.targets))}
@@ -485,18 +508,34 @@ def compare(base: Survey, head: Survey) -> Comparison:
         lint = _lint_change(before, after)
         note = None
         backend = _backend(row.target)
+        flaky = [r for r in (before, after) if r is not None and r.is_flaky]
         if backend in changed_backends and before is not None and after is not None:
             mark = Mark.NOT_COMPARABLE
             note = "; ".join(c.describe() for c in changes if c.backend == backend)
+        elif flaky:  # the toolchain's intermittent failure, twice: neither a build nor a failure
+            mark = Mark.NOT_COMPARABLE
+            note = f"flaky on the {'base' if flaky[0] is before else 'head'}: {flaky[0].error_line}"
         else:
             mark = _mark(before, after, figures, lint)
+            skip = (skipped_before if after is not None else skipped_after).get((row.target, row.key))
+            if (before is None or after is None) and skip is not None:
+                note = f"skipped on the {'base' if after is not None else 'head'}: {_reason(skip)}"
         rows.append(RowComparison(
             target=row.target, row_id=row.row_id, key=row.key, kind=row.kind, axes=dict(row.axes),
             kernel=(after.kernel if after is not None and after.kernel else before.kernel if before else None),
             launch=row.launch, config=row.config, mark=mark, figures=figures, before=before, after=after,
             note=note, lint_findings=lint))
+    skipped = []
+    for ref in dict.fromkeys([*skipped_before, *skipped_after]):
+        was, now = skipped_before.get(ref), skipped_after.get(ref)
+        skipped.append(SkippedKey(target=ref[0], key=ref[1], kind=(now or was).kind,  # type: ignore[union-attr]
+                                  before=_reason(was), after=_reason(now)))
     return Comparison(base=SurveyInfo.of(base), head=SurveyInfo.of(head), rows=tuple(rows),
-                      toolchain_changes=changes)
+                      toolchain_changes=changes, skipped=tuple(skipped))
+
+
+def _reason(row: Row | None) -> str | None:
+    return None if row is None else row.skip_reason or "no reason given"
 
 
 def _merged_order(before: list[str], after: list[str]) -> list[str]:
@@ -590,6 +629,6 @@ def stack(surveys: list[Survey], subjects: list[str]) -> Stack:
 
 __all__ = [
     "Comparison", "DIFF_SCHEMA_VERSION", "FigureDelta", "FigureTotal", "LintChange", "LintCounts", "Mark",
-    "MARK_ORDER", "REGRESSIONS", "RowComparison", "Stack", "StackStep", "SurveyInfo", "ToolchainChange",
+    "MARK_ORDER", "REGRESSIONS", "RowComparison", "SkippedKey", "Stack", "StackStep", "SurveyInfo", "ToolchainChange",
     "axis_segments", "compare", "finding_identity", "stack", "toolchain_changes",
 ]

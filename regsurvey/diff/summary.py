@@ -334,7 +334,7 @@ def _first_error(rows: list[RowComparison], side: str) -> str:
     for r in rows:
         row = r.after if side == "after" else r.before
         if row is not None and row.error:
-            lines.append(row.error.strip().splitlines()[0][:120])
+            lines.append(row.error_line[:120])
     if not lines:
         return ""
     (common, _), *rest = Counter(lines).most_common()

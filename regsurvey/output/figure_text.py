@@ -8,6 +8,7 @@ from typing import Any
 from ..diff.core import LINT_ERROR, Comparison, FigureDelta, LintCounts, Mark, RowComparison
 from ..diff.figures import FIGURE_ORDER, figure
 from ..diff.summary import argument_label
+from ..results import error_line
 
 
 def change_text(f: FigureDelta, arrow: str = "→") -> str:
@@ -50,14 +51,16 @@ def total_line(comparison: Comparison, arrow: str = "→") -> str:
     errors_before, errors_after = comparison.lint_errors
     if errors_before or errors_after:  # quiet while the lint has nothing to say
         line += f"; miscompile suspects {errors_before} {arrow} {errors_after}"
+    skipped_before, skipped_after = comparison.skipped_keys
+    if skipped_before or skipped_after:  # keys a kind body skipped (rs.skip): not builds
+        line += f"; keys skipped {skipped_before} {arrow} {skipped_after}"
     return line
 
 
 def first_line(text: str | None, limit: int = 160) -> str:
-    """The first line of an error, cut to ``limit`` characters."""
-    if not text:
-        return ""
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    """The line that says why a build failed (:func:`regsurvey.results.error_line`), cut to ``limit``
+    characters."""
+    line = error_line(text)
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -71,7 +74,7 @@ def status_text(r: RowComparison) -> str:
         row = r.after if r.mark is Mark.ADDED else r.before
         if row is not None and not row.ok:
             return "error: " + first_line(row.error)
-        return ""
+        return r.note or ""  # the other side skipped the key, when it did
     if r.mark is Mark.NOT_COMPARABLE:
         return r.note or ""
     return ""

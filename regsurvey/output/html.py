@@ -32,9 +32,10 @@ PAGE_ROWS = 100
 def _side(row: Any) -> dict[str, Any] | None:
     if row is None:
         return None
-    return {"status": row.status, "error": row.error, "sha256": row.object.sha256 if row.object else None,
+    return {"status": row.status, "error": row.error, "error_line": row.error_line,
+            "sha256": row.object.sha256 if row.object else None,
             "triton_hash": row.triton_hash, "num_warps": row.num_warps, "num_stages": row.num_stages,
-            "where": row.where, "compile_s": row.compile_s}
+            "where": row.where, "compile_s": row.compile_s, "messages": list(row.messages)}
 
 
 def _finding(f: dict[str, Any], new: bool) -> dict[str, Any]:

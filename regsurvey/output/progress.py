@@ -35,7 +35,7 @@ def survey_progress(enabled: bool = True) -> Iterator[Progress]:
             bar.update(task, total=total, description="surveying")
 
         def on_key(key: Key, rows: list[Row]) -> None:
-            counts["failed"] += any(not r.ok for r in rows)
+            counts["failed"] += any(r.failed for r in rows)
             counts["reused"] += sum(r.reused for r in rows)
             counts["compiled"] += sum(r.ok and not r.reused for r in rows)
             bar.update(task, advance=1, description=key.id, failed=counts["failed"],

@@ -17,6 +17,7 @@ _HEADERS = {
     "occupancy_warps": "warps",
 }
 _SPILLS = {"vgpr_spill", "sgpr_spill", "scratch_bytes", "spill_store_bytes", "spill_load_bytes"}
+_MESSAGE_WIDTH = 120  # the table line for what a key's body said: its first message, cut
 
 
 def _cell(row: Row, name: str) -> Text:
@@ -35,35 +36,55 @@ def survey_tables(survey: Survey) -> list[Table]:
         if not rows:
             continue
         table = Table(title=f"{vendor} — {survey.label}", title_justify="left", header_style="bold")
-        table.add_column("key", no_wrap=True)
-        table.add_column("target", no_wrap=True)
-        table.add_column("kernel", no_wrap=True)
-        for name in names:
-            table.add_column(_HEADERS[name], justify="right", no_wrap=True)
+        kernels = [_kernel(r) for r in rows]
+        # Never squeezed: a row's error, skip reason or messages (in the first figure column, which
+        # wraps them) take what width is left.
+        table.add_column("key", no_wrap=True, min_width=max(len(r.key) for r in rows))
+        table.add_column("target", no_wrap=True, min_width=max(len(r.target) for r in rows))
+        table.add_column("kernel", no_wrap=True, min_width=max(map(len, kernels)))
+        for j, name in enumerate(names):
+            table.add_column(_HEADERS[name], justify="right", no_wrap=j > 0, overflow="fold")
         table.caption = ("bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM"
                          if vendor == "AMD" else "spill, stack and smem in bytes; blocks and warps per SM")
         table.caption_justify = "left"
-        for r in rows:
-            kernel = (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
+        for i, (r, kernel) in enumerate(zip(rows, kernels)):
             if r.ok:
                 table.add_row(r.key, r.target, kernel, *[_cell(r, n) for n in names])
             else:
-                message = (r.error or "error").splitlines()[0]
-                table.add_row(r.key, r.target, kernel, Text(f"error: {message}", style="red"),
-                              *[""] * (len(names) - 1))
+                said = (Text(f"skipped: {r.skip_reason or ''}", style="dim", justify="left") if r.skipped
+                        else Text(f"flaky: {r.error_line or 'flaky'}", style="yellow", justify="left") if r.is_flaky
+                        else Text(f"error: {r.error_line or 'error'}", style="red", justify="left"))
+                table.add_row(r.key, r.target, kernel, said, *[""] * (len(names) - 1))
+            last_of_key = i + 1 == len(rows) or (rows[i + 1].key, rows[i + 1].target) != (r.key, r.target)
+            if r.messages and last_of_key:
+                table.add_row("", "", "", messages_text(r.messages), *[""] * (len(names) - 1))
         tables.append(table)
     return tables
 
 
+def _kernel(r: Row) -> str:
+    return (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
+
+
+def messages_text(messages: list[str], width: int = _MESSAGE_WIDTH) -> Text:
+    """The one table line for what a key's body said: its first message, and how many more."""
+    first = messages[0] if len(messages[0]) <= width else messages[0][: width - 1] + "…"
+    more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
+    return Text(f"said: {first}{more}", style="dim", justify="left")
+
+
 def summary_line(survey: Survey) -> str:
     """``142 keys, 142 ok, 0 errors; 3 spill VGPRs, 1 spills SGPRs`` for the survey."""
-    keys = {(r.key, r.target) for r in survey.rows}
-    failed = {(r.key, r.target) for r in survey.rows if not r.ok}
+    skipped = {(r.key, r.target) for r in survey.rows if r.skipped}
+    keys = {(r.key, r.target) for r in survey.rows} - skipped
+    failed = {(r.key, r.target) for r in survey.rows if r.failed}
+    flaky = {(r.key, r.target) for r in survey.rows if r.is_flaky} - failed
     vspill = {(r.key, r.target) for r in survey.rows if r.resources.get("vgpr_spill")}
     sspill = {(r.key, r.target) for r in survey.rows if r.resources.get("sgpr_spill")}
     nvspill = {(r.key, r.target) for r in survey.rows if r.resources.get("spill_store_bytes")}
-    return (f"{len(keys)} keys ({len(survey.rows)} rows) on {', '.join(survey.targets)}: "
-            f"{len(keys) - len(failed)} build, {len(failed)} fail; "
+    return (f"{len(keys)} keys ({len(survey.rows) - len(skipped)} rows) on {', '.join(survey.targets)}: "
+            f"{len(keys) - len(failed) - len(flaky)} build, {len(failed)} fail"
+            + (f", {len(flaky)} flaky" if flaky else "") + (f", {len(skipped)} skipped" if skipped else "") + "; "
             f"VGPR spills in {len(vspill)}, SGPR spills in {len(sspill)}, NVIDIA spills in {len(nvspill)}")
 
 

@@ -173,3 +173,17 @@ def test_lint_notes_do_not_fail() -> None:
     notes = fixture_row("matmul-gfx950", findings("matmul-gfx950.amdgcn", "matmul-gfx950", with_ir=False))
     clean = fixture_row("matmul-gfx950", [])
     assert judge(compare(lint_survey([clean], "a" * 40, "a"), lint_survey([notes], "b" * 40, "b")), Baseline()).passed
+
+
+def test_a_flaky_build_is_neither_judged_nor_failing(layer: Survey) -> None:
+    """A build that hit the toolchain's intermittent link failure twice (status flaky) is not
+    comparable: not newly failing, not judged on figures, and the comparison says why."""
+    from regsurvey.diff.core import Mark
+
+    why = "LLD failed to link hsaco source /tmp/a into object file /tmp/b because"
+    head = edited(layer, {("proj/tp8/w8", AMD): {"status": "flaky", "error": f"RuntimeError: {why}"}})
+    comparison = compare(layer, head)
+    (flaky,) = [r for r in comparison.rows if r.row_id == "proj/tp8/w8" and r.target == AMD]
+    assert flaky.mark is Mark.NOT_COMPARABLE and flaky.note == f"flaky on the head: RuntimeError: {why}"
+    assert judge(comparison, Baseline()).passed
+    assert judge(compare(head, layer), Baseline()).passed  # flaky on the base: the head is not judged either

@@ -106,7 +106,8 @@ def test_json_is_schema_versioned_and_complete(layer: Survey) -> None:
     assert data["schema_version"] == DIFF_SCHEMA_VERSION == 1
     assert data["report"] == "comparison"
     assert set(data) == {"schema_version", "report", "base", "head", "toolchain_changes", "counts", "totals",
-                         "summary", "rows", "rebuild"}
+                         "summary", "rows", "skipped", "rebuild"}
+    assert data["skipped"] == [] and data["totals"]["skipped_keys"] == {"before": 0, "after": 0}
     assert data["counts"]["worse"] == 1 and data["counts"]["unchanged"] == 39
     assert data["totals"]["keys"] == 24 and data["totals"]["builds"] == 40
     worse = next(r for r in data["rows"] if r["mark"] == "worse")
