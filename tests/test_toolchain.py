@@ -189,3 +189,35 @@ def test_pin_config_surveys_one_config(ops: Any) -> None:
 
     session = capture("sm90", body)
     assert [(launch.config, launch.constexprs[(5,)]) for launch in session.launches] == [(2, False)]
+
+
+def _prune_to_new_configs(configs: list, nargs: dict, **kwargs: Any) -> list:
+    """An early-prune hook that, as gemlite's does, returns configs made anew for the shape."""
+    import triton
+
+    return [triton.Config({"BLOCK": min(c.kwargs["BLOCK"], nargs["n"])}, num_warps=c.num_warps) for c in configs]
+
+
+def test_autotune_prune_hook_making_new_configs_is_surveyed(ops: Any) -> None:
+    import triton
+
+    tuned = triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=4),
+                                     triton.Config({"BLOCK": 1024}, num_warps=8)],
+                            key=["n"], prune_configs_by={"early_config_prune": _prune_to_new_configs})(
+        ops.axpy_kernel.fn)  # the heuristics under the toy's own autotuner
+    x, y = rs.tensor((512,), "fp32"), rs.tensor((512,), "fp32")
+    session = capture("sm90", lambda: tuned[(1,)](x, y, 512, 2.0))
+    # The first pruned config equals an original one (its index); the second is new (its pruned place).
+    assert [(launch.config, launch.constexprs[(4,)], launch.options["num_warps"])
+            for launch in session.launches] == [(0, 256, 4), (1, 512, 8)]
+
+
+def test_launcher_selecting_the_tensors_device_is_captured(ops: Any) -> None:
+    import torch
+
+    def body() -> None:
+        a = rs.tensor((4, 512), "bf16")
+        with torch.cuda.device(a.device):  # what FlagGems' launchers do before every launch
+            ops.gemm(a, rs.tensor((512, 256), "bf16"))
+
+    assert [launch.kernel for launch in capture("gfx942", body).launches] == ["matmul"]
