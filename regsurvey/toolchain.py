@@ -193,7 +193,7 @@ def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
     if pinned is not None:
         candidates = [self.configs[pinned]]
     elif len(self.configs) > 1:
-        candidates = self.prune_configs(kwargs)
+        candidates = list(self.prune_configs(kwargs))  # an early-prune hook may yield them
     else:
         candidates = list(self.configs)
     for position, config in enumerate(candidates):
@@ -204,6 +204,8 @@ def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
             self.fn.run(*args, **kwargs, **config.all_kwargs())
         finally:
             session._config_index = None  # type: ignore[attr-defined]
+    # As after a run that benchmarked nothing: wrappers such as FlagGems' LibEntry read the pick.
+    self.best_config = candidates[0] if candidates else None
     self.nargs = None
     return None
 

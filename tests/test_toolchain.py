@@ -221,3 +221,11 @@ def test_launcher_selecting_the_tensors_device_is_captured(ops: Any) -> None:
             ops.gemm(a, rs.tensor((512, 256), "bf16"))
 
     assert [launch.kernel for launch in capture("gfx942", body).launches] == ["matmul"]
+
+
+def test_autotuner_records_its_pick_as_after_a_launch(ops: Any) -> None:
+    x, y = rs.tensor((4096,), "fp32"), rs.tensor((4096,), "fp32")
+    ops.axpy_kernel.__dict__.pop("best_config", None)
+    capture("sm90", lambda: ops.axpy(x, y, 2.0))
+    # Wrappers around an autotuner (FlagGems' LibEntry) read best_config right after the launch.
+    assert ops.axpy_kernel.best_config is ops.axpy_kernel.configs[0]
