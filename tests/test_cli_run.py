@@ -296,3 +296,27 @@ def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path,
     # Forked workers came with torch and Triton imported; spawned ones imported them.
     assert surveys["forkserver"]["timing"]["workers_preloaded"] == 2
     assert surveys["spawn"]["timing"]["workers_preloaded"] == 0
+
+
+CHATTY_KEYS = '''
+import regsurvey as rs
+from toykernels import ops
+
+print("keys file imported")  # libraries print when imported (FlagGems: "[Note] ..."), kind bodies too
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def chatty(width):
+    print("surveying", width, flush=True)
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+'''
+
+
+def test_what_the_project_prints_stays_off_the_json(toy_repo: Path) -> None:
+    (toy_repo / "keys" / "zz_chatty.py").write_text(CHATTY_KEYS)
+    out = regsurvey("run", "--format", "json", "-q", "--kind", "chatty", cwd=toy_repo)
+    assert out.returncode == 0, out.stderr
+    assert [r["status"] for r in json.loads(out.stdout)["rows"]] == ["ok"]
+    assert "surveying 2" in out.stderr
