@@ -3,6 +3,11 @@
 Run on a machine with an NVIDIA GPU (never in CI)::
 
     python tests/gpu/fidelity.py [--target sm90] [--jobs 16] [--out tests/gpu/fidelity-results.json]
+    python tests/gpu/fidelity.py --project tests/realworld/fla --out fla-fidelity.json   # another project
+
+``--project`` takes any directory with a ``keys/`` (default: this repository's demo suite); one inside
+a git repository that is not its root is copied to a temporary directory first, since a survey started
+there would find the repository root's ``keys/``. The capture check (step 5) runs for the demo only.
 
 1. Surveys every key offline (``regsurvey run --format json``, the installed Triton, a stub driver).
 2. Runs every key's kind body again for real: ``rs.tensor`` makes zero-filled CUDA tensors
@@ -20,6 +25,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,20 +37,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def offline_survey(target: str, jobs: int, store: Path, keys: list[str]) -> dict[str, Any]:
+def offline_survey(target: str, jobs: int, store: Path, keys: list[str], project: Path = ROOT) -> dict[str, Any]:
     """The survey regsurvey makes with no GPU involved (stub driver, offline compile)."""
     cmd = [sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--target", target,
            "-j", str(jobs), "--store", str(store)] + [a for k in keys for a in ("--key", k)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    out = subprocess.run(cmd, cwd=project, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"offline survey failed: {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout)
 
 
-def real_launches(target: str, key_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
+def real_launches(target: str, key_ids: set[str], project: Path = ROOT) -> dict[str, list[dict[str, Any]]]:
     """Run every selected key's kind body on the GPU; the kernels each launch loaded, per key id."""
     os.environ["REGSURVEY_MATERIALIZE"] = "cuda"
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(project))
     import torch
     from triton.runtime.jit import JITFunction
 
@@ -52,7 +58,7 @@ def real_launches(target: str, key_ids: set[str]) -> dict[str, list[dict[str, An
     from regsurvey.keyfiles import expand_keys, load_kinds
     from regsurvey.targets import get_target
 
-    kinds = {k.name: k for k in load_kinds(ROOT, ROOT / "keys")}
+    kinds = {k.name: k for k in load_kinds(project, project / "keys")}
     launched: list[Any] = []
     original = JITFunction.run
 
@@ -195,19 +201,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--key", action="append", default=[], help="only keys matching (glob); repeatable")
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "gpu" / "fidelity-results.json")
+    parser.add_argument("--project", type=Path, default=ROOT,
+                        help="a directory with keys/ to check (default: the demo suite)")
     args = parser.parse_args(argv)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="regsurvey-fidelity-") as tmp:
-        survey = offline_survey(args.target, args.jobs, Path(tmp), args.key)
-    survey_s = time.monotonic() - start
-    keys = {r["key"] for r in survey["rows"]}
-    real = real_launches(args.target, keys)
+        project = args.project.resolve()
+        if project != ROOT:  # a survey inside a git repository surveys its root: survey a copy
+            project = shutil.copytree(project, Path(tmp) / "project", ignore=shutil.ignore_patterns(".regsurvey"))
+        survey = offline_survey(args.target, args.jobs, Path(tmp) / "store", args.key, project)
+        survey_s = time.monotonic() - start
+        keys = {r["key"] for r in survey["rows"]}
+        real = real_launches(args.target, keys, project)
     mismatches = compare(survey, real)
-    with tempfile.TemporaryDirectory(prefix="regsurvey-capture-") as tmp:
-        captured, capture_mismatches = capture_check(args.target, Path(tmp))
-    mismatches += capture_mismatches
+    captured = 0
+    if project == ROOT:  # the capture check replays the demo's own numeric checks
+        with tempfile.TemporaryDirectory(prefix="regsurvey-capture-") as tmp:
+            captured, capture_mismatches = capture_check(args.target, Path(tmp))
+        mismatches += capture_mismatches
     outcome = {
-        **environment(), "target": args.target, "keys_checked": len(keys), "launches_checked": len(survey["rows"]),
+        **environment(), "project": str(args.project),
+        "target": args.target, "keys_checked": len(keys), "launches_checked": len(survey["rows"]),
         "captured_launches_replayed": captured,
         "survey_toolchain": survey["toolchain"], "mismatches": mismatches,
         "offline_survey_s": round(survey_s, 1), "total_s": round(time.monotonic() - start, 1),
