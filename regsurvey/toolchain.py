@@ -275,19 +275,45 @@ def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
     if pinned is not None:
         candidates = [self.configs[pinned]]
     elif len(self.configs) > 1:
-        candidates = self.prune_configs(kwargs)
+        candidates = list(self.prune_configs(kwargs))  # an early-prune hook may yield them
     else:
         candidates = list(self.configs)
-    for config in candidates:
-        session._config_index = self.configs.index(config)  # type: ignore[attr-defined]
+    for position, config in enumerate(candidates):
+        session._config_index = _config_index(self.configs, config, position)  # type: ignore[attr-defined]
         try:
             if config.pre_hook is not None:
                 config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
             self.fn.run(*args, **kwargs, **config.all_kwargs())
         finally:
             session._config_index = None  # type: ignore[attr-defined]
+    # As after a run that benchmarked nothing: wrappers such as FlagGems' LibEntry read the pick.
+    self.best_config = candidates[0] if candidates else None
     self.nargs = None
     return None
+
+
+def _config_index(configs: list[Any], config: Any, position: int) -> int:
+    """The row's ``config`` index: the config's place in the autotuner's list, or, for a config that an
+    early-prune hook made anew (gemlite rewrites block sizes per shape), its place among the pruned."""
+    try:
+        return configs.index(config)  # Config compares by its kwargs, options and pre-hook
+    except ValueError:
+        return position
+
+
+class _DeviceGuard:
+    """``torch.cuda.device(x.device)`` under a survey: launchers select the tensor's device before they
+    launch (FlagGems does for every op), and a meta tensor has no CUDA device to select; on the GPU the
+    guard changes nothing that a launch compiles."""
+
+    def __init__(self, device: Any = None):
+        self.idx = 0
+
+    def __enter__(self) -> _DeviceGuard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 _original_autotune_run: Any = None
@@ -320,6 +346,7 @@ def device_as(target: Target) -> Iterator[Target]:
                 "get_device_properties": lambda device=None: props,
                 "get_device_name": lambda device=None: target.device_name,
                 "get_device_capability": lambda device=None: (props.major, props.minor),
+                "device": _DeviceGuard,
             }.items():
                 stack.enter_context(_patched(cuda, name, value))
             del triton  # imported so the patches above land on an initialised package

@@ -355,6 +355,11 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     # Ctrl-C reaches every process of the terminal's group: the parent handles it and kills the
     # workers, which would otherwise each print a KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The survey's stdout is the JSON or the table: whatever the project prints (libraries print when
+    # imported, FlagGems its vendor notes) goes to stderr, from this process and what it starts.
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        os.dup2(2, 1)
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)

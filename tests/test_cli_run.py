@@ -383,3 +383,27 @@ def test_a_library_raising_at_import_names_the_keys_file_then_the_library(toy_re
         "(in toykernels/needsgpu.py:4, <module>)")
     # Imported with sm100 as the device, the same library loads.
     assert "error" not in regsurvey("run", "-q", "--target", "sm100", "--kind", "scale", cwd=toy_repo).stderr
+
+
+CHATTY_KEYS = '''
+import regsurvey as rs
+from toykernels import ops
+
+print("keys file imported")  # libraries print when imported (FlagGems: "[Note] ..."), kind bodies too
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def chatty(width):
+    print("surveying", width, flush=True)
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+'''
+
+
+def test_what_the_project_prints_stays_off_the_json(toy_repo: Path) -> None:
+    (toy_repo / "keys" / "zz_chatty.py").write_text(CHATTY_KEYS)
+    out = regsurvey("run", "--format", "json", "-q", "--kind", "chatty", cwd=toy_repo)
+    assert out.returncode == 0, out.stderr
+    assert [r["status"] for r in json.loads(out.stdout)["rows"]] == ["ok"]
+    assert "surveying 2" in out.stderr

@@ -254,3 +254,43 @@ def test_fidelity_device_check_runs_without_a_gpu() -> None:
     view = stand_in_view("sm90")
     assert len(view) == len(_TORCH_DEVICE_FIELDS) + 2 + 7  # capability, name, Triton's 7 CUDA keys
     assert view["torch.cuda.get_device_properties(0).shared_memory_per_block_optin"] == 232448
+
+
+def _prune_to_new_configs(configs: list, nargs: dict, **kwargs: Any) -> list:
+    """An early-prune hook that, as gemlite's does, returns configs made anew for the shape."""
+    import triton
+
+    return [triton.Config({"BLOCK": min(c.kwargs["BLOCK"], nargs["n"])}, num_warps=c.num_warps) for c in configs]
+
+
+def test_autotune_prune_hook_making_new_configs_is_surveyed(ops: Any) -> None:
+    import triton
+
+    tuned = triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=4),
+                                     triton.Config({"BLOCK": 1024}, num_warps=8)],
+                            key=["n"], prune_configs_by={"early_config_prune": _prune_to_new_configs})(
+        ops.axpy_kernel.fn)  # the heuristics under the toy's own autotuner
+    x, y = rs.tensor((512,), "fp32"), rs.tensor((512,), "fp32")
+    session = capture("sm90", lambda: tuned[(1,)](x, y, 512, 2.0))
+    # The first pruned config equals an original one (its index); the second is new (its pruned place).
+    assert [(launch.config, launch.constexprs[(4,)], launch.options["num_warps"])
+            for launch in session.launches] == [(0, 256, 4), (1, 512, 8)]
+
+
+def test_launcher_selecting_the_tensors_device_is_captured(ops: Any) -> None:
+    import torch
+
+    def body() -> None:
+        a = rs.tensor((4, 512), "bf16")
+        with torch.cuda.device(a.device):  # what FlagGems' launchers do before every launch
+            ops.gemm(a, rs.tensor((512, 256), "bf16"))
+
+    assert [launch.kernel for launch in capture("gfx942", body).launches] == ["matmul"]
+
+
+def test_autotuner_records_its_pick_as_after_a_launch(ops: Any) -> None:
+    x, y = rs.tensor((4096,), "fp32"), rs.tensor((4096,), "fp32")
+    ops.axpy_kernel.__dict__.pop("best_config", None)
+    capture("sm90", lambda: ops.axpy(x, y, 2.0))
+    # Wrappers around an autotuner (FlagGems' LibEntry) read best_config right after the launch.
+    assert ops.axpy_kernel.best_config is ops.axpy_kernel.configs[0]

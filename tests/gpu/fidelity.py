@@ -5,6 +5,11 @@ Run on a machine with an NVIDIA GPU (never in CI)::
     python tests/gpu/fidelity.py [--target sm90] [--jobs 16] [--out tests/gpu/fidelity-results.json]
     python tests/gpu/fidelity.py --device-only   # step 0 alone: seconds, prints every mismatch
     python tests/gpu/fidelity.py --dry-run       # no GPU needed: runs step 0 against the stand-in itself
+    python tests/gpu/fidelity.py --project tests/realworld/fla --out fla-fidelity.json   # another project
+
+``--project`` takes any directory with a ``keys/`` (default: this repository's demo suite); one inside
+a git repository that is not its root is copied to a temporary directory first, since a survey started
+there would find the repository root's ``keys/``. The capture check (step 5) runs for the demo only.
 
 0. Compares every device property a launcher can read under a survey (the stand-in: ``torch.cuda``'s
    ``get_device_properties`` fields, ``get_device_capability``, ``get_device_name`` and Triton's
@@ -31,6 +36,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,8 +152,8 @@ def device_check(target: str = "sm90", *, dry_run: bool = False) -> list[str]:
 def offline_survey(target: str, jobs: int, store: Path, keys: list[str], project: Path = ROOT) -> dict[str, Any]:
     """The survey regsurvey makes with no GPU involved (stub driver, offline compile)."""
     cmd = [sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--target", target,
-           "-j", str(jobs), "--store", str(store), "-C", str(project)] + [a for k in keys for a in ("--key", k)]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+           "-j", str(jobs), "--store", str(store)] + [a for k in keys for a in ("--key", k)]
+    out = subprocess.run(cmd, cwd=project, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"offline survey failed: {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout)
@@ -350,13 +356,16 @@ def main(argv: list[str] | None = None) -> int:
     # Before anything compiles: Triton's own driver answers here, not the stand-in.
     device_mismatches = device_check(args.target)
     with tempfile.TemporaryDirectory(prefix="regsurvey-fidelity-") as tmp:
-        survey = offline_survey(args.target, args.jobs, Path(tmp), args.key, args.project.resolve())
-    survey_s = time.monotonic() - start
-    keys = {r["key"] for r in survey["rows"]}
-    real = real_launches(args.target, keys, args.project.resolve())
+        project = args.project.resolve()
+        if project != ROOT:  # a survey inside a git repository surveys its root: survey a copy
+            project = shutil.copytree(project, Path(tmp) / "project", ignore=shutil.ignore_patterns(".regsurvey"))
+        survey = offline_survey(args.target, args.jobs, Path(tmp) / "store", args.key, project)
+        survey_s = time.monotonic() - start
+        keys = {r["key"] for r in survey["rows"]}
+        real = real_launches(args.target, keys, project)
     mismatches = device_mismatches + compare(survey, real)
     captured = 0
-    if args.project.resolve() == ROOT:  # the capture replay runs the demo's own numeric checks
+    if project == ROOT:  # the capture check replays the demo's own numeric checks
         with tempfile.TemporaryDirectory(prefix="regsurvey-capture-") as tmp:
             captured, capture_mismatches = capture_check(args.target, Path(tmp))
         mismatches += capture_mismatches

@@ -1,0 +1,56 @@
+"""gemlite surveyed through its quantized linear layer: ``GemLiteLinearTriton`` packed with 4-bit
+weights (group size 128, fp16 activations: the A16W4 layout of HQQ/AWQ models) at a 4096x4096
+projection, for a decode token (GEMV), a small batch (split-K GEMM) and a prefill (GEMM).
+
+Three things stand between gemlite and a meta-tensor survey, each worked around here:
+
+* It allocates on ``"cuda"`` when imported (an FP4 lookup table per GPU); ``_CudaOnMeta`` sends such
+  allocations to the survey's device while it is imported.
+* It reads the GPU when imported (``torch.cuda.get_device_capability()``, ``torch.version.hip``, and the
+  tuned config file matching the device name: ``mi300x.json`` on MI300X, none on MI355X or H200), so it
+  is imported inside the kind bodies, where the device is the surveyed target.
+* The layer's forward is the custom op ``gemlite::forward_functional``: called on meta tensors, torch
+  runs its fake (shape-only) implementation and nothing launches. The kind bodies call the op's own
+  Python implementation (``forward_functional._init_fn``) with the layer's arguments instead, which is
+  what the op runs on a GPU.
+"""
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+import regsurvey as rs
+
+
+class _CudaOnMeta(TorchFunctionMode):
+    """Factory calls with ``device="cuda..."`` allocate on ``rs.device()`` instead."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        device = kwargs.get("device")
+        if device is not None and torch.device(device).type == "cuda":
+            kwargs["device"] = rs.device()
+        return func(*args, **kwargs)
+
+
+def gemlite_core():
+    """gemlite.core, imported for the surveyed target."""
+    with _CudaOnMeta():
+        import gemlite.core
+    return gemlite.core
+
+
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], batch=[1, 16, 4096], labels={"batch": "m"})
+
+
+@matrix.kind(axes=["batch"])
+def a16w4(batch):
+    gl = gemlite_core()
+    from gemlite.dtypes import DType
+
+    n = k = 4096
+    group = 128
+    layer = gl.GemLiteLinearTriton(W_nbits=4, group_size=group, in_features=k, out_features=n,
+                                   input_dtype=DType.FP16, output_dtype=DType.FP16)
+    layer.pack(rs.tensor((n, k), "uint8"), rs.tensor((n, k // group), "fp16"), rs.tensor((n, k // group), "fp16"))
+    x = rs.tensor((batch, k), "fp16")
+    gl.forward_functional._init_fn(x, layer.bias, layer.get_tensor_args(), layer.get_meta_args())

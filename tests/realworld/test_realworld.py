@@ -1,0 +1,237 @@
+"""The real-world corpus: public Triton kernel libraries surveyed through their own launchers.
+
+Each directory beside this file is a project whose ``keys/`` call one installed library's public
+launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``; install them with
+``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942, gfx950 and
+sm90 in one ``regsurvey run`` from a copy outside any git repository (inside this one, ``-C`` would find
+the repository root's ``keys/``), with a Triton cache of its own so that Triton's metadata of every build
+can be read back. Then:
+
+* every key builds (a real launch would build each one: the keys leave out launchers that cannot be
+  surveyed at all, see each keys file);
+* every figure of every build equals a second, independent reading of the stored object: AMD from
+  LLVM's comments and metadata in the stored amdgcn (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumSgprs``,
+  ``; ScratchSize``, ``; Occupancy`` where neither LDS nor the workgroup's shape binds, ``Folded Spill``
+  bytes, ``.sgpr_spill_count``, ``.kernarg_segment_size``) and Triton's own metadata (``shared``);
+  NVIDIA from ``ptxas -v`` on the stored PTX, ``cuobjdump -res-usage`` on the cubin and Triton's
+  ``shared``, occupancy recomputed from those by CUDA's occupancy rules;
+* each target surveyed alone compiles the same kernels as the three together (a library that caches
+  the device when imported must not carry one target's choices into another's keys).
+
+Run with ``python -m pytest -m realworld`` (slow: minutes per library on two cores).
+``tests/realworld/RESULTS.md`` has the last outcome; ``REGSURVEY_REALWORLD_OUT=DIR`` keeps each
+library's survey JSON there, and ``python tests/realworld/summary.py DIR`` prints its table.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..readings import note_metadata, ptxas_reading, stored_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.realworld]
+
+HERE = Path(__file__).parent
+TARGETS = ("gfx942", "gfx950", "sm90")
+# project directory -> the module its keys import
+LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems"}
+SURVEY_TIMEOUT_S = 3600
+
+
+class Corpus:
+    """The surveys of one library: the three targets together, then each alone, in one store."""
+
+    def __init__(self, library: str, work: Path):
+        if importlib.util.find_spec(LIBRARIES[library]) is None:
+            pytest.skip(f"{LIBRARIES[library]} is not installed (pip install --no-deps -r "
+                        "tests/realworld/requirements.txt)")
+        self.project = work / library
+        shutil.copytree(HERE / library, self.project, ignore=shutil.ignore_patterns("__pycache__", ".regsurvey"))
+        self.store = work / "store"
+        self.triton_cache = work / "triton-cache"
+        self.survey, self.wall_s = self.run(None)
+        keep = os.environ.get("REGSURVEY_REALWORLD_OUT")  # where RESULTS.md's figures come from
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / f"{library}.json").write_text(json.dumps({**self.survey, "test_wall_s": self.wall_s}))
+
+    def run(self, target: str | None) -> tuple[dict[str, Any], float]:
+        """``regsurvey run`` of the project for its matrices' targets (gfx942, gfx950, sm90; a kind may
+        name fewer) or for ``target`` alone: the survey JSON and the wall time."""
+        env = {**os.environ, "TRITON_CACHE_DIR": str(self.triton_cache), "REGSURVEY_SERVER": "off"}
+        start = time.monotonic()
+        only = ["--target", target] if target else []
+        out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json",
+                              "--store", str(self.store), *only],
+                             cwd=self.project, env=env, capture_output=True, text=True, timeout=SURVEY_TIMEOUT_S)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout), time.monotonic() - start
+
+    def triton_metadata(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Triton's own metadata of the row's kernel, from the Triton cache the survey compiled into."""
+        digest = bytes.fromhex(row["triton_hash"])
+        for name in (base64.b32encode(digest).decode().rstrip("="), row["triton_hash"]):  # 3.9 / older
+            entry = self.triton_cache / name
+            found = [p for p in entry.glob("*.json") if not p.name.startswith("__grp__")]
+            if found:
+                return json.loads(found[0].read_text())
+        raise AssertionError(f"no Triton cache entry for {row['key']} {row['target']} ({row['triton_hash']})")
+
+
+_corpora: dict[str, Corpus] = {}
+
+
+@pytest.fixture(params=sorted(LIBRARIES))
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """The library's surveys, made once per test session."""
+    library = request.param
+    if library not in _corpora:
+        _corpora[library] = Corpus(library, tmp_path_factory.mktemp(f"realworld-{library}"))
+    return _corpora[library]
+
+
+def test_every_key_builds(corpus: Corpus) -> None:
+    rows = corpus.survey["rows"]
+    assert {r["target"] for r in rows} == set(TARGETS)
+    failing = [f"{r['key']} {r['target']} {r['kernel']}#{r['launch']}: {r['error']}"
+               for r in rows if r["status"] != "ok"]
+    assert not failing, f"{len(failing)} of {len(rows)} builds fail:\n" + "\n".join(failing)
+
+
+def test_every_figure_equals_a_second_reading(corpus: Corpus) -> None:
+    mismatches: dict[str, list[str]] = defaultdict(list)
+    checked = 0
+    for row in corpus.survey["rows"]:
+        if row["status"] != "ok":
+            continue
+        checked += 1
+        if row["target"].startswith("gfx"):
+            reading = amd_reading(corpus, row)
+        else:
+            reading = nvidia_reading(corpus, row)
+        for figure, value in reading.items():
+            surveyed = row["resources"].get(figure)
+            if surveyed != value:
+                config = "" if row["config"] is None else f" config {row['config']}"
+                mismatches[figure].append(f"{row['key']} {row['target']} {row['kernel']}#{row['launch']}{config}: "
+                                          f"survey {surveyed}, reading {value}")
+    assert checked, "no build to check"
+    assert not mismatches, "\n".join(
+        f"{figure}: {len(lines)} of {checked} builds differ, e.g.\n  " + "\n  ".join(lines[:5])
+        for figure, lines in sorted(mismatches.items()))
+
+
+def test_each_target_alone_compiles_the_same_kernels(corpus: Corpus) -> None:
+    together = _kernels(corpus.survey)
+    differences = []
+    for target in TARGETS:
+        alone = _kernels(corpus.run(target)[0])
+        # --target overrides a kind's own targets: compare the keys the joint survey has.
+        for key in sorted(k for k in together if k[1] == target):
+            with_others, by_itself = together.get(key, []), alone.get(key, [])
+            if with_others != by_itself:
+                differences.append(f"{key[0]} {key[1]}: {len(with_others)} launches with the other targets, "
+                                   f"{len(by_itself)} alone; {len(set(with_others) ^ set(by_itself))} differ, e.g. "
+                                   f"{sorted(set(with_others) ^ set(by_itself), key=repr)[:2]}")
+    assert not differences, f"{len(differences)} keys differ:\n" + "\n".join(differences)
+
+
+def _kernels(survey: dict[str, Any]) -> dict[tuple[str, str], list[tuple[Any, ...]]]:
+    """Per (key, target): what each launch compiled (or that it failed)."""
+    kernels: dict[tuple[str, str], list[tuple[Any, ...]]] = defaultdict(list)
+    for row in survey["rows"]:
+        kernels[(row["key"], row["target"])].append(
+            (row["launch"], row["config"], row["kernel"], row["triton_hash"] if row["status"] == "ok" else "error"))
+    return {k: sorted(v, key=repr) for k, v in kernels.items()}
+
+
+# AMD ------------------------------------------------------------------------------------------------
+
+_LDS_PER_CU = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
+_SIMDS_PER_CU = 4
+
+
+def _asm_comment(text: str, name: str) -> int:
+    match = re.search(rf"^\s*; {name}: (\d+)", text, re.M)
+    assert match, f"no '; {name}' comment"
+    return int(match.group(1))
+
+
+def _asm_metadata(text: str, name: str) -> int:
+    match = re.search(rf"^\s*-?\s*\.{name}:\s+(\d+)", text, re.M)
+    assert match, f"no .{name} in the amdgcn metadata block"
+    return int(match.group(1))
+
+
+def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
+    """The row's AMD figures as LLVM's amdgcn text and Triton's metadata give them."""
+    text = stored_text(corpus.store, row, "amdgcn")
+    note = note_metadata((corpus.store / row["object"]["path"]).read_bytes())
+    lds = int(corpus.triton_metadata(row)["shared"])
+    reading = {
+        "vgpr": _asm_comment(text, "NumVgprs"),
+        "agpr": _asm_comment(text, "NumAgprs"),
+        "sgpr": _asm_comment(text, "TotalNumSgprs"),
+        "scratch_bytes": _asm_comment(text, "ScratchSize"),
+        "vgpr_spill": sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text)) // 4,
+        "sgpr_spill": _asm_metadata(text, "sgpr_spill_count"),
+        "kernarg_bytes": _asm_metadata(text, "kernarg_segment_size"),
+        "lds_bytes": lds,
+    }
+    # The object's own note says what the text says (else the stored text is not this object's).
+    assert note[".vgpr_count"] == _asm_comment(text, "TotalNumVgprs"), row["key"]
+    assert note[".sgpr_count"] == reading["sgpr"] and note[".sgpr_spill_count"] == reading["sgpr_spill"], row["key"]
+    assert note[".private_segment_fixed_size"] == reading["scratch_bytes"], row["key"]
+    # LLVM's occupancy assumes no LDS (Triton's is dynamic) and workgroups of one wave: it is the
+    # occupancy only where the kernel's LDS leaves room for it and its waves split evenly over the SIMDs.
+    occupancy = _asm_comment(text, "Occupancy")
+    warps = row["num_warps"]
+    lds_room = _LDS_PER_CU[row["target"]] // lds * warps if lds else None
+    if (lds_room is None or lds_room >= occupancy * _SIMDS_PER_CU) and occupancy * _SIMDS_PER_CU % warps == 0:
+        reading["occupancy"] = occupancy
+    return reading
+
+
+# NVIDIA ---------------------------------------------------------------------------------------------
+
+# CUDA's occupancy rules for sm_90 (cuda_occupancy.h; the CUDA Occupancy Calculator): 64 warps and 32
+# blocks per SM; 65536 registers in 4 sub-partitions, given to warps in units of 256; 228 KiB of shared
+# memory per SM, given in units of 128 bytes, 1 KiB of it reserved per block by the driver.
+_SM90 = {"warps": 64, "blocks": 32, "regs": 65536, "sub_partitions": 4, "reg_unit": 256,
+         "smem": 228 * 1024, "smem_unit": 128, "smem_reserved": 1024}
+
+
+def cuobjdump_resources(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
+    """REG, STACK, SHARED and LOCAL of the cubin, as ``cuobjdump -res-usage`` prints them."""
+    from regsurvey.nvidia_object import tool_path
+
+    out = subprocess.run([tool_path("cuobjdump"), "-res-usage", str(corpus.store / row["object"]["path"])],
+                         capture_output=True, text=True, check=True).stdout
+    return {name: int(value) for name, value in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", out)}
+
+
+def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
+    """The row's NVIDIA figures from ptxas, cuobjdump and Triton's metadata."""
+    ptxas = ptxas_reading(corpus.store, row)
+    res = cuobjdump_resources(corpus, row)
+    assert (res["REG"], res["STACK"]) == (ptxas["regs"], ptxas["stack_bytes"]), row["key"]
+    shared = int(corpus.triton_metadata(row)["shared"]) + res["SHARED"]
+    warps = row["num_warps"]
+    regs_per_warp = -(-max(ptxas["regs"], 1) * 32 // _SM90["reg_unit"]) * _SM90["reg_unit"]
+    warps_by_regs = (_SM90["regs"] // _SM90["sub_partitions"] // regs_per_warp) * _SM90["sub_partitions"]
+    smem_per_block = -(-(shared + _SM90["smem_reserved"]) // _SM90["smem_unit"]) * _SM90["smem_unit"]
+    blocks = min(_SM90["blocks"], _SM90["warps"] // warps, warps_by_regs // warps, _SM90["smem"] // smem_per_block)
+    return {**ptxas, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps}
