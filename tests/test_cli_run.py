@@ -294,7 +294,9 @@ def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path,
         assert timing["compile_s"] > 0 and timing["read_store_s"] > 0 and timing["lint_s"] > 0
         assert 200 < timing["worker_peak_rss_mb"] < 4000  # torch and Triton imported, a few kernels compiled
     # Forked workers came with torch and Triton imported; spawned ones imported them.
-    assert surveys["forkserver"]["timing"]["workers_preloaded"] == 2
+    # (Workers survey one target each: two targets at -j 2 start two or more.)
+    forked = surveys["forkserver"]["timing"]
+    assert forked["workers_preloaded"] == forked["workers_started"] >= 2
     assert surveys["spawn"]["timing"]["workers_preloaded"] == 0
 
 
