@@ -5,7 +5,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1 REGSURVEY_SERVER=off
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 REGSURVEY_SERVER=off
 python3 -m compileall -q regsurvey >/dev/null
 nproc; python3 -c 'import triton, torch; print("triton", triton.__version__, "torch", torch.__version__)'
 step=${1:-all}
