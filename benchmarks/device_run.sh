@@ -13,9 +13,9 @@ if [ "$step" = all ] || [ "$step" = fidelity ]; then
   echo "== fidelity (demo, sm90)"
   timeout 300 python3 tests/gpu/fidelity.py --jobs 16 --out "$OUT/fidelity-results.json" 2>&1 | tail -40
 fi
-if [ "$step" = all ] || [ "$step" = lld ]; then
+if [ "$step" = all ] || [ "$step" = lld ] || [ "$step" = lld+isolation ]; then
   echo "== LLD: demo gfx942, -j 16, three cold surveys"
-  for i in 1 2 3; do
+  for i in $(seq 1 ${LLD_RUNS:-3}); do
     TRITON_CACHE_DIR=/tmp/tc-lld-$i timeout 240 python3 -m regsurvey run -q --format json --force --target gfx942 \
       -j 16 --store /tmp/lld-store > "$OUT/lld-$i.json" 2> "$OUT/lld-$i.err"
     python3 - "$OUT/lld-$i.json" <<'PY'
@@ -33,7 +33,7 @@ PY
   echo "== LLD: links alone, 16 processes"
   timeout 200 python3 benchmarks/lld_concurrency.py --store /tmp/lld-store --procs 16 --rounds 20 --kernels 12
 fi
-if [ "$step" = all ] || [ "$step" = isolation ]; then
+if [ "$step" = all ] || [ "$step" = isolation ] || [ "$step" = lld+isolation ]; then
   echo "== isolation cost, demo, -j 16"
   timeout 300 python3 benchmarks/isolation_cost.py --jobs 16 --repeat 2
 fi

@@ -55,7 +55,13 @@ def _cold_survey(repo: Path, work: Path, targets: str, jobs: int, shared: bool, 
     data = json.loads(out.stdout)
     shutil.rmtree(run_dir, ignore_errors=True)
     rows = data["rows"]
-    return {"wall": wall, "compile": sum(r["compile_s"] for r in rows if not r.get("reused")),
+    errors: dict[str, int] = {}
+    for r in rows:
+        if r["status"] != "ok":
+            line = (r.get("error") or "").strip().splitlines()
+            why = f"{r['target']}: {line[0][:160] if line else r['status']}"
+            errors[why] = errors.get(why, 0) + 1
+    return {"errors": errors, "wall": wall, "compile": sum(r["compile_s"] for r in rows if not r.get("reused")),
             "rows": len(rows), "failed": sum(r["status"] == "error" for r in rows),
             "workers": data["timing"].get("workers_started", 0.0), "timing": data["timing"],
             "figures": {(r["key"], r["target"], r["launch"], r.get("config")): r.get("resources") for r in rows}}
@@ -85,6 +91,8 @@ def main() -> int:
                 print(f"  {'one import for all targets' if shared else 'an import per target     '}: "
                       f"{r['wall']:7.1f} s wall, {r['compile']:7.1f} s compiling, {r['rows']} rows "
                       f"({r['failed']} failed), {r['workers']:.0f} workers started")
+                for why, count in sorted(r["errors"].items(), key=lambda e: -e[1])[:6]:
+                    print(f"      {count} x {why}")
         iso = sum(r["wall"] for r in runs[False]) / len(runs[False])
         shared_wall = sum(r["wall"] for r in runs[True]) / len(runs[True])
         print(f"isolation: {iso:.1f} s against {shared_wall:.1f} s: {iso / shared_wall:.3f}x "

@@ -29,7 +29,10 @@ def _texts(store: Path, limit: int) -> list[str]:
 
 def _link_loop(args: tuple[list[str], int, int]) -> tuple[int, int, list[str]]:
     texts, rounds, seed = args
+    from triton._C.libtriton import llvm
     from triton.backends.amd.compiler import HIPBackend, HIPOptions
+
+    llvm.init_targets()  # what triton.compile does first in a process
 
     options = HIPOptions(arch="gfx942")
     done = failed = 0
