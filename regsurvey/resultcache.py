@@ -22,7 +22,7 @@ from .objectstore import ObjectStore, atomic_write
 from .results import ObjectRef
 
 # Bump when what the object readers report changes: older entries then stop matching.
-READER_REVISION = f"{__version__}+readers1+lint1"
+READER_REVISION = f"{__version__}+readers2+lint1"  # readers2: exact AMD vgpr, vgpr_total
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from .figures import FIGURE_ORDER, FIGURES, figure
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
-                   "occupancy_blocks": ""}
+                   "occupancy_blocks": "", "vgpr_total": "unified"}
 MAX_BREAKDOWN_PARTS = 4
 MAX_KINDS_NAMED = 5
 
