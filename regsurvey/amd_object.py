@@ -269,8 +269,8 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
 
 def _code_vgprs(code_text: str, *, accum_offset: int) -> int:
     """``NumVgprs`` from the kernel's code: one past the highest VGPR its instructions name, where that
-    rounds up to the object's AGPR offset; else the offset (code that does not fit this object, or a
-    VGPR that LLVM counts but no instruction names, like an inline asm clobber)."""
+    rounds up to the object's AGPR offset; else the offset (code of another compile, or a VGPR that
+    LLVM counts and no instruction names)."""
     from .lint.amdgcn import registers_named  # the one AMDGCN parser; lint imports this module
 
     named = registers_named(code_text).get("v", 0)

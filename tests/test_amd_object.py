@@ -149,6 +149,16 @@ def test_the_arch_vgprs_come_from_the_code_where_the_object_rounds_them() -> Non
     assert other == rounded
 
 
+def test_the_arch_vgprs_come_from_a_disassembly_too() -> None:
+    from regsurvey.lint.disassembler import disassemble, find_objdump
+
+    if find_objdump() is None:
+        pytest.skip("no llvm-objdump of LLVM >= 20")
+    ck, target = compiled("waves2-matmul-gfx950")
+    res = read_hsaco(ck.asm["hsaco"], lds_bytes=0, num_warps=4, target=target, code_text=disassemble(ck.asm["hsaco"]))
+    assert res.vgpr == comment(ck.asm["amdgcn"], "NumVgprs") == 126
+
+
 def test_the_spilling_kernels_spill() -> None:
     vgpr, _ = read("vgpr-spill-gfx950")
     assert vgpr.vgpr_spill > 0 and vgpr.scratch_bytes > 0 and vgpr.agpr > 0 and vgpr.occupancy == 1
