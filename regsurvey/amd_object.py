@@ -6,7 +6,8 @@ The only module that reads AMD objects. Two levels:
   ``NT_AMDGPU_METADATA`` note (``amdhsa.kernels[]``, with its ``.args``) and the 64-byte kernel
   descriptor behind the ``<kernel>.kd`` symbol (user-SGPR enables, kernarg preload), for the lint.
 - ``read_hsaco`` turns that into the resource row of a survey (``AmdResources``): registers, spills,
-  scratch, LDS, kernarg size and the occupancy in waves per SIMD.
+  scratch, LDS, kernarg size and the occupancy in waves per SIMD. Given the kernel's code text as
+  well, it counts the architectural VGPRs exactly where the object rounds them.
 
 Layouts follow LLVM's AMDGPUUsage ("Code Object V3+ Metadata", "Kernel Descriptor", "Initial Kernel
 Execution State") and ``llvm/Support/AMDHSAKernelDescriptor.h``.
@@ -160,15 +161,16 @@ class HsacoInfo:
 class AmdResources:
     """The resource row for one AMD kernel.
 
-    ``vgpr`` is the architectural VGPR count and ``agpr`` the accumulation VGPRs, per lane: LLVM's
-    ``NumVgprs`` and ``NumAgprs``. On gfx90a+ both share one 512-entry file with the AGPRs placed at
-    ACCUM_OFFSET = ``NumVgprs`` rounded up to 4, and with AGPRs in use the object records only that
-    offset (the note's ``.vgpr_count`` is ``TotalNumVgprs`` = offset + AGPRs): there ``vgpr`` is
-    ``NumVgprs`` rounded up to 4, and ``vgpr + agpr`` is always the unified count. ``sgpr`` is per
-    wave, ``vgpr_spill`` and ``sgpr_spill`` count spilled registers, ``scratch_bytes`` is per lane,
-    ``lds_bytes`` per workgroup, ``kernarg_bytes`` the kernarg segment (hidden args included) and
-    ``occupancy`` waves per SIMD, from the registers the descriptor allocates (which include what
-    ``waves_per_eu`` reserves) and the LDS and workgroup size.
+    ``vgpr`` and ``agpr`` are LLVM's ``NumVgprs`` (architectural VGPRs) and ``NumAgprs`` (accumulation
+    VGPRs), per lane. ``vgpr_total`` is LLVM's ``TotalNumVgprs``, the unified count that occupancy
+    depends on: on gfx90a+ both kinds share one 512-entry file, the AGPRs from ACCUM_OFFSET =
+    ``NumVgprs`` rounded up to 4, so with AGPRs in use it is that offset plus ``agpr`` (else ``vgpr``).
+    The object records only ``vgpr_total`` and ``agpr``: where AGPRs are in use, ``vgpr`` comes from
+    the kernel's code (see :func:`read_hsaco`). ``sgpr`` is per wave, ``vgpr_spill`` and ``sgpr_spill``
+    count spilled registers, ``scratch_bytes`` is per lane, ``lds_bytes`` per workgroup,
+    ``kernarg_bytes`` the kernarg segment (hidden args included) and ``occupancy`` waves per SIMD, from
+    the registers the descriptor allocates (which include what ``waves_per_eu`` reserves) and the LDS
+    and workgroup size.
     """
 
     vgpr: int
@@ -180,6 +182,7 @@ class AmdResources:
     lds_bytes: int
     occupancy: int
     kernarg_bytes: int
+    vgpr_total: int
 
     def as_dict(self) -> dict[str, int]:
         """The figures by field name, in field order."""
@@ -216,11 +219,17 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
     return HsacoInfo(arch=arch, target=target, kernels=kernels)
 
 
-def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target) -> AmdResources:
+def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
+               code_text: str | None = None) -> AmdResources:
     """Read the resource row of the one kernel in a Triton HSACO compiled for ``target``.
 
     ``lds_bytes`` is Triton's compiled metadata ``shared``: Triton allocates LDS dynamically, so the
     object's group segment size is 0. ``num_warps`` is the number of waves per workgroup.
+
+    ``code_text`` is the kernel's code from the same compile (Triton's ``amdgcn`` text, or an
+    ``llvm-objdump -d`` of this object). With AGPRs in use the object holds ``NumVgprs`` only rounded
+    up to 4 (the AGPR offset); the code gives it exactly: one past the highest VGPR its instructions
+    name. Without it (or if the code does not fit the object) ``vgpr`` is that rounded figure.
     """
     if not target.is_amd:
         raise ValueError(f"read_hsaco needs an AMD target, not {target.name}")
@@ -231,10 +240,13 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target) -
         raise CorruptObjectError(f"HSACO holds {len(info.kernels)} kernels; Triton emits one")
     kernel = info.kernels[0]
     meta = kernel.metadata
-    # .vgpr_count is TotalNumVgprs: ACCUM_OFFSET + AGPRs when AGPRs are in use, NumVgprs otherwise.
+    # .vgpr_count is TotalNumVgprs: ACCUM_OFFSET + AGPRs when AGPRs are in use, NumVgprs otherwise;
+    # .agpr_count is NumAgprs.
     total_vgpr = _int(meta, ".vgpr_count")
     agpr = _int(meta, ".agpr_count", default=0)
     vgpr = total_vgpr - agpr if agpr else total_vgpr
+    if agpr and code_text is not None:
+        vgpr = _code_vgprs(code_text, accum_offset=vgpr)
     return AmdResources(
         vgpr=vgpr,
         agpr=agpr,
@@ -251,6 +263,7 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target) -
             target=target,
         ),
         kernarg_bytes=_int(meta, ".kernarg_segment_size"),
+        vgpr_total=total_vgpr,
     )
 
 
@@ -265,6 +278,16 @@ def driver_attributes(data: bytes) -> tuple[int, int, int]:
     meta = info.kernels[0].metadata
     return (_int(meta, ".vgpr_count"), _int(meta, ".private_segment_fixed_size"),
             _int(meta, ".max_flat_workgroup_size"))
+
+
+def _code_vgprs(code_text: str, *, accum_offset: int) -> int:
+    """``NumVgprs`` from the kernel's code: one past the highest VGPR its instructions name, where that
+    rounds up to the object's AGPR offset; else the offset (code of another compile, or a VGPR that
+    LLVM counts and no instruction names)."""
+    from .lint.amdgcn import registers_named  # the one AMDGCN parser; lint imports this module
+
+    named = registers_named(code_text).get("v", 0)
+    return named if _align(named, 4) == accum_offset else accum_offset
 
 
 def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, target: Target) -> int:

@@ -22,7 +22,8 @@ from .objectstore import ObjectStore, atomic_write
 from .results import ObjectRef
 
 # Bump when what the object readers report changes: older entries then stop matching.
-READER_REVISION = f"{__version__}+readers2+lint1"  # readers2: NVIDIA shared memory without the reserve
+# readers3: NVIDIA shared memory without the reserve; exact AMD vgpr, vgpr_total; AMD occupancy with waves_per_eu
+READER_REVISION = f"{__version__}+readers3+lint1"
 
 
 @dataclass(frozen=True)

@@ -40,12 +40,18 @@ from .results import ObjectRef, Row, error_line, error_text
 from .targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 
 
-def read_resources(binary: bytes, target: Target, shared: int, num_warps: int) -> dict[str, int]:
-    """Resource figures of one object, from the vendor's object reader."""
+def read_resources(binary: bytes, target: Target, shared: int, num_warps: int,
+                   code_text: str | None = None) -> dict[str, int]:
+    """Resource figures of one object, from the vendor's object reader.
+
+    ``code_text``: the same compile's amdgcn text, from which the AMD reader counts VGPRs exactly where
+    the object holds only a rounded figure.
+    """
     if target.is_amd:
         from .amd_object import read_hsaco
 
-        return read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target).as_dict()
+        return read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target,
+                          code_text=code_text).as_dict()
     from .nvidia_object import read_cubin
 
     return read_cubin(binary, shared_bytes=shared, num_warps=num_warps, target=target).as_dict()
@@ -298,7 +304,8 @@ class Worker:
         common, compiled, target, compile_s = item.common, item.compiled, item.target, item.compile_s
         phase = time.perf_counter()
         try:
-            resources = read_resources(compiled.binary, target, compiled.shared, compiled.num_warps)
+            resources = read_resources(compiled.binary, target, compiled.shared, compiled.num_warps,
+                                       compiled.asm.get("amdgcn"))
         except CorruptObjectError as exc:
             return Row(**common, status="error", compile_s=compile_s, triton_hash=compiled.triton_hash,
                        error=f"unreadable object: {exc}")

@@ -1,8 +1,9 @@
 """Second, independent readings of stored objects, to check every figure a survey reports.
 
-AMD: the compiler's own amdgcn text (``; NumVgprs``, ``; TotalNumSgprs``, ``; ScratchSize``,
-``; Occupancy``, the YAML metadata block, ``Folded Spill`` comments) and a direct msgpack decode of the
-object's note written here, not regsurvey's reader. NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX.
+AMD: the compiler's own amdgcn text (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumVgprs``,
+``; TotalNumSgprs``, ``; ScratchSize``, ``; Occupancy``, the YAML metadata block, ``Folded Spill``
+comments) and a direct msgpack decode of the object's note written here, not regsurvey's reader.
+NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX.
 """
 
 from __future__ import annotations
@@ -85,12 +86,12 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     spilled = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
     agpr = _comment(text, "NumAgprs")
     vgpr = _comment(text, "NumVgprs")
-    if agpr:  # with AGPRs the object records the arch VGPRs rounded to the 4-register AGPR offset
-        vgpr = -(-vgpr // 4) * 4
-        assert vgpr == _directive(text, "accum_offset")
+    if agpr:  # the AGPRs start at the arch VGPRs rounded up to 4: all the object records of them
+        assert -(-vgpr // 4) * 4 == _directive(text, "accum_offset")
     reading = {
         "vgpr": vgpr,
         "agpr": agpr,
+        "vgpr_total": _comment(text, "TotalNumVgprs"),
         "sgpr": _comment(text, "TotalNumSgprs"),
         "scratch_bytes": _comment(text, "ScratchSize"),
         "kernarg_bytes": _yaml(text, "kernarg_segment_size"),
@@ -100,7 +101,8 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
                                            num_warps=row["num_warps"], target=row["target"]),
     }
     # The note in the binary says the same as the text.
-    assert note[".vgpr_count"] == reading["vgpr"] + agpr == _comment(text, "TotalNumVgprs")
+    assert note[".vgpr_count"] == reading["vgpr_total"]
+    assert note.get(".agpr_count", 0) == agpr
     assert note[".sgpr_count"] == reading["sgpr"]
     assert note[".vgpr_spill_count"] == reading["vgpr_spill"]
     assert note[".sgpr_spill_count"] == reading["sgpr_spill"]

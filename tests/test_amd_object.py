@@ -60,9 +60,12 @@ def compiled(case: str):  # type: ignore[no-untyped-def]
     return compile_kernel(kernel, target, options=options, **constexprs), TARGETS[target]
 
 
-def read(case: str) -> tuple[AmdResources, str]:
+def read(case: str, *, with_code: bool = True) -> tuple[AmdResources, str]:
+    """The case's resources as a survey reads them (the object and the same compile's amdgcn text), or
+    from the object alone; and the amdgcn text."""
     ck, target = compiled(case)
-    res = read_hsaco(ck.asm["hsaco"], lds_bytes=ck.metadata.shared, num_warps=ck.metadata.num_warps, target=target)
+    res = read_hsaco(ck.asm["hsaco"], lds_bytes=ck.metadata.shared, num_warps=ck.metadata.num_warps, target=target,
+                     code_text=ck.asm["amdgcn"] if with_code else None)
     return res, ck.asm["amdgcn"]
 
 
@@ -102,18 +105,20 @@ def lds_waves(lds: int, num_warps: int, target: str) -> int:
 def test_resources_match_the_amdgcn_text(case: str) -> None:
     res, text = read(case)
     ck, _ = compiled(case)
+    # LLVM's own counts, exactly: the arch count too where the object holds only the AGPR offset.
+    assert res.vgpr == comment(text, "NumVgprs")
     assert res.agpr == comment(text, "NumAgprs")
-    # With AGPRs in use the object records only where they start: the arch count rounded up to 4.
-    arch = comment(text, "NumVgprs")
-    assert res.vgpr == (align4(arch) if res.agpr else arch)
-    assert res.vgpr + res.agpr == comment(text, "TotalNumVgprs")
+    assert res.vgpr_total == comment(text, "TotalNumVgprs")
     kd = parse_hsaco(ck.asm["hsaco"]).kernels[0].descriptor
     if res.agpr:
-        assert res.vgpr == kd.accum_offset == directive(text, "accum_offset")
+        assert align4(res.vgpr) == kd.accum_offset == directive(text, "accum_offset")
+        assert res.vgpr_total == kd.accum_offset + res.agpr
+    else:
+        assert res.vgpr_total == res.vgpr
     # What the hardware allocates: the unified count, or more under waves_per_eu (next_free_vgpr
     # is then LLVM's NumVGPRsForWavesPerEU, not the count the code uses).
     assert kd.allocated_vgprs == (comment(text, "VGPRBlocks") + 1) * 8 == align8(directive(text, "next_free_vgpr"))
-    assert kd.allocated_vgprs == align8(comment(text, "NumVGPRsForWavesPerEU")) >= align8(res.vgpr + res.agpr)
+    assert kd.allocated_vgprs == align8(comment(text, "NumVGPRsForWavesPerEU")) >= align8(res.vgpr_total)
     assert kd.allocated_sgprs == (comment(text, "SGPRBlocks") + 1) * 8 == align8(comment(text, "NumSGPRsForWavesPerEU"))
     assert res.sgpr == comment(text, "TotalNumSgprs")
     assert res.scratch_bytes == comment(text, "ScratchSize") == directive(text, "private_segment_fixed_size")
@@ -125,8 +130,33 @@ def test_resources_match_the_amdgcn_text(case: str) -> None:
     assert res.lds_bytes == ck.metadata.shared
     assert list(res.as_dict()) == [
         "vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes", "lds_bytes", "occupancy",
-        "kernarg_bytes",
+        "kernarg_bytes", "vgpr_total",
     ]  # fmt: skip
+
+
+def test_the_arch_vgprs_come_from_the_code_where_the_object_rounds_them() -> None:
+    # 126 arch VGPRs and 8 AGPRs: the object says only that the AGPRs start at 128. The code names
+    # v0..v125; without it the reader can give no more than the offset, the same on every other figure.
+    exact, text = read("waves2-matmul-gfx950")
+    rounded, _ = read("waves2-matmul-gfx950", with_code=False)
+    assert (exact.vgpr, exact.agpr, exact.vgpr_total) == (126, 8, 136) == (
+        comment(text, "NumVgprs"), comment(text, "NumAgprs"), comment(text, "TotalNumVgprs"))
+    assert rounded.vgpr == 128 and rounded.as_dict() == {**exact.as_dict(), "vgpr": 128}
+    # Code of another kernel does not fit this object's AGPR offset: the object's figure stands.
+    add, _ = compiled("add-gfx950")
+    other = read_hsaco(compiled("waves2-matmul-gfx950")[0].asm["hsaco"], lds_bytes=exact.lds_bytes,
+                       num_warps=4, target=TARGETS["gfx950"], code_text=add.asm["amdgcn"])
+    assert other == rounded
+
+
+def test_the_arch_vgprs_come_from_a_disassembly_too() -> None:
+    from regsurvey.lint.disassembler import disassemble, find_objdump
+
+    if find_objdump() is None:
+        pytest.skip("no llvm-objdump of LLVM >= 20")
+    ck, target = compiled("waves2-matmul-gfx950")
+    res = read_hsaco(ck.asm["hsaco"], lds_bytes=0, num_warps=4, target=target, code_text=disassemble(ck.asm["hsaco"]))
+    assert res.vgpr == comment(ck.asm["amdgcn"], "NumVgprs") == 126
 
 
 def test_the_spilling_kernels_spill() -> None:

@@ -47,6 +47,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("occupancy_blocks", "blocks", "blocks per SM", " blocks/SM", 0, "NVIDIA", companion_of="occupancy_warps"),
     Figure("vgpr", "VGPR", "VGPRs", "", +1, "AMD"),
     Figure("agpr", "AGPR", "AGPRs", "", +1, "AMD"),
+    # The unified VGPR+AGPR count (AGPRs aligned to 4): what occupancy depends on. It moves with the
+    # VGPRs and AGPRs, so it is told in their line and judged by them (the gate's register rule).
+    Figure("vgpr_total", "VGPR+AGPR", "unified VGPRs", "", +1, "AMD", companion_of="vgpr"),
     Figure("sgpr", "SGPR", "SGPRs", "", +1, "AMD"),
     Figure("regs", "regs", "registers", "", +1, "NVIDIA"),
     Figure("lds_bytes", "LDS", "LDS", " B", +1, "AMD"),

@@ -29,7 +29,8 @@ from .figures import FIGURE_ORDER, FIGURES, figure
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
-                   "occupancy_blocks": ""}
+                   "occupancy_blocks": "", "vgpr_total": "unified"}
+_TOLD_WHEN_DIFFERENT = {"vgpr_total"}  # companions told only where they moved otherwise than their figure
 MAX_BREAKDOWN_PARTS = 4
 MAX_KINDS_NAMED = 5
 
@@ -249,11 +250,16 @@ def _spread(deltas: list[FigureDelta]) -> int:
 
 def _values_text(rows: list[RowComparison], name: str) -> tuple[str, str | None]:
     """The range of ``name`` and, for the companions that changed too, theirs (``scratch 0 -> 228 B``)."""
-    main = _arrow(_deltas(rows, name), figure(name).unit)
+    main_deltas = _deltas(rows, name)
+    main = _arrow(main_deltas, figure(name).unit)
     told = []
     for companion in (f for f in FIGURES if f.companion_of == name):
         deltas = _deltas(rows, companion.name)
-        if any(d.changed for d in deltas):
+        # The unified VGPRs of a kernel without AGPRs are its VGPRs: moving exactly as they did, they
+        # say nothing more.
+        same = (companion.name in _TOLD_WHEN_DIFFERENT
+                and [(d.before, d.after) for d in deltas] == [(d.before, d.after) for d in main_deltas])
+        if any(d.changed for d in deltas) and not same:
             noun = _COMPANION_NOUN.get(companion.name, companion.noun)
             told.append((f"{noun} " if noun else "") + _arrow(deltas, companion.unit))
     return main, (", ".join(told) or None)

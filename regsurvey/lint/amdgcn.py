@@ -1,11 +1,13 @@
 """A small parser for AMDGCN assembly: Triton's ``amdgcn`` text and ``llvm-objdump -d`` disassembly.
 
-It knows what the lint needs and nothing more:
+It knows what the lint (and the AMD object reader's VGPR count) needs and nothing more:
 
 - operands and the registers they name (``s5``, ``s[36:43]``, ``v[0:3]``, ``a[0:15]``, ``ttmp[4:5]``,
   ``vcc``, ``vcc_lo``, ``exec``, ``m0`` ...), with the modifiers (``offen``, ``offset:16``, ``glc``) apart;
 - functions, their instructions (each with its line in the text, and its address in a disassembly),
   labels and the ``.p2align`` that precedes a label;
+- the highest register of each file that the instructions name (``registers_named``: the exact
+  ``NumVgprs`` the resource reader needs where the object holds only a rounded one);
 - branches (``s_branch``, ``s_cbranch_*``, the ``s_getpc``/``s_add``/``s_setpc`` long branch, ``s_endpgm``),
   basic blocks and the CFG;
 - the ``.amdhsa_*`` directives of each ``.amdhsa_kernel`` block and the metadata YAML between
@@ -455,6 +457,24 @@ def _long_branch_target(block: Block, by_label: dict[str, int]) -> int | None:
     value = value - (1 << 64) if value >= 1 << 63 else value
     offset = value if low.mnemonic == "s_add_u32" else -value
     return by_label.get(str(getpc.address + 4 + offset))
+
+
+def registers_named(text: str) -> dict[str, int]:
+    """Per register file (``v``, ``a``, ``s`` ...), one past the highest index that any instruction of
+    the text's functions names: ``v[4:7]`` counts to 8. Directives and comments are not instructions.
+
+    For ``v`` and ``a`` this is LLVM's ``; NumVgprs`` and ``; NumAgprs``: LLVM counts a register file
+    up to the highest register the code uses (its ``; NumVgprs`` comment is not read here).
+    """
+    extent: dict[str, int] = {}
+    for function in parse_functions(text):
+        for inst in function.instructions:
+            for operand in inst.operands:
+                for reg in operand.registers:
+                    end = reg.index + reg.count
+                    if end > extent.get(reg.file, 0):
+                        extent[reg.file] = end
+    return extent
 
 
 def reachable(function: Function, entry: int) -> set[int]:

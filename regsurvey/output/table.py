@@ -12,6 +12,7 @@ from ..targets import get_target
 _HEADERS = {
     "vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "vgpr_spill": "Vspill", "sgpr_spill": "Sspill",
     "scratch_bytes": "scratch", "lds_bytes": "LDS", "occupancy": "waves", "kernarg_bytes": "kernarg",
+    "vgpr_total": "VGPR+AGPR",
     "regs": "regs", "spill_store_bytes": "spill st", "spill_load_bytes": "spill ld",
     "stack_bytes": "stack", "shared_bytes": "smem", "occupancy_blocks": "blocks",
     "occupancy_warps": "warps",

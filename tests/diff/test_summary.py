@@ -87,3 +87,19 @@ def test_new_and_dropped_builds_and_another_toolchain(layer: Survey) -> None:
         ("20 builds on sm90 are not comparable: the toolchain differs "
          f"(cuda ptxas: Build cuda_12.8.r12.8/compiler.0_0 -> {ptxas})", "neutral"),
     ]
+
+
+def test_unified_vgprs_ride_with_the_vgprs(layer: Survey) -> None:
+    # Without AGPRs the unified count is the VGPR count: one change, told once, in the VGPRs' line.
+    row = next(r for r in layer.rows if r.row_id == "attn/tp4/w2/bf16" and r.target == AMD)
+    vgpr, total = row.resources["vgpr"], row.resources["vgpr_total"]
+    assert total == vgpr and row.resources["agpr"] == 0
+    head = edited(layer, {("attn/tp4/w2/bf16", AMD): {"vgpr": vgpr + 26, "vgpr_total": total + 26}})
+    assert lines(layer, head)[0] == (f"raises VGPRs of attn (matmul) tp4 w2 bf16 on gfx950 ({vgpr} -> {vgpr + 26})",
+                                     "worse")
+    # With AGPRs it is the AGPR offset (VGPRs rounded up to 4) plus the AGPRs: told beside the VGPRs.
+    head = edited(layer, {("attn/tp4/w2/bf16", AMD): {"vgpr": 126, "agpr": 8, "vgpr_total": 136}})
+    assert lines(layer, head)[:2] == [
+        (f"raises VGPRs of attn (matmul) tp4 w2 bf16 on gfx950 ({vgpr} -> 126; unified {total} -> 136)", "worse"),
+        ("raises AGPRs of attn (matmul) tp4 w2 bf16 on gfx950 (0 -> 8)", "worse"),
+    ]
