@@ -16,8 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import triton
 from elftools.elf.elffile import ELFFile
 
+# Tests that need a particular register allocation (AGPRs beside a VGPR count that is not a multiple of
+# 4) chose their kernels on Triton 3.9's LLVM; on 3.6 the same kernels are allocated otherwise, and only
+# the per-object equalities (which hold on every version) are checked.
+TRITON_39_CODEGEN = tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 9)
 
 def stored_text(store: Path, row: dict[str, Any], name: str) -> str:
     """An IR text stored beside the row's object."""

@@ -20,6 +20,7 @@ from regsurvey.errors import CorruptObjectError
 from regsurvey.targets import TARGETS
 
 from .objects_kernels import SIGNATURES, compile_kernel
+from .readings import TRITON_39_CODEGEN
 
 # Facts of Triton 3.9's compiler (its async-copy pipeline on gfx950, its LLVM's SGPR occupancy model);
 # Triton 3.6 builds these kernels differently, and regsurvey supports both.
@@ -139,8 +140,11 @@ def test_the_arch_vgprs_come_from_the_code_where_the_object_rounds_them() -> Non
     # v0..v125; without it the reader can give no more than the offset, the same on every other figure.
     exact, text = read("waves2-matmul-gfx950")
     rounded, _ = read("waves2-matmul-gfx950", with_code=False)
-    assert (exact.vgpr, exact.agpr, exact.vgpr_total) == (126, 8, 136) == (
+    assert (exact.vgpr, exact.agpr, exact.vgpr_total) == (
         comment(text, "NumVgprs"), comment(text, "NumAgprs"), comment(text, "TotalNumVgprs"))
+    if not TRITON_39_CODEGEN:
+        pytest.skip("the kernel was chosen for Triton 3.9's register allocation (126 VGPRs beside 8 AGPRs)")
+    assert (exact.vgpr, exact.agpr, exact.vgpr_total) == (126, 8, 136)
     assert rounded.vgpr == 128 and rounded.as_dict() == {**exact.as_dict(), "vgpr": 128}
     # Code of another kernel does not fit this object's AGPR offset: the object's figure stands.
     add, _ = compiled("add-gfx950")
@@ -156,7 +160,7 @@ def test_the_arch_vgprs_come_from_a_disassembly_too() -> None:
         pytest.skip("no llvm-objdump of LLVM >= 20")
     ck, target = compiled("waves2-matmul-gfx950")
     res = read_hsaco(ck.asm["hsaco"], lds_bytes=0, num_warps=4, target=target, code_text=disassemble(ck.asm["hsaco"]))
-    assert res.vgpr == comment(ck.asm["amdgcn"], "NumVgprs") == 126
+    assert res.vgpr == comment(ck.asm["amdgcn"], "NumVgprs")
 
 
 def test_the_spilling_kernels_spill() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .readings import amd_occupancy_reading, check_row, stored_text
+from .readings import TRITON_39_CODEGEN, amd_occupancy_reading, check_row, stored_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,7 +125,8 @@ def test_waves_per_eu_and_agprs_are_read(toy_survey: tuple[Path, dict]) -> None:
     assert all(r["resources"]["agpr"] > 0 for r in amd if r["key"] == "wide/tile256")
     # And waves_per_eu=2 leaves a GEMM 126 arch VGPRs beside 8 AGPRs on gfx950 (the object says 128):
     # check_row holds vgpr to LLVM's NumVgprs, so a count not a multiple of 4 beside AGPRs is there.
-    assert any(r["resources"]["agpr"] and r["resources"]["vgpr"] % 4 for r in amd)
+    if TRITON_39_CODEGEN:  # the kernel was chosen for Triton 3.9's LLVM; 3.6's allocates it otherwise
+        assert any(r["resources"]["agpr"] and r["resources"]["vgpr"] % 4 for r in amd)
 
 
 def test_demo_spread_matches_a_second_reading(demo_spread: tuple[Path, dict]) -> None:
@@ -140,4 +141,5 @@ def test_demo_spread_matches_a_second_reading(demo_spread: tuple[Path, dict]) ->
     # mla_decode bf16 on gfx950: LLVM's 254 arch VGPRs (check_row holds every row to NumVgprs).
     [row] = [r for r in survey["rows"] if (r["key"], r["target"], r["launch"]) == ("mla_decode/tp8/w8/bf16/nostop",
                                                                                    "gfx950", 0)]
-    assert row["resources"]["vgpr"] % 4 and row["resources"]["agpr"] > 0
+    if TRITON_39_CODEGEN:  # Triton 3.6's LLVM allocates this kernel otherwise
+        assert row["resources"]["vgpr"] % 4 and row["resources"]["agpr"] > 0
