@@ -42,6 +42,9 @@ class CaptureSession:
     pinned_configs: dict[int, int] = field(default_factory=dict)  # id(autotuner) -> config index
     warmup_started: float | None = None  # perf_counter() when Triton began compiling a warmup
     compiled_here: list[tuple[dict, Any]] = field(default_factory=list)  # (kernel cache, key) of warmups
+    config_index: int | None = None  # the autotune config whose launch is being made, if any
+    tuner: Any = None  # the autotuner whose own ``run`` (a subclass's) is running, if any
+    benched: list[CapturedLaunch] = field(default_factory=list)  # launches that tuner's benchmarking made
 
 
 _session: contextvars.ContextVar[CaptureSession | None] = contextvars.ContextVar(

@@ -10,8 +10,13 @@ It makes a kind body's launches compile exactly what a real launch compiles, wit
   it, since the body goes on to read the compiled kernel (``n_regs``, ``metadata.shared``): the stub
   driver "loads" it with the figures the real driver would report, read from the object, and
   "launches" it by doing nothing;
+* ``JITFunction.run`` returns a stand-in for the kernel it launched (:class:`SurveyedKernel`): a
+  library that keeps it and launches it again later records that launch again;
 * ``@triton.autotune`` is resolved the way its ``run`` resolves it (pruned configs), every config
-  becoming a launch unless the key pins one; ``@triton.heuristics`` runs unchanged;
+  becoming a launch unless the key pins one; an autotuner subclass with a ``run`` of its own runs it,
+  every config it benchmarks (Triton's ``_bench``) becoming a launch; ``@triton.heuristics`` runs
+  unchanged; what a library's benchmarking asks of the device (synchronize, events, streams,
+  ``triton.testing.do_bench``) answers at once;
 * :func:`compile_launch` compiles a captured launch with ``triton.compile`` on an ``ASTSource``
   built from those same objects, the call ``JITFunction._do_compile`` makes.
 
@@ -21,6 +26,7 @@ Private APIs move between Triton versions: keep every such use here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -149,12 +155,32 @@ class StubDriver:
         With no GPU there is nothing to time: an autotuner then keeps its first config, and every
         config it tried has passed through JITFunction.run.
         """
+        return _bench_once
 
-        def bench(fn: Any, quantiles: Any = None, **kwargs: Any) -> Any:
-            fn()
-            return [0.0] * len(quantiles) if quantiles else 0.0
+    def get_empty_cache_for_benchmark(self) -> Any:
+        """The buffer ``triton.testing.do_bench`` clears between timed runs (to flush L2): a meta one."""
+        import torch
 
-        return bench
+        return torch.empty(0, dtype=torch.int32, device="meta")
+
+    def clear_cache(self, cache: Any) -> None:
+        """Nothing to flush on a device that is not there."""
+        return None
+
+
+def _bench_once(fn: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """Benchmark ``fn`` on the stand-in device: call it once (its launches are captured) and report 0 ms."""
+    fn()
+    return [0.0] * len(quantiles) if quantiles else 0.0
+
+
+def _do_bench_once(fn: Any, warmup: Any = 25, rep: Any = 100, grad_to_none: Any = None, quantiles: Any = None,
+                   return_mode: str = "mean") -> Any:
+    """``triton.testing.do_bench`` (its signature) on the stand-in device: :func:`_bench_once`."""
+    fn()
+    if quantiles:
+        return [0.0] * len(quantiles)
+    return [0.0] if return_mode == "all" else 0.0
 
 
 # The fields of torch's _CudaDeviceProperties (torch 2.11 to 2.13) that the target's record holds.
@@ -231,7 +257,7 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
         attrs=dict(compile["configs"][0]),
         options=options,
         specialization_data=compile["specialization_data"],
-        config=getattr(session, "_config_index", None),
+        config=session.config_index if session.config_index is not None else _pick_index(session.tuner),
         where=_launch_site(),
     ))
     return not is_manual_warmup
@@ -265,8 +291,67 @@ def _forgetting_warmups(session: CaptureSession) -> Iterator[None]:
         session.compiled_here.clear()
 
 
+class SurveyedKernel:
+    """What ``JITFunction.run`` returns for a launch under a survey, where a GPU launch returns the
+    CompiledKernel it launched.
+
+    Libraries keep that kernel and launch it directly the next time the same specialization comes up
+    (FlagGems' ``LibEntry``: ``kernel[grid](*args)``); on the GPU that runs the same binary again, so
+    here it records the same launch again, in whichever key is being surveyed then. Anything else read
+    from it (``n_regs``, ``metadata``, ``asm``) is read from the CompiledKernel, compiled on first use
+    (and the key's row then takes that compile).
+    """
+
+    def __init__(self, launch: CapturedLaunch, target: Target):
+        self._launch, self._target = launch, target
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        launch = self._launch
+
+        def runner(*args: Any, stream: Any = None) -> None:
+            session = capture_mod.current_session()
+            if session is not None:
+                session.launches.append(dataclasses.replace(launch, where=_launch_site(), compiled=None,
+                                                            compile_s=0.0))
+
+        return runner
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # private names (and copy/pickle probes) are the proxy's own
+            raise AttributeError(name)
+        launch = self._launch
+        if launch.compiled is None:
+            import triton
+            from triton.compiler import ASTSource
+
+            start = time.perf_counter()
+            src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+            launch.compiled = triton.compile(src, target=gpu_target(self._target), options=dict(launch.options))
+            launch.compile_s = round(time.perf_counter() - start, 3)
+        return getattr(launch.compiled, name)
+
+
+def _surveyed_jit_run(original: Callable[..., Any]) -> Callable[..., Any]:
+    """JITFunction.run under a survey: the launch hook records the launch and skips it, and Triton's
+    run then returns None; return what stands in for the launched kernel instead (SurveyedKernel)."""
+
+    @functools.wraps(original)
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        session = capture_mod.current_session()
+        before = len(session.launches) if session is not None else 0
+        kernel = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if kernel is None and session is not None and len(session.launches) > before:
+            return SurveyedKernel(session.launches[-1], session.target)
+        return kernel
+
+    return run
+
+
 def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
-    """Autotuner.run under a survey: each config a real launch could pick becomes a launch."""
+    """Autotuner.run under a survey: each config a real launch could pick becomes a launch.
+
+    Returns what the launch of the first (the picked) config returned, as a GPU launch returns the
+    picked kernel."""
     session = capture_mod.current_session()
     if session is None:
         return _original_autotune_run(self, *args, **kwargs)
@@ -278,18 +363,103 @@ def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
         candidates = list(self.prune_configs(kwargs))  # an early-prune hook may yield them
     else:
         candidates = list(self.configs)
+    picked = None
     for position, config in enumerate(candidates):
-        session._config_index = _config_index(self.configs, config, position)  # type: ignore[attr-defined]
+        session.config_index = _config_index(self.configs, config, position)
         try:
             if config.pre_hook is not None:
                 config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
-            self.fn.run(*args, **kwargs, **config.all_kwargs())
+            kernel = self.fn.run(*args, **kwargs, **config.all_kwargs())
         finally:
-            session._config_index = None  # type: ignore[attr-defined]
+            session.config_index = None
+        if position == 0:
+            picked = kernel
     # As after a run that benchmarked nothing: wrappers such as FlagGems' LibEntry read the pick.
     self.best_config = candidates[0] if candidates else None
     self.nargs = None
-    return None
+    return picked
+
+
+def _surveyed_bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
+    """Autotuner._bench under a survey, for autotuners with a ``run`` of their own (FlagGems' LibTuner):
+    the config is launched once, through Triton's own benchmark call (the config's and the tuner's
+    hooks, the conflict check), and timed at 0 ms, so that the tuner's own pruning and policy decide
+    which configs become launches and every config it benchmarks is a row with its index. A pinned
+    tuner (``rs.pin_config``) launches only the pinned config; the others time as failed (inf)."""
+    session = capture_mod.current_session()
+    if session is None:
+        return _original_bench(self, *args, config=config, **meta)
+    pinned = session.pinned_configs.get(id(self))
+    index = _config_index(self.configs, config, len(session.benched))
+    if pinned is not None and index != pinned:
+        return [float("inf")] * 3
+    before = len(session.launches)
+    missing = object()
+    cached = self.__dict__.get("do_bench", missing)  # Autotuner.do_bench is a cached_property
+    self.__dict__["do_bench"] = _bench_once
+    session.config_index = index
+    try:
+        return _original_bench(self, *args, config=config, **meta)
+    finally:
+        session.config_index = None
+        if cached is missing:
+            del self.__dict__["do_bench"]
+        else:
+            self.__dict__["do_bench"] = cached
+        session.benched.extend(session.launches[before:])
+
+
+def _surveyed_own_run(own_run: Callable[..., Any]) -> Callable[..., Any]:
+    """An autotuner subclass's own ``run`` under a survey: it runs as written (its pruning, its policy,
+    its caches of picks), benchmarking through :func:`_surveyed_bench`. Its launch of the pick after
+    benchmarking repeats the kernel the pick's benchmark launched: that launch is dropped. A pick
+    launched without benchmarking (found in the tuner's cache) is recorded with the pick's index."""
+
+    @functools.wraps(own_run)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        session = capture_mod.current_session()
+        if session is None or session.tuner is self:  # not surveying, or a subclass's run calling super().run
+            return own_run(self, *args, **kwargs)
+        outer = session.tuner, session.benched
+        session.tuner, session.benched = self, []
+        first = len(session.launches)
+        try:
+            return own_run(self, *args, **kwargs)
+        finally:
+            benched = session.benched
+            session.tuner, session.benched = outer
+            kept = {id(b) for b in benched}
+            seen = {(id(b.jit_function), b.specialization_data) for b in benched}
+            session.launches[first:] = [
+                launch for launch in session.launches[first:]
+                if id(launch) in kept or (id(launch.jit_function), launch.specialization_data) not in seen
+            ]
+
+    return run
+
+
+def _pick_index(tuner: Any) -> int | None:
+    """The index of the config an autotuner has picked (None: no tuner, or no pick among its configs)."""
+    pick = getattr(tuner, "best_config", None)
+    if pick is None:
+        return None
+    try:
+        return tuner.configs.index(pick)
+    except ValueError:
+        return None
+
+
+def _own_run_autotuners() -> list[type]:
+    """The Autotuner subclasses, imported so far, that define their own ``run``."""
+    from triton.runtime.autotuner import Autotuner
+
+    found, todo = [], list(Autotuner.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "run" in vars(cls):
+            found.append(cls)
+    return found
 
 
 def _config_index(configs: list[Any], config: Any, position: int) -> int:
@@ -316,7 +486,68 @@ class _DeviceGuard:
         return None
 
 
+class _StandInEvent:
+    """``torch.cuda.Event`` on the stand-in device: records nothing; every interval it is asked for
+    lasts ``_STAND_IN_INTERVAL_MS``."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self.enable_timing = enable_timing
+
+    def record(self, stream: Any = None) -> None:
+        return None
+
+    def wait(self, stream: Any = None) -> None:
+        return None
+
+    def synchronize(self) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end_event: Any) -> float:
+        return _STAND_IN_INTERVAL_MS
+
+
+# Nothing runs, so no interval can be measured. A benchmark loop sized from a first reading
+# (triton.testing.do_bench imported by name: repetitions = budget / estimate) divides by it: 0 would
+# raise, and a long interval makes such a loop run each function the fewest times (each call is a row).
+_STAND_IN_INTERVAL_MS = 1e6
+
+
+class _StandInStream:
+    """``torch.cuda.Stream`` on the stand-in device: stream 0, nothing to wait for."""
+
+    cuda_stream = 0
+    device_index = 0
+
+    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any):
+        self.priority = priority
+
+    def synchronize(self) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def wait_stream(self, stream: Any) -> None:
+        return None
+
+    def wait_event(self, event: Any) -> None:
+        return None
+
+    def record_event(self, event: Any = None) -> Any:
+        return event if event is not None else _StandInEvent()
+
+    def __enter__(self) -> _StandInStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 _original_autotune_run: Any = None
+_original_bench: Any = None
 
 
 @contextlib.contextmanager
@@ -347,6 +578,15 @@ def device_as(target: Target) -> Iterator[Target]:
                 "get_device_name": lambda device=None: target.device_name,
                 "get_device_capability": lambda device=None: (props.major, props.minor),
                 "device": _DeviceGuard,
+                # What a library's own benchmarking touches (FlagGems' tuner: triton.testing.do_bench):
+                # nothing runs, so there is nothing to wait for or to time.
+                "synchronize": lambda device=None: None,
+                "Event": _StandInEvent,
+                "Stream": _StandInStream,
+                "current_stream": lambda device=None: _StandInStream(),
+                "default_stream": lambda device=None: _StandInStream(),
+                "stream": lambda stream=None: contextlib.nullcontext(stream),
+                "set_device": lambda device: None,
             }.items():
                 stack.enter_context(_patched(cuda, name, value))
             del triton  # imported so the patches above land on an initialised package
@@ -361,12 +601,15 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
 
     The device looks like ``session.target`` (:func:`device_as`).
     """
-    global _original_autotune_run
+    global _original_autotune_run, _original_bench
+    import triton.testing
     from triton import knobs
     from triton.runtime import autotuner
+    from triton.runtime.jit import JITFunction
 
     if _original_autotune_run is None:
         _original_autotune_run = autotuner.Autotuner.run
+        _original_bench = autotuner.Autotuner._bench
     token = capture_mod.begin(session)
     try:
         with contextlib.ExitStack() as stack:
@@ -374,7 +617,12 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
             stack.enter_context(_patched(knobs.runtime, "jit_cache_hook", _record_launch))
             stack.enter_context(_patched(knobs.runtime, "jit_post_compile_hook", _warmed_up))
             stack.enter_context(_forgetting_warmups(session))
+            stack.enter_context(_patched(JITFunction, "run", _surveyed_jit_run(JITFunction.run)))
             stack.enter_context(_patched(autotuner.Autotuner, "run", _surveyed_autotune_run))
+            stack.enter_context(_patched(autotuner.Autotuner, "_bench", _surveyed_bench))
+            for tuner_class in _own_run_autotuners():
+                stack.enter_context(_patched(tuner_class, "run", _surveyed_own_run(vars(tuner_class)["run"])))
+            stack.enter_context(_patched(triton.testing, "do_bench", _do_bench_once))
             yield session
     finally:
         capture_mod.end(token)

@@ -117,8 +117,9 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     return reading
 
 
-def ptxas_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
-    """Registers, stack and spill bytes from the bundled ptxas re-run on the stored PTX with -v."""
+def ptxas_reading(store: Path, row: dict[str, Any], *, smem: bool = False) -> dict[str, int]:
+    """Registers, stack and spill bytes from the bundled ptxas re-run on the stored PTX with -v (with
+    ``smem``, also its "bytes smem": static shared memory as the driver reports it, without its reserve)."""
     from regsurvey.toolchain import ptxas_codegen_flags, ptxas_path
 
     ptx = stored_text(store, row, "ptx")
@@ -134,8 +135,12 @@ def ptxas_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     regs = re.search(r"Used (\d+) registers", log)
     frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert regs and frame, log
-    return {"regs": int(regs.group(1)), "stack_bytes": int(frame.group(1)),
-            "spill_store_bytes": int(frame.group(2)), "spill_load_bytes": int(frame.group(3))}
+    reading = {"regs": int(regs.group(1)), "stack_bytes": int(frame.group(1)),
+               "spill_store_bytes": int(frame.group(2)), "spill_load_bytes": int(frame.group(3))}
+    if smem:
+        static = re.search(r"(\d+) bytes smem", log)
+        reading["smem"] = int(static.group(1)) if static else 0  # ptxas omits it when there is none
+    return reading
 
 
 def check_row(store: Path, row: dict[str, Any]) -> None:

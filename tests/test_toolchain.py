@@ -294,3 +294,100 @@ def test_autotuner_records_its_pick_as_after_a_launch(ops: Any) -> None:
     capture("sm90", lambda: ops.axpy(x, y, 2.0))
     # Wrappers around an autotuner (FlagGems' LibEntry) read best_config right after the launch.
     assert ops.axpy_kernel.best_config is ops.axpy_kernel.configs[0]
+
+
+@pytest.fixture(scope="module")
+def library() -> Any:
+    sys.path.insert(0, str(TOY))
+    try:
+        from toykernels import library as module
+        yield module
+    finally:
+        sys.path.remove(str(TOY))
+
+
+def test_autotuner_with_its_own_run_makes_a_row_of_every_config_its_pruning_keeps(library: Any) -> None:
+    # FlagGems' LibTuner: its own run prunes, benchmarks through Triton's _bench (triton.testing.do_bench:
+    # torch.cuda.synchronize, CUDA events) and launches its pick; regsurvey's Autotuner.run is not called.
+    tuner = library.tuned_scale_kernel.fn
+    tuner.picks.clear()
+    x = rs.tensor((4096,), "fp32")
+    session = capture("sm90", lambda: library.tuned_scale(x, 2.0))
+    # Configs 1 and 2 survive the pruning (BLOCK >= 256), each once: the pick's own launch is config 1's.
+    assert [(launch.config, launch.constexprs[(4,)], launch.options["num_warps"])
+            for launch in session.launches] == [(1, 256, 4), (2, 1024, 8)]
+    assert tuner.best_config is tuner.configs[1]
+    # A pick the tuner already has is launched alone, with its index (a later key of the same length).
+    library.tuned_scale_kernel.kernels.clear()
+    assert [launch.config for launch in capture("sm90", lambda: library.tuned_scale(x, 3.0)).launches] == [1]
+
+
+def test_pinned_config_of_an_autotuner_with_its_own_run(library: Any) -> None:
+    tuner = library.tuned_scale_kernel.fn
+    tuner.picks.clear()
+    library.tuned_scale_kernel.kernels.clear()
+
+    def body() -> None:
+        rs.pin_config(tuner, 2)
+        library.tuned_scale(rs.tensor((4096,), "fp32"), 2.0)
+
+    assert [launch.config for launch in capture("gfx950", body).launches] == [2]
+
+
+def test_benchmarking_on_the_stand_in_device_is_harmless() -> None:
+    import torch
+    from triton.testing import do_bench  # bound before the survey, as a library's tuner binds it
+
+    calls = []
+
+    def body() -> None:
+        torch.cuda.synchronize()
+        with torch.cuda.stream(torch.cuda.Stream()):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            end.record()
+        torch.cuda.current_stream().synchronize()
+        assert start.elapsed_time(end) > 0
+        do_bench(lambda: calls.append(1), warmup=25, rep=100)
+
+    capture("gfx942", body)
+    # Triton's loop sized from the first reading: one first call, five estimates, one warmup, one timed.
+    assert len(calls) == 8
+
+
+def test_a_kernel_kept_by_the_library_is_launched_again_in_a_later_key(library: Any) -> None:
+    # FlagGems' LibEntry keeps what JITFunction.run returned and launches it directly the next time.
+    library.scale_kernel.kernels.clear()
+    first = capture("sm90", lambda: library.scale(rs.tensor((4096,), "fp32"), 2.0))
+    second = capture("sm90", lambda: library.scale(rs.tensor((8192,), "fp32"), 2.0))
+    fresh = capture("sm90", lambda: library.scale_kernel.fn[(8,)](
+        rs.tensor((8192,), "fp32"), rs.tensor((8192,), "fp32"), 8192, 2.0, BLOCK=1024))
+    assert len(first.launches) == len(second.launches) == 1
+    # The kept kernel is the one a fresh launch of the later key's arguments compiles.
+    assert second.launches[0].specialization_data == fresh.launches[0].specialization_data
+    assert second.launches[0].where.endswith(f"library.py:{_line_of(library.KernelEntry.run, 'kernel[grid]')}")
+
+
+def test_a_kernel_kept_by_the_library_reads_as_the_compiled_kernel(library: Any) -> None:
+    kept: list = []
+    session = capture("gfx950", lambda: kept.append(library.scale_kernel.fn[(8,)](
+        rs.tensor((8192,), "fp32"), rs.tensor((8192,), "fp32"), 8192, 2.0, BLOCK=1024)))
+    assert kept[0].hash == toolchain.triton_cache_hash(session.launches[0], get_target("gfx950"))
+    assert kept[0].metadata.num_warps == 4
+    # The row takes that compile instead of compiling again.
+    assert toolchain.compile_launch(session.launches[0], get_target("gfx950")).triton_hash == kept[0].hash
+
+
+def test_a_kernel_kept_from_an_autotuner_is_its_pick(library: Any) -> None:
+    library.tuned_scale_kernel.fn.picks.clear()
+    library.tuned_scale_kernel.kernels.clear()
+    capture("gfx942", lambda: library.tuned_scale(rs.tensor((4096,), "fp32"), 2.0))
+    again = capture("gfx942", lambda: library.tuned_scale(rs.tensor((8192,), "fp32"), 2.0))
+    assert [(launch.config, launch.constexprs[(4,)]) for launch in again.launches] == [(1, 256)]
+
+
+def _line_of(function: Callable[..., Any], text: str) -> int:
+    import inspect
+
+    lines, start = inspect.getsourcelines(function)
+    return start + next(i for i, line in enumerate(lines) if text in line)

@@ -13,8 +13,9 @@ can be read back. Then:
   LLVM's comments and metadata in the stored amdgcn (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumSgprs``,
   ``; ScratchSize``, ``; Occupancy`` where neither LDS nor the workgroup's shape binds, ``Folded Spill``
   bytes, ``.sgpr_spill_count``, ``.kernarg_segment_size``) and Triton's own metadata (``shared``);
-  NVIDIA from ``ptxas -v`` on the stored PTX, ``cuobjdump -res-usage`` on the cubin and Triton's
-  ``shared``, occupancy recomputed from those by CUDA's occupancy rules;
+  NVIDIA from ``ptxas -v`` on the stored PTX (registers, stack, spills, static shared memory),
+  ``cuobjdump -res-usage`` on the cubin and Triton's ``shared``, occupancy recomputed from those by
+  CUDA's occupancy rules;
 * each target surveyed alone compiles the same kernels as the three together (a library that caches
   the device when imported must not carry one target's choices into another's keys).
 
@@ -225,10 +226,12 @@ def cuobjdump_resources(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
 
 def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     """The row's NVIDIA figures from ptxas, cuobjdump and Triton's metadata."""
-    ptxas = ptxas_reading(corpus.store, row)
+    ptxas = ptxas_reading(corpus.store, row, smem=True)
     res = cuobjdump_resources(corpus, row)
     assert (res["REG"], res["STACK"]) == (ptxas["regs"], ptxas["stack_bytes"]), row["key"]
-    shared = int(corpus.triton_metadata(row)["shared"]) + res["SHARED"]
+    # Static shared memory as the driver reports it: ptxas's "bytes smem". (cuobjdump's SHARED is the
+    # whole .nv.shared section, which on sm_90 starts with the driver's 1 KiB reserve.)
+    shared = int(corpus.triton_metadata(row)["shared"]) + ptxas.pop("smem")
     warps = row["num_warps"]
     regs_per_warp = -(-max(ptxas["regs"], 1) * 32 // _SM90["reg_unit"]) * _SM90["reg_unit"]
     warps_by_regs = (_SM90["regs"] // _SM90["sub_partitions"] // regs_per_warp) * _SM90["sub_partitions"]

@@ -4,12 +4,16 @@ Qwen3-Next's linear-attention layers call (``chunk_gated_delta_rule`` for prefil
 32 value heads, head dim 128).
 
 fla reads the device when it is imported (``fla.utils``: ``IS_AMD``, ``IS_NVIDIA_HOPPER``, the shared
-memory per block), and its kernels' config lists are built from those at import: so it is imported
-inside the kind bodies, where the device is the surveyed target.
+memory per block) and builds its kernels' config lists from those: it is imported here, as a user
+imports it, and regsurvey imports this file once per target, while that target is the device.
 
 Its small helper kernels (the L2 norm of q and k, the gate's chunked cumsum) are pinned to one config
 each (num_warps 4); every config of the four main kernels that the autotuner keeps is surveyed.
 """
+
+from fla.modules.norm.l2norm import l2norm_fwd_kernel
+from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+from fla.ops.utils.cumsum import chunk_local_cumsum_scalar_kernel
 
 import regsurvey as rs
 
@@ -19,17 +23,12 @@ QK_HEADS, V_HEADS, HEAD_DIM = 16, 32, 128
 
 
 def _pin_helpers():
-    from fla.modules.norm.l2norm import l2norm_fwd_kernel
-    from fla.ops.utils.cumsum import chunk_local_cumsum_scalar_kernel
-
     rs.pin_config(l2norm_fwd_kernel, 12)  # num_warps 4, BT 32
     rs.pin_config(chunk_local_cumsum_scalar_kernel.fn, 2)  # num_warps 4 (under its @triton.heuristics)
 
 
 @matrix.kind(axes=["tokens", "dtype"])
 def gated_delta_rule_prefill(tokens, dtype):
-    from fla.ops.gated_delta_rule import chunk_gated_delta_rule
-
     _pin_helpers()
     q = rs.tensor((1, tokens, QK_HEADS, HEAD_DIM), dtype)
     k = rs.tensor((1, tokens, QK_HEADS, HEAD_DIM), dtype)
@@ -42,8 +41,6 @@ def gated_delta_rule_prefill(tokens, dtype):
 
 @matrix.kind(axes=["batch", "dtype"])
 def gated_delta_rule_decode(batch, dtype):
-    from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
-
     q = rs.tensor((batch, 1, QK_HEADS, HEAD_DIM), dtype)
     k = rs.tensor((batch, 1, QK_HEADS, HEAD_DIM), dtype)
     v = rs.tensor((batch, 1, V_HEADS, HEAD_DIM), dtype)

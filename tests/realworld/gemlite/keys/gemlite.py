@@ -2,13 +2,16 @@
 weights (group size 128, fp16 activations: the A16W4 layout of HQQ/AWQ models) at a 4096x4096
 projection, for a decode token (GEMV), a small batch (split-K GEMM) and a prefill (GEMM).
 
-Three things stand between gemlite and a meta-tensor survey, each worked around here:
+gemlite reads the GPU when imported (``torch.cuda.get_device_capability()``, Triton's target, the SM
+count, and the tuned config file matching the device name: ``mi300x.json`` on MI300X, none on MI355X
+or H200): it is imported here, as a user imports it, and regsurvey imports this file once per target,
+while that target is the device. Two things still stand between gemlite and a meta-tensor survey,
+each worked around here:
 
-* It allocates on ``"cuda"`` when imported (an FP4 lookup table per GPU); ``_CudaOnMeta`` sends such
-  allocations to the survey's device while it is imported.
-* It reads the GPU when imported (``torch.cuda.get_device_capability()``, ``torch.version.hip``, and the
-  tuned config file matching the device name: ``mi300x.json`` on MI300X, none on MI355X or H200), so it
-  is imported inside the kind bodies, where the device is the surveyed target.
+* It allocates on a hard-coded ``"cuda:<i>"`` when imported (a default scale and an FP4 lookup table
+  per GPU). The stand-in device answers device questions, but tensors are meta tensors and a CPU
+  build of torch cannot allocate on ``cuda``: ``_CudaOnMeta`` sends such allocations to ``rs.device()``
+  while gemlite is imported.
 * The layer's forward is the custom op ``gemlite::forward_functional``: called on meta tensors, torch
   runs its fake (shape-only) implementation and nothing launches. The kind bodies call the op's own
   Python implementation (``forward_functional._init_fn``) with the layer's arguments instead, which is
@@ -32,21 +35,15 @@ class _CudaOnMeta(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def gemlite_core():
-    """gemlite.core, imported for the surveyed target."""
-    with _CudaOnMeta():
-        import gemlite.core
-    return gemlite.core
-
+with _CudaOnMeta():
+    import gemlite.core as gl
+from gemlite.dtypes import DType  # noqa: E402
 
 matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], batch=[1, 16, 4096], labels={"batch": "m"})
 
 
 @matrix.kind(axes=["batch"])
 def a16w4(batch):
-    gl = gemlite_core()
-    from gemlite.dtypes import DType
-
     n = k = 4096
     group = 128
     layer = gl.GemLiteLinearTriton(W_nbits=4, group_size=group, in_features=k, out_features=n,
