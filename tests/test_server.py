@@ -61,8 +61,10 @@ def test_surveys_use_a_running_server_and_agree_with_spawned_workers(toy_repo: P
     served = survey(toy_repo, {**env, "TRITON_CACHE_DIR": str(tmp_path / "a")}, "--store", str(tmp_path / "a"), *args)
     spawned = survey(toy_repo, {**env, "REGSURVEY_WORKER_START": "spawn", "TRITON_CACHE_DIR": str(tmp_path / "b")},
                      "--store", str(tmp_path / "b"), *args)
-    timing = served["timing"]  # workers per target: at least one per target, all from the server
-    assert timing["workers_from_server"] == timing["workers_preloaded"] == timing["workers_started"] >= 2
+    # Workers per target: at least one per target, all from the server (a worker ended before it
+    # answered a key is started but not counted as served).
+    timing = served["timing"]
+    assert timing["workers_started"] >= timing["workers_from_server"] == timing["workers_preloaded"] >= 2
     assert spawned["timing"]["workers_from_server"] == spawned["timing"]["workers_preloaded"] == 0
     strip = ("compile_s", "reused")
     assert ([{k: v for k, v in r.items() if k not in strip} for r in served["rows"]]
