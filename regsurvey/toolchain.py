@@ -177,10 +177,8 @@ def _bench_once(fn: Any, quantiles: Any = None, **kwargs: Any) -> Any:
 def _do_bench_once(fn: Any, warmup: Any = 25, rep: Any = 100, grad_to_none: Any = None, quantiles: Any = None,
                    return_mode: str = "mean") -> Any:
     """``triton.testing.do_bench`` (its signature) on the stand-in device: :func:`_bench_once`."""
-    fn()
-    if quantiles:
-        return [0.0] * len(quantiles)
-    return [0.0] if return_mode == "all" else 0.0
+    timed = _bench_once(fn, quantiles)
+    return [timed] if return_mode == "all" and not quantiles else timed
 
 
 # The fields of torch's _CudaDeviceProperties (torch 2.11 to 2.13) that the target's record holds.
@@ -321,12 +319,8 @@ class SurveyedKernel:
             raise AttributeError(name)
         launch = self._launch
         if launch.compiled is None:
-            import triton
-            from triton.compiler import ASTSource
-
             start = time.perf_counter()
-            src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
-            launch.compiled = triton.compile(src, target=gpu_target(self._target), options=dict(launch.options))
+            launch.compiled = _triton_compile(launch, self._target)
             launch.compile_s = round(time.perf_counter() - start, 3)
         return getattr(launch.compiled, name)
 
@@ -664,16 +658,20 @@ def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
-    """Compile a captured launch exactly as ``JITFunction._do_compile`` would (a warmup's launch:
-    what Triton compiled for it while the body ran)."""
+def _triton_compile(launch: CapturedLaunch, target: Target) -> Any:
+    """``triton.compile`` of a captured launch, the call ``JITFunction._do_compile`` makes."""
     import triton
     from triton.compiler import ASTSource
 
-    kernel = launch.compiled
-    if kernel is None:
-        src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
-        kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+    src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+    return triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+
+
+def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
+    """Compile a captured launch exactly as ``JITFunction._do_compile`` would (a warmup's launch:
+    what Triton compiled for it while the body ran)."""
+
+    kernel = launch.compiled if launch.compiled is not None else _triton_compile(launch, target)
     binary_key = "hsaco" if target.is_amd else "cubin"
     asm = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
     meta = kernel.metadata._asdict()

@@ -105,14 +105,14 @@ class Worker:
     that target's. Another target is another worker, with a fresh import of its own.
     """
 
-    def __init__(self, root: Path, keys_dir: Path, objects_dir: Path, target: str | None = None):
-        """``target``: the target whose keys this worker surveys; None binds it to the first target
-        it lists keys for or compiles a key of."""
+    def __init__(self, root: Path, keys_dir: Path, objects_dir: Path, target: str = DEFAULT_LIST_TARGET):
+        """``target``: the target whose keys this worker surveys, and the device its import sees.
+        ANY_TARGET: one import (made with the default device) for every target, the benchmark's
+        baseline (see survey.shared_import)."""
         self.root = root
         self.keys_dir = keys_dir
-        # ANY_TARGET: one import for every target (the benchmark's baseline; see survey.shared_import).
         self.any_target = target == ANY_TARGET
-        self.target = get_target(target).name if target and not self.any_target else None
+        self.target = get_target(DEFAULT_LIST_TARGET if self.any_target else target).name
         self.objects = ObjectStore(objects_dir)
         self.results = ResultCache(self.objects)
         self._kinds: dict[str, Kind] | None = None
@@ -138,17 +138,13 @@ class Worker:
     def kinds(self) -> dict[str, Kind]:
         """Load the keys files once, with this worker's target as the device (raises KeysFileError)."""
         if self._kinds is None:
-            target = get_target(self.target or DEFAULT_LIST_TARGET)
-            self.target = target.name
-            with toolchain.device_as(target):
+            with toolchain.device_as(get_target(self.target)):
                 self._kinds = {k.name: k for k in load_kinds(self.root, self.keys_dir)}
             self.ready_at = time.time()
         return self._kinds
 
     def list_keys(self, targets: list[str] | None) -> list[dict[str, Any]]:
         """Every key, as plain data for the parent (the keys files imported for this worker's target)."""
-        if self.target is None and targets:
-            self.target = get_target(targets[0]).name
         kinds = list(self.kinds().values())
         order = {k.name: i for i, k in enumerate(kinds)}
         return [{**asdict(k), "kind_index": order[k.kind]} for k in expand_keys(kinds, targets)]
@@ -166,8 +162,6 @@ class Worker:
         error row after them (no kernel, the next launch index); one that calls ``rs.skip`` is a
         ``skipped`` row. What the body said (warnings, logs, prints) is on every row of the key.
         """
-        if self.target is None:
-            self.target = get_target(key.target).name
         if get_target(key.target).name != self.target and not self.any_target:  # the scheduler never does this
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]
@@ -353,7 +347,7 @@ def peak_rss_mb() -> float:
 
 
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
-          environ: dict[str, str] | None = None, target: str | None = None) -> None:
+          environ: dict[str, str] | None = None, target: str = DEFAULT_LIST_TARGET) -> None:
     """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes.
 
     ``environ`` is the parent's environment: a worker forked from a forkserver started earlier would

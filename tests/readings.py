@@ -46,13 +46,15 @@ def note_metadata(hsaco: bytes) -> dict[str, Any]:
     raise AssertionError("no AMDGPU metadata note")
 
 
-def _comment(text: str, name: str) -> int:
+def asm_comment(text: str, name: str) -> int:
+    """The value of LLVM's ``; NAME: value`` comment in an amdgcn text."""
     match = re.search(rf"^\s*; {name}: (\d+)", text, re.M)
     assert match, f"no '; {name}' comment"
     return int(match.group(1))
 
 
-def _yaml(text: str, name: str) -> int:
+def asm_metadata(text: str, name: str) -> int:
+    """The value of ``.NAME:`` in an amdgcn text's metadata block."""
     match = re.search(rf"^\s*-?\s*\.{name}:\s+(\d+)", text, re.M)
     assert match, f"no .{name} in the amdgcn metadata block"
     return int(match.group(1))
@@ -76,7 +78,7 @@ def amd_occupancy_reading(text: str, *, lds_bytes: int, num_warps: int, target: 
     SIMDs, at most 32, at most what the register limit leaves room for, and at most as many as its LDS
     holds (each workgroup's LDS rounded up to the allocation block).
     """
-    llvm = _comment(text, "Occupancy")
+    llvm = asm_comment(text, "Occupancy")
     workgroups = min(32, llvm * 4 // num_warps)
     if lds_bytes:
         per_cu, block = _LDS[target]
@@ -89,19 +91,19 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     text = stored_text(store, row, "amdgcn")
     note = note_metadata((store / row["object"]["path"]).read_bytes())
     spilled = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
-    agpr = _comment(text, "NumAgprs")
-    vgpr = _comment(text, "NumVgprs")
+    agpr = asm_comment(text, "NumAgprs")
+    vgpr = asm_comment(text, "NumVgprs")
     if agpr:  # the AGPRs start at the arch VGPRs rounded up to 4: all the object records of them
         assert -(-vgpr // 4) * 4 == _directive(text, "accum_offset")
     reading = {
         "vgpr": vgpr,
         "agpr": agpr,
-        "vgpr_total": _comment(text, "TotalNumVgprs"),
-        "sgpr": _comment(text, "TotalNumSgprs"),
-        "scratch_bytes": _comment(text, "ScratchSize"),
-        "kernarg_bytes": _yaml(text, "kernarg_segment_size"),
+        "vgpr_total": asm_comment(text, "TotalNumVgprs"),
+        "sgpr": asm_comment(text, "TotalNumSgprs"),
+        "scratch_bytes": asm_comment(text, "ScratchSize"),
+        "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "vgpr_spill": spilled // 4,
-        "sgpr_spill": _yaml(text, "sgpr_spill_count"),
+        "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "occupancy": amd_occupancy_reading(text, lds_bytes=row["resources"]["lds_bytes"],
                                            num_warps=row["num_warps"], target=row["target"]),
     }

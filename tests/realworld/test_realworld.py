@@ -41,7 +41,7 @@ from typing import Any
 
 import pytest
 
-from ..readings import note_metadata, ptxas_reading, stored_text
+from ..readings import asm_comment, asm_metadata, note_metadata, ptxas_reading, stored_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
 
@@ -165,40 +165,28 @@ _LDS_PER_CU = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
 _SIMDS_PER_CU = 4
 
 
-def _asm_comment(text: str, name: str) -> int:
-    match = re.search(rf"^\s*; {name}: (\d+)", text, re.M)
-    assert match, f"no '; {name}' comment"
-    return int(match.group(1))
-
-
-def _asm_metadata(text: str, name: str) -> int:
-    match = re.search(rf"^\s*-?\s*\.{name}:\s+(\d+)", text, re.M)
-    assert match, f"no .{name} in the amdgcn metadata block"
-    return int(match.group(1))
-
-
 def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     """The row's AMD figures as LLVM's amdgcn text and Triton's metadata give them."""
     text = stored_text(corpus.store, row, "amdgcn")
     note = note_metadata((corpus.store / row["object"]["path"]).read_bytes())
     lds = int(corpus.triton_metadata(row)["shared"])
     reading = {
-        "vgpr": _asm_comment(text, "NumVgprs"),
-        "agpr": _asm_comment(text, "NumAgprs"),
-        "sgpr": _asm_comment(text, "TotalNumSgprs"),
-        "scratch_bytes": _asm_comment(text, "ScratchSize"),
+        "vgpr": asm_comment(text, "NumVgprs"),
+        "agpr": asm_comment(text, "NumAgprs"),
+        "sgpr": asm_comment(text, "TotalNumSgprs"),
+        "scratch_bytes": asm_comment(text, "ScratchSize"),
         "vgpr_spill": sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text)) // 4,
-        "sgpr_spill": _asm_metadata(text, "sgpr_spill_count"),
-        "kernarg_bytes": _asm_metadata(text, "kernarg_segment_size"),
+        "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
+        "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "lds_bytes": lds,
     }
     # The object's own note says what the text says (else the stored text is not this object's).
-    assert note[".vgpr_count"] == _asm_comment(text, "TotalNumVgprs"), row["key"]
+    assert note[".vgpr_count"] == asm_comment(text, "TotalNumVgprs"), row["key"]
     assert note[".sgpr_count"] == reading["sgpr"] and note[".sgpr_spill_count"] == reading["sgpr_spill"], row["key"]
     assert note[".private_segment_fixed_size"] == reading["scratch_bytes"], row["key"]
     # LLVM's occupancy assumes no LDS (Triton's is dynamic) and workgroups of one wave: it is the
     # occupancy only where the kernel's LDS leaves room for it and its waves split evenly over the SIMDs.
-    occupancy = _asm_comment(text, "Occupancy")
+    occupancy = asm_comment(text, "Occupancy")
     warps = row["num_warps"]
     lds_room = _LDS_PER_CU[row["target"]] // lds * warps if lds else None
     if (lds_room is None or lds_room >= occupancy * _SIMDS_PER_CU) and occupancy * _SIMDS_PER_CU % warps == 0:
