@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # What this session ran on the H200 device machine (16 cores, Triton 3.6 there), in one call:
-# the GPU fidelity check on the demo, the LLD study of issue #10 item 10, and the isolation cost.
+# the GPU fidelity check on the demo, the LLD study of issue #10 item 10, the isolation cost, and the
+# fidelity check on the real-world corpus's sm90 keys (step `corpus`; its wheels: tests/realworld/requirements.txt's
+# libraries and pyelftools, in .whl/ too).
 # Wheels for regsurvey's dependencies travel in .whl/ (see the device tool's notes).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -36,4 +38,10 @@ fi
 if [ "$step" = all ] || [ "$step" = isolation ] || [ "$step" = lld+isolation ]; then
   echo "== isolation cost, demo, -j 16"
   timeout 300 python3 benchmarks/isolation_cost.py --jobs 16 --repeat 2
+fi
+if [ "$step" = all ] || [ "$step" = corpus ]; then
+  for lib in ${CORPUS_LIBS:-liger_kernel fla gemlite flag_gems}; do
+    echo "== fidelity ($lib, sm90)"
+    timeout 240 python3 tests/gpu/fidelity.py --project tests/realworld/$lib --jobs 16 --out "$OUT/$lib-fidelity.json" 2>&1 | tail -30
+  done
 fi

@@ -111,7 +111,8 @@ def pin_config(kernel: Any, index: int) -> None:
     """Survey only autotune config ``index`` of ``kernel`` (an ``@triton.autotune`` wrapper).
 
     Without a pin, every config of an autotuned kernel becomes its own row, as each may be the one
-    the autotuner picks on the GPU.
+    the autotuner picks on the GPU. The GPU fidelity check (``tests/gpu/fidelity.py``) honours a pin
+    too: when it runs the kind body on a GPU, the pinned autotuner tunes over config ``index`` alone.
     """
     session = _session.get()
     if session is None:

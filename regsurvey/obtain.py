@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
+from .resultcache import READER_REVISION
 from .results import Survey
 from .store import Store, StoreError
 from .survey import Progress, SurveyOptions, start_workers_early, survey_checkout
@@ -35,8 +36,8 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     """The survey of ``rev`` (None: the working tree) for ``options.targets`` (None: the matrices').
 
     A stored survey of the same commit is reused when it covers every requested target (or the
-    matrices' own targets, when none is requested), was made with the same toolchain and selects every
-    key. A working tree with uncommitted edits is always surveyed again (its unchanged kernels still
+    matrices' own targets, when none is requested), was made with the same toolchain and by the same
+    revision of regsurvey's readers and lint (:data:`READER_REVISION`), and selects every key. A working tree with uncommitted edits is always surveyed again (its unchanged kernels still
     come from the content-addressed result cache). A damaged stored survey is reported and redone.
     """
     store.prepare()
@@ -51,7 +52,11 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
                 stored = store.load(commit, targets)
             except StoreError as exc:
                 print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
-        if stored is not None and stored.toolchain == current_toolchain(targets or []):
+        if stored is not None and stored.reader != READER_REVISION:
+            print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
+                  f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
+                  file=sys.stderr)
+        elif stored is not None and stored.toolchain == current_toolchain(targets or []):
             return stored
     start_workers_early()  # (again, at once, if it is already running)
     if rev is not None:

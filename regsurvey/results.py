@@ -107,6 +107,9 @@ class Survey:
     created: str = ""
     # Where the survey's wall time went (seconds; see survey.SurveyTiming): not compared by diff.
     timing: dict[str, float] = field(default_factory=dict)
+    # The revision of regsurvey's object readers and lint that made the rows (resultcache.READER_REVISION;
+    # "" when unknown, or mixed in a merge): a stored survey is reused only by the same revision.
+    reader: str = ""
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -134,7 +137,7 @@ class Survey:
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
                        created=data.get("created", ""), timing=dict(data.get("timing") or {}),
-                       schema_version=data["schema_version"])
+                       reader=str(data.get("reader") or ""), schema_version=data["schema_version"])
         except (KeyError, TypeError) as exc:
             raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
 
@@ -149,7 +152,7 @@ class Survey:
         return Survey(commit=self.commit, label=self.label, targets=targets,
                       toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
                       dirty=self.dirty, created=other.created or self.created,
-                      timing=other.timing or self.timing)
+                      timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "")
 
 
 # Triton's CompilationError starts with the location ("CompilationError: at 4:29:"), quotes the source

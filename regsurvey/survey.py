@@ -26,6 +26,7 @@ from typing import Any
 from .checkout import Checkout
 from .matrix import Key
 from .objectstore import atomic_write
+from .resultcache import READER_REVISION
 from .results import Row, Survey
 from .server import ServerWorker
 from .targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
@@ -378,7 +379,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     targets = tuple(dict.fromkeys(k.target for k in keys))
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
-                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=timing.as_dict(ready))
+                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=timing.as_dict(ready),
+                  reader=READER_REVISION)
 
 
 class KeyCosts:

@@ -778,8 +778,11 @@ def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None]
 
     ``record(jit_function, args, kwargs, grid, specialization_data)`` is called for each launch, with
     Triton's specialization JSON when this launch compiled (None when it hit Triton's in-process
-    cache). With ``offline_target``, a stub driver stands in for a GPU: nothing is compiled or
-    launched, and every launch reports its specialization for that target.
+    cache). A warmup (``fn.warmup(...)``) is a launch too, as in a survey: a launcher that warms a
+    kernel up and then launches the compiled kernel itself (``kernel[grid](...)``, which bypasses
+    ``JITFunction.run``) is recorded by its warmup. With ``offline_target``, a stub driver stands in
+    for a GPU: launches are not compiled or run, and report their specialization for that target; a
+    warmup is compiled for that target, so that it returns Triton's compiled kernel, as on a GPU.
     """
     from triton import knobs
     from triton.runtime.driver import driver
@@ -791,15 +794,14 @@ def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None]
     def hook(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
              already_compiled: bool) -> bool:
         compiled.append(compile["specialization_data"])
-        return offline_target is not None  # offline: skip the compile and the launch
+        return offline_target is not None and not is_manual_warmup  # offline: skip compile and launch
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         compiled.clear()
         try:
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         finally:
-            if not warmup:
-                record(self, args, dict(kwargs), grid, compiled[-1] if compiled else None)
+            record(self, args, dict(kwargs), grid, compiled[-1] if compiled else None)
 
     if offline_target is not None:
         driver.set_active(StubDriver(offline_target))

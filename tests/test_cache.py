@@ -122,3 +122,29 @@ def test_slowest_keys_are_scheduled_first(tmp_path: Path) -> None:
     assert order == ["new/1", "b/1", "c/1", "a/1"]
     (tmp_path / "costs.json").write_text("{broken")
     assert KeyCosts(tmp_path / "costs.json").seconds == {}
+
+
+def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> None:
+    from regsurvey.resultcache import READER_REVISION
+
+    first, _ = survey(toy_repo, "--commit", "HEAD")
+    assert first["reader"] == READER_REVISION
+    # As if an earlier regsurvey, whose readers reported other figures, had stored this commit's survey.
+    stored = sorted((toy_repo / ".regsurvey" / "surveys").glob("*/*.json"))
+    stored = [path for path in stored if path.name != "index.json"]
+    assert stored
+    for path in stored:
+        data = json.loads(path.read_text())
+        data["reader"] = "0.0.1+readers1"
+        for row in data["rows"]:
+            if row["resources"]:
+                row["resources"] = {**row["resources"], next(iter(row["resources"])): 999}
+        path.write_text(json.dumps(data))
+    again, err = survey(toy_repo, "--commit", "HEAD")
+    assert "was made by regsurvey readers 0.0.1+readers1" in err and "surveying again" in err
+    assert again["reader"] == READER_REVISION
+    assert [r["resources"] for r in again["rows"]] == [r["resources"] for r in first["rows"]]
+    # The store now holds the survey of these readers, which the next run reuses.
+    assert all(json.loads(path.read_text())["reader"] == READER_REVISION for path in stored)
+    third, err = survey(toy_repo, "--commit", "HEAD")
+    assert third == again and "surveying again" not in err

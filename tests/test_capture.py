@@ -88,3 +88,31 @@ def test_capture_of_a_failing_program_keeps_what_it_launched(tmp_path: Path) -> 
     assert out.returncode == 3
     assert "captured 1 launches: 1 distinct, 1 kernels" in out.stderr
     assert "TARGETS = ['gfx950']" in (project / "keys" / "captured.py").read_text()
+
+
+def test_offline_warmup_returns_the_compiled_kernel_and_is_captured(tmp_path: Path) -> None:
+    # A launcher that compiles ahead to size its grid, then launches the compiled kernel itself.
+    project = tmp_path / "project"
+    shutil.copytree(TOY / "toykernels", project / "toykernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "prog.py").write_text(
+        "import torch\nfrom toykernels.ops import scale_rows\n"
+        "x = torch.randn(8, 64)\nout = torch.empty_like(x)\n"
+        "kernel = scale_rows.warmup(x, out, 64, 64, 0.5, BLOCK=64, STOP=False, grid=(1,))\n"
+        "kernel._init_handles()\n"
+        "print('warmed', kernel.n_regs, kernel.n_spills, kernel.metadata.num_warps, kernel.metadata.target.arch)\n"
+        "kernel[(8, 1, 1)](x, out, 64, 64, 0.5)\n")
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "capture", "--offline", "sm90", "--records",
+                          str(tmp_path / "records.jsonl"), "--", sys.executable, "prog.py"],
+                         cwd=project, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    words = next(line for line in out.stdout.splitlines() if line.startswith("warmed")).split()
+    assert int(words[1]) > 0 and words[2:] == ["0", "4", "90"]
+    assert "captured 1 launches: 1 distinct, 1 kernels" in out.stderr
+    (record,) = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()][1:]
+    assert record["kernel"] == "toykernels.ops:scale_rows" and record["specialization"]
+    # The replay surveys the same build the warmup compiled: the registers the program read.
+    survey = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--target", "sm90"],
+                            cwd=project, capture_output=True, text=True, timeout=600)
+    assert survey.returncode == 0, survey.stderr
+    (row,) = json.loads(survey.stdout)["rows"]
+    assert row["resources"]["regs"] == int(words[1])

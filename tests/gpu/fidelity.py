@@ -17,7 +17,9 @@ there would find the repository root's ``keys/``. The capture check (step 5) run
 1. Surveys every key offline (``regsurvey run --format json``, the installed Triton, a stub driver).
 2. Runs every key's kind body again for real: ``rs.tensor`` makes zero-filled CUDA tensors
    (REGSURVEY_MATERIALIZE=cuda), the project's launcher launches on the GPU, and each launch's
-   CompiledKernel is kept.
+   CompiledKernel is kept (launched through ``JITFunction.run``, or directly as ``kernel[grid](...)``
+   by a launcher that keeps compiled kernels). A pinned autotuner (``rs.pin_config``) tunes over its
+   pinned config alone, as in the survey.
 3. Compares, launch by launch: Triton's cache hash, the cubin's sha256, the driver's register count
    (CU_FUNC_ATTRIBUTE_NUM_REGS) against the survey's ``regs``, the driver's local memory per thread
    (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, Triton's ``n_spills * 4``) against ``stack_bytes``, the driver's
@@ -180,7 +182,35 @@ def real_launches(target: str, key_ids: set[str], project: Path = ROOT) -> dict[
         launched.append((self.fn.__name__, kernel))
         return kernel
 
+    from triton.runtime.autotuner import Autotuner
+
+    original_tune = Autotuner.run
+
+    def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # A pin (rs.pin_config) holds on the GPU too: the tuner sees the pinned config alone.
+        session = capture.current_session()
+        pinned = session.pinned_configs.get(id(self)) if session is not None else None
+        if pinned is None:
+            return original_tune(self, *args, **kwargs)
+        configs = self.configs
+        self.configs = [configs[pinned]]
+        try:
+            return original_tune(self, *args, **kwargs)
+        finally:
+            self.configs = configs
+
+    from triton.compiler.compiler import CompiledKernel
+
+    original_getitem = CompiledKernel.__getitem__
+
+    def getitem(self: Any, grid: Any) -> Any:
+        # A kernel a launcher kept and launches itself (FlagGems' LibEntry: `kernel[grid](...)`).
+        launched.append((self.name, self))
+        return original_getitem(self, grid)
+
     JITFunction.run = run  # type: ignore[method-assign]
+    Autotuner.run = tune  # type: ignore[method-assign]
+    CompiledKernel.__getitem__ = getitem  # type: ignore[method-assign]
     results: dict[str, list[dict[str, Any]]] = {}
     try:
         for key in expand_keys(list(kinds.values()), [target]):
@@ -217,6 +247,8 @@ def real_launches(target: str, key_ids: set[str], project: Path = ROOT) -> dict[
             results[key.id] = entries if error is None else [{"error": error}]
     finally:
         JITFunction.run = original  # type: ignore[method-assign]
+        Autotuner.run = original_tune  # type: ignore[method-assign]
+        CompiledKernel.__getitem__ = original_getitem  # type: ignore[method-assign]
     return results
 
 

@@ -12,11 +12,17 @@ each worked around here:
   per GPU). The stand-in device answers device questions, but tensors are meta tensors and a CPU
   build of torch cannot allocate on ``cuda``: ``_CudaOnMeta`` sends such allocations to ``rs.device()``
   while gemlite is imported.
+* ``GemLiteLinearTriton.pack`` packs the weights with its Triton kernel (``pack_weights_over_cols_kernel``)
+  only for weights whose ``device.type`` is ``"cuda"``, and with torch otherwise; a meta tensor's is
+  ``"meta"``. ``_triton_packing`` makes the layer take its GPU path, so that the packing kernel a GPU
+  runs when the layer is created is surveyed too.
 * The layer's forward is the custom op ``gemlite::forward_functional``: called on meta tensors, torch
   runs its fake (shape-only) implementation and nothing launches. The kind bodies call the op's own
   Python implementation (``forward_functional._init_fn``) with the layer's arguments instead, which is
   what the op runs on a GPU.
 """
+
+import contextlib
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -39,6 +45,17 @@ with _CudaOnMeta():
     import gemlite.core as gl
 from gemlite.dtypes import DType  # noqa: E402
 
+
+@contextlib.contextmanager
+def _triton_packing():
+    """``pack`` uses its Triton packer (the GPU path) for meta-tensor weights too."""
+    torch_packer = gl.pack_weights_over_cols_torch
+    gl.pack_weights_over_cols_torch = gl.pack_weights_over_cols_triton
+    try:
+        yield
+    finally:
+        gl.pack_weights_over_cols_torch = torch_packer
+
 matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], batch=[1, 16, 4096], labels={"batch": "m"})
 
 
@@ -48,6 +65,8 @@ def a16w4(batch):
     group = 128
     layer = gl.GemLiteLinearTriton(W_nbits=4, group_size=group, in_features=k, out_features=n,
                                    input_dtype=DType.FP16, output_dtype=DType.FP16)
-    layer.pack(rs.tensor((n, k), "uint8"), rs.tensor((n, k // group), "fp16"), rs.tensor((n, k // group), "fp16"))
+    with _triton_packing():
+        layer.pack(rs.tensor((n, k), "uint8"), rs.tensor((n, k // group), "fp16"),
+                   rs.tensor((n, k // group), "fp16"))
     x = rs.tensor((batch, k), "fp16")
     gl.forward_functional._init_fn(x, layer.bias, layer.get_tensor_args(), layer.get_meta_args())
