@@ -37,8 +37,9 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
 
     A stored survey of the same commit is reused when it covers every requested target (or the
     matrices' own targets, when none is requested), was made with the same toolchain and by the same
-    revision of regsurvey's readers and lint (:data:`READER_REVISION`), and selects every key. A working tree with uncommitted edits is always surveyed again (its unchanged kernels still
-    come from the content-addressed result cache). A damaged stored survey is reported and redone.
+    revision of regsurvey's readers and lint (:data:`READER_REVISION`), and selects every key. A
+    working tree with uncommitted edits is always surveyed again (its unchanged kernels still come
+    from the content-addressed result cache). A damaged stored survey is reported and redone.
     """
     store.prepare()
     commit = _commit_of(start, rev)

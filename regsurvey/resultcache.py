@@ -23,7 +23,8 @@ from .results import ObjectRef
 
 # Bump when what the object readers report changes: older entries then stop matching.
 # readers3: NVIDIA shared memory without the reserve; exact AMD vgpr, vgpr_total; AMD occupancy with waves_per_eu
-READER_REVISION = f"{__version__}+readers3+lint1"
+# lint2: every NVIDIA build is linted in a survey (before: only those with a stack frame)
+READER_REVISION = f"{__version__}+readers3+lint2"
 
 
 @dataclass(frozen=True)

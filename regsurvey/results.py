@@ -9,11 +9,6 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 
-# Resource names per vendor, in display order (see README "JSON schema").
-AMD_RESOURCES = ("vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes", "lds_bytes",
-                 "occupancy", "kernarg_bytes", "vgpr_total")
-NVIDIA_RESOURCES = ("regs", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes",
-                    "occupancy_blocks", "occupancy_warps")
 
 
 class SurveyFormatError(ValueError):

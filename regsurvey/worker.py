@@ -321,8 +321,9 @@ class Worker:
         """The row's lint findings, or None where the survey does not lint.
 
         AMD objects are linted from their amdgcn text (milliseconds). An NVIDIA object needs its SASS,
-        and nvdisasm costs more than many compiles: the survey lints only those it disassembles anyway
-        (kernels with a stack frame); ``regsurvey lint`` lints every one.
+        and one nvdisasm run costs more than many compiles: a worker lints the kernels it disassembles
+        anyway (those with a stack frame, for their spills) and leaves the rest (None) to the survey,
+        which lints them all together once the keys are compiled (``survey._lint_the_rest``).
         """
         if target.is_nvidia and not row.resources.get("stack_bytes"):
             return None

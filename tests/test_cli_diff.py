@@ -115,8 +115,10 @@ def test_every_format_from_the_stored_surveys(history: dict[str, Any]) -> None:
     assert lines.index("worse (2 of 4, AMD)") < lines.index("worse (2 of 4, NVIDIA)")
     assert any(line.split()[:3] == ["gemm/w2", "gfx950", "matmul"] and "38 → 68 (+30)" in line for line in lines)
     assert "unchanged: 8 builds" in lines
-    assert lines[-1].startswith("TOTAL 12 keys (12 builds) compared on gfx950, sm90: 4 worse, 8 unchanged; "
-                                "spill totals VGPR spills 0 → 0")
+    total = " ".join(lines[next(i for i, line in enumerate(lines) if line.startswith("TOTAL")):])  # wraps
+    assert total.startswith("TOTAL 12 keys (12 builds) compared on gfx950, sm90: 4 worse, 8 unchanged; "
+                            "spill totals VGPR spills 0 → 0, SGPR spills 0 → 0, scratch 0 → 0 B")
+    assert total.endswith("stack 0 → 0 B; builds that spill 0 → 0")
     markdown = regsurvey("diff", *common, "--format", "markdown", cwd=repo)
     assert markdown.returncode == 0, markdown.stderr
     assert markdown.stdout.startswith(f"### Registers: `HEAD~1` ({history['shas'][0][:10]}) → `HEAD` "

@@ -35,7 +35,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..diff.figures import FIGURE_BY_NAME, FIGURE_ORDER, figure
+from ..model.figures import FIGURE_BY_NAME, FIGURE_ORDER, figure
 from ..targets import UnknownTargetError, get_target
 
 if sys.version_info >= (3, 11):
@@ -203,7 +203,8 @@ def _allowance(entry: dict[str, Any], number: int, where: str) -> Allowance:
         if name in _ENTRY_FIELDS:
             continue
         if name not in FIGURE_BY_NAME:
-            raise BaselineError(f"{label}: unknown figure {name!r} (figures: {', '.join(FIGURE_BY_NAME)})")
+            known = ", ".join(sorted(FIGURE_BY_NAME, key=FIGURE_ORDER.__getitem__))
+            raise BaselineError(f"{label}: unknown figure {name!r} (figures: {known})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise BaselineError(f"{label}: {name} must be a non-negative integer, not {value!r}")
         figures[name] = value

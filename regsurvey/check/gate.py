@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diff.core import Comparison, FigureDelta, Mark, RowComparison
-from ..diff.figures import figure
 from ..diff.summary import argument_label
+from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, figure
 from ..results import error_line
 from .baseline import Allowance, Baseline
-
-REGISTER_FIGURES = ("vgpr", "agpr", "sgpr", "regs")
 
 
 @dataclass(frozen=True)
@@ -168,16 +166,16 @@ def _worse_figures(row: RowComparison, baseline: Baseline) -> dict[Rule, list[Fi
         fig = figure(f.name)
         if f.after is None:
             continue
-        if fig.zero_matters and rules.spill_increase:
+        if fig.spill and rules.spill_increase:
             # Spill-like figures of a build without a base are measured from zero.
             before = f.before if based else None
             if f.after > (before or 0):
                 out.setdefault(NEW_SPILL, []).append(FigureDelta(f.name, before, f.after))
         elif not based or f.before is None:
             continue
-        elif fig.worse < 0 and rules.occupancy_drop and f.after < f.before:
+        elif fig.kind == OCCUPANCY and fig.worse < 0 and rules.occupancy_drop and f.after < f.before:
             out.setdefault(OCCUPANCY_DROP, []).append(f)
-        elif (f.name in REGISTER_FIGURES and rules.register_increase is not None
+        elif (f.name in JUDGED_REGISTERS and rules.register_increase is not None
               and f.after - f.before > rules.register_increase):
             out.setdefault(REGISTER_INCREASE, []).append(f)
     return out
@@ -222,5 +220,5 @@ def judge(comparison: Comparison, baseline: Baseline) -> GateResult:
     return GateResult(comparison, baseline, tuple(problems), tuple(allowed))
 
 
-__all__ = ["KERNARG_NEVER_READ", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP", "REGISTER_FIGURES",
+__all__ = ["KERNARG_NEVER_READ", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP",
            "REGISTER_INCREASE", "RULES", "Allowed", "GateResult", "Problem", "Rule", "figure_change", "judge"]

@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, SPILL_FIGURES
 from ..results import Row, Survey
 from ..targets import TARGETS
-from .figures import FIGURE_ORDER, FIGURES, verdict
+from .figures import verdict
 
 if TYPE_CHECKING:
     from ..rebuild import RebuildCheck
@@ -33,7 +34,7 @@ LINT_ERROR = "error"
 class Mark(str, Enum):
     """What happened to one build between the two surveys."""
 
-    # A figure moved the wrong way (see figures.FIGURES), or the lint found a new miscompile suspect,
+    # A figure moved the wrong way (see model.figures.FIGURES), or the lint found a new miscompile suspect,
     # whatever else improved.
     WORSE = "worse"
     NEWLY_FAILING = "newly failing"  # built before, fails now
@@ -94,8 +95,9 @@ def _is_error(finding: dict[str, Any]) -> bool:
 class LintChange:
     """The kernarg lint's findings on one build, before and after, as the surveys recorded them.
 
-    A side is None where the survey did not lint the build: it failed or is missing, or it is an NVIDIA
-    build without a stack frame (the survey disassembles only those). Findings are ``Row.lint`` dicts
+    A side is None where the survey did not lint the build: it failed or is missing, or its object
+    could not be linted (surveys made before every NVIDIA build was linted also left those without a
+    stack frame unlinted). Findings are ``Row.lint`` dicts
     (see :meth:`regsurvey.lint.Finding.to_dict`), matched by :func:`finding_identity`. A finding of a
     build the base did not lint counts as new; a build the head did not lint has fixed nothing.
     """
@@ -345,7 +347,7 @@ class Comparison:
     def spill_totals(self) -> tuple[FigureTotal, ...]:
         """Each spill figure summed over all builds of each side (vendors with no build are left out)."""
         totals = []
-        for f in FIGURES:
+        for f in BY_IMPORTANCE:
             if not f.spill:
                 continue
             before = [r.before.resources[f.name] for r in self.rows
@@ -360,7 +362,7 @@ class Comparison:
     def spilling_builds(self) -> tuple[int, int]:
         """Builds with any spill, before and after."""
         def spills(row: Row | None) -> bool:
-            return row is not None and any(row.resources.get(f.name) for f in FIGURES if f.spill)
+            return row is not None and any(row.resources.get(name) for name in SPILL_FIGURES)
         return (sum(spills(r.before) for r in self.rows), sum(spills(r.after) for r in self.rows))
 
     @property

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, figure
 from .core import LINT_ERROR, Comparison, FigureDelta, Mark, RowComparison
-from .figures import FIGURE_ORDER, FIGURES, figure
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
@@ -115,9 +115,9 @@ def _effects(row: RowComparison) -> list[_Effect]:
         if fig.companion_of is not None and fig.companion_of in changed:
             continue  # told in the parent's line
         assert f.before is not None and f.after is not None
-        if fig.zero_matters and f.before == 0:
+        if fig.spill and f.before == 0:
             verb = "adds"
-        elif fig.zero_matters and f.after == 0:
+        elif fig.spill and f.after == 0:
             verb = "removes"
         else:
             verb = "raises" if f.after > f.before else "lowers"
@@ -253,7 +253,7 @@ def _values_text(rows: list[RowComparison], name: str) -> tuple[str, str | None]
     main_deltas = _deltas(rows, name)
     main = _arrow(main_deltas, figure(name).unit)
     told = []
-    for companion in (f for f in FIGURES if f.companion_of == name):
+    for companion in (f for f in BY_IMPORTANCE if f.companion_of == name):
         deltas = _deltas(rows, companion.name)
         # The unified VGPRs of a kernel without AGPRs are its VGPRs: moving exactly as they did, they
         # say nothing more.

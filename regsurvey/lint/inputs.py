@@ -11,11 +11,12 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from ..errors import CorruptObjectError
 from ..objectstore import ObjectStore
 from ..results import Row, Survey
 from ..targets import get_target
@@ -35,33 +36,79 @@ class LintRun:
     kernels: int
     seconds: float
     skipped: tuple[str, ...] = ()  # rows that could not be linted, and why
+    not_linted: frozenset[str] = frozenset()  # the sha256 of each object that could not be linted
 
 
 def lint_survey(survey: Survey, objects: ObjectStore, jobs: int = 1) -> LintRun:
+    """Lint the object of every row of ``survey`` that built (see :func:`lint_rows`)."""
+    return lint_rows(survey.rows, objects, jobs)
+
+
+def lint_rows(rows: Iterable[Row], objects: ObjectStore, jobs: int = 1) -> LintRun:
     """Lint the object of every row that built. Rows sharing an object are linted once.
 
-    ``jobs`` threads lint objects side by side: most of an NVIDIA object's time is nvdisasm, a separate
-    process. Raises CorruptObjectError for a stored object that is missing or altered.
+    The NVIDIA objects not linted before are disassembled together first, in at most ``jobs``
+    nvdisasm runs (:func:`~regsurvey.nvidia_object.disassemble_many`: one run per cubin would cost
+    more than many compiles); then ``jobs`` threads lint objects side by side. Raises
+    CorruptObjectError for a stored object that is missing or altered.
     """
+    rows = list(rows)
     first: dict[str, Row] = {}
-    for row in survey.rows:
+    for row in rows:
         if row.ok and row.object is not None:
             first.setdefault(row.object.sha256, row)
     start = time.perf_counter()
+    sass = _disassembled_together(list(first.values()), objects, jobs)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = dict(zip(first, pool.map(lambda row: _lint_row_or_skip(row, objects), first.values())))
+        outcomes = dict(zip(first, pool.map(lambda row: _lint_row_or_skip(row, objects, sass), first.values())))
     seconds = time.perf_counter() - start
     found: list[Finding] = []
-    for row in survey.rows:
+    for row in rows:
         if row.ok and row.object is not None:
             found.extend(replace(f, key=row.row_id, target=row.target) for f in outcomes[row.object.sha256][0])
     skipped = tuple(f"{first[sha].row_id} ({first[sha].target}): {why}" for sha, (_, why) in outcomes.items() if why)
-    return LintRun(tuple(found), len(first), seconds, skipped)
+    not_linted = frozenset(sha for sha, (_, why) in outcomes.items() if why)
+    return LintRun(tuple(found), len(first), seconds, skipped, not_linted)
 
 
-def _lint_row_or_skip(row: Row, objects: ObjectStore) -> tuple[list[Finding], str | None]:
+def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> dict[str, str]:
+    """SASS by object sha256 of the NVIDIA rows whose findings are not stored yet, from at most
+    ``jobs`` nvdisasm runs per target. A batch nvdisasm rejects is left out: its rows are then
+    disassembled one by one, where the culprit's error names it."""
+    from ..nvidia_object import disassemble_many
+
+    batches: dict[str, list[tuple[str, bytes]]] = {}
+    for row in rows:
+        assert row.object is not None
+        if not get_target(row.target).is_nvidia or objects.text(row.object.path, _LINT_TEXT) is not None:
+            continue
+        try:
+            data = objects.get(row.object.path, row.object.sha256)
+        except CorruptObjectError:
+            continue  # reported when the row itself is linted
+        batches.setdefault(row.target, []).append((row.object.sha256, data))
+    chunks = []
+    for items in batches.values():
+        size = -(-len(items) // max(1, jobs))
+        chunks += [items[i:i + size] for i in range(0, len(items), size)]
+
+    def run(chunk: list[tuple[str, bytes]]) -> dict[str, str]:
+        try:
+            return dict(zip((sha for sha, _ in chunk), disassemble_many([data for _, data in chunk])))
+        except CorruptObjectError:
+            return {}
+
+    sass: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for part in pool.map(run, chunks):
+            sass.update(part)
+    return sass
+
+
+def _lint_row_or_skip(row: Row, objects: ObjectStore, sass: dict[str, str] | None = None
+                      ) -> tuple[list[Finding], str | None]:
     try:
-        return lint_row(row, objects), None
+        return lint_row(row, objects, (sass or {}).get(row.object.sha256) if row.object else None), None
     except LintInputError as exc:
         return [], str(exc)
 
@@ -70,9 +117,10 @@ def _lint_row_or_skip(row: Row, objects: ObjectStore) -> tuple[list[Finding], st
 _LINT_TEXT = "lint"
 
 
-def lint_row(row: Row, objects: ObjectStore) -> list[Finding]:
+def lint_row(row: Row, objects: ObjectStore, sass: str | None = None) -> list[Finding]:
     """The findings of a row's stored object (without key and target), from the cache beside the
-    object when this object was linted before. Raises LintInputError, CorruptObjectError."""
+    object when this object was linted before. ``sass``: an NVIDIA object's disassembly, if the caller
+    has it. Raises LintInputError, CorruptObjectError."""
     assert row.object is not None
     objects.get(row.object.path, row.object.sha256)  # an altered object is never vouched for
     cached = objects.text(row.object.path, _LINT_TEXT)
@@ -81,20 +129,17 @@ def lint_row(row: Row, objects: ObjectStore) -> list[Finding]:
             return [Finding(**item) for item in json.loads(cached)]
         except (ValueError, TypeError):
             pass  # a damaged cache entry: lint again and rewrite it
-    found = _lint_row(row, objects)
-    objects.put_text(row.object.path, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
+    rel = row.object.path
+    found = lint_object(row.target, objects.get(rel, row.object.sha256), lambda name: objects.text(rel, name), sass)
+    objects.put_text(rel, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
     return found
 
 
-def _lint_row(row: Row, objects: ObjectStore) -> list[Finding]:
-    assert row.object is not None
-    rel = row.object.path
-    return lint_object(row.target, objects.get(rel, row.object.sha256), lambda name: objects.text(rel, name))
-
-
-def lint_object(target: str, binary: bytes, text: Callable[[str], str | None]) -> list[Finding]:
+def lint_object(target: str, binary: bytes, text: Callable[[str], str | None], sass: str | None = None
+                ) -> list[Finding]:
     """Lint one compiled object of ``target`` given a way to its texts (``amdgcn``/``ptx``, ``llir``,
-    ``ttir``; None where absent). Raises LintInputError, CorruptObjectError."""
+    ``ttir``; None where absent) and, for a cubin, its SASS if already disassembled. Raises
+    LintInputError, CorruptObjectError."""
     ttir = text("ttir")
     names = arg_names_from_ttir(ttir) if ttir else None
     if get_target(target).is_amd:
@@ -109,7 +154,7 @@ def lint_object(target: str, binary: bytes, text: Callable[[str], str | None]) -
     if ptx is None:
         raise LintInputError("no PTX stored beside the cubin")
     try:
-        return lint_nvidia(ptx, binary, arg_names=names)
+        return lint_nvidia(ptx, binary, arg_names=names, sass=sass)
     except ValueError as exc:
         raise LintInputError(str(exc)) from None
 

@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..diff.core import MARK_ORDER, Comparison, Mark, RowComparison, Stack
-from ..diff.figures import figure
 from ..diff.summary import summarize
+from ..model.figures import figure
 from ..rebuild import RebuildCheck
 from ..targets import TARGETS
 from .figure_text import (

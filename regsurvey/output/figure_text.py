@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..diff.core import LINT_ERROR, Comparison, FigureDelta, LintCounts, Mark, RowComparison
-from ..diff.figures import FIGURE_ORDER, figure
 from ..diff.summary import argument_label
+from ..model.figures import FIGURE_ORDER, figure
 from ..results import error_line
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import jinja2
 
 from ..diff.core import MARK_ORDER, Comparison, LintChange, RowComparison, Stack, finding_identity
-from ..diff.figures import FIGURES
 from ..diff.summary import argument_label, summarize
+from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER
 from .figure_text import (
     changed_names,
     figure_total_delta,
@@ -76,7 +76,7 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
     present: dict[str, None] = {}
     for r in comparison.rows:
         present.update(dict.fromkeys(f.name for f in r.figures))
-    order = {f.name: i for i, f in enumerate(FIGURES)}
+    order = FIGURE_ORDER
     return {
         "name": name,
         "base": {"label": comparison.base.label, "short": comparison.base.short, "commit": comparison.base.commit,
@@ -105,7 +105,7 @@ def _page_data(title: str, comparisons: list[dict[str, Any]], steps: list[dict[s
         "note": note,
         "marks": [m.value for m in MARK_ORDER],
         "figures": {f.name: {"label": f.label, "noun": f.noun, "unit": f.unit.strip(), "worse": f.worse,
-                             "vendor": f.vendor} for f in FIGURES},
+                             "vendor": f.vendor} for f in BY_IMPORTANCE},
         "page_rows": PAGE_ROWS,
         "comparisons": comparisons,
         "steps": steps,

@@ -11,8 +11,8 @@ import re
 from typing import TYPE_CHECKING
 
 from ..diff.core import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
-from ..diff.figures import figure
 from ..diff.summary import summarize
+from ..model.figures import figure
 from .figure_text import change_text, figure_total_delta, lint_change_text, lint_counts_text, status_text, total_line
 
 if TYPE_CHECKING:

@@ -6,34 +6,27 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..results import AMD_RESOURCES, NVIDIA_RESOURCES, Row, Survey
+from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, vendor_figures
+from ..results import Row, Survey
 from ..targets import get_target
 
-_HEADERS = {
-    "vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "vgpr_spill": "Vspill", "sgpr_spill": "Sspill",
-    "scratch_bytes": "scratch", "lds_bytes": "LDS", "occupancy": "waves", "kernarg_bytes": "kernarg",
-    "vgpr_total": "VGPR+AGPR",
-    "regs": "regs", "spill_store_bytes": "spill st", "spill_load_bytes": "spill ld",
-    "stack_bytes": "stack", "shared_bytes": "smem", "occupancy_blocks": "blocks",
-    "occupancy_warps": "warps",
-}
-_SPILLS = {"vgpr_spill", "sgpr_spill", "scratch_bytes", "spill_store_bytes", "spill_load_bytes"}
 _MESSAGE_WIDTH = 120  # the table line for what a key's body said: its first message, cut
 
 
-def _cell(row: Row, name: str) -> Text:
-    value = row.resources.get(name)
+def _cell(row: Row, fig: Figure) -> Text:
+    value = row.resources.get(fig.name)
     if value is None:
         return Text("")
-    style = "bold red" if name in _SPILLS and value else ""
+    style = "bold red" if fig.kind == SPILL and value else ""
     return Text(str(value), style=style)
 
 
 def survey_tables(survey: Survey) -> list[Table]:
     """One rich Table per vendor present in the survey."""
     tables = []
-    for vendor, names in (("AMD", AMD_RESOURCES), ("NVIDIA", NVIDIA_RESOURCES)):
-        rows = [r for r in survey.rows if (get_target(r.target).is_amd) == (vendor == "AMD")]
+    for vendor in (AMD, NVIDIA):
+        names = vendor_figures(vendor)
+        rows = [r for r in survey.rows if (get_target(r.target).is_amd) == (vendor == AMD)]
         if not rows:
             continue
         table = Table(title=f"{vendor} — {survey.label}", title_justify="left", header_style="bold")
@@ -43,14 +36,14 @@ def survey_tables(survey: Survey) -> list[Table]:
         table.add_column("key", no_wrap=True, min_width=max(len(r.key) for r in rows))
         table.add_column("target", no_wrap=True, min_width=max(len(r.target) for r in rows))
         table.add_column("kernel", no_wrap=True, min_width=max(map(len, kernels)))
-        for j, name in enumerate(names):
-            table.add_column(_HEADERS[name], justify="right", no_wrap=j > 0, overflow="fold")
+        for j, fig in enumerate(names):
+            table.add_column(fig.label, justify="right", no_wrap=j > 0, overflow="fold")
         table.caption = ("bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM"
-                         if vendor == "AMD" else "spill, stack and smem in bytes; blocks and warps per SM")
+                         if vendor == AMD else "spill, stack and smem in bytes; blocks and warps per SM")
         table.caption_justify = "left"
         for i, (r, kernel) in enumerate(zip(rows, kernels)):
             if r.ok:
-                table.add_row(r.key, r.target, kernel, *[_cell(r, n) for n in names])
+                table.add_row(r.key, r.target, kernel, *[_cell(r, fig) for fig in names])
             else:
                 said = (Text(f"skipped: {r.skip_reason or ''}", style="dim", justify="left") if r.skipped
                         else Text(f"flaky: {r.error_line or 'flaky'}", style="yellow", justify="left") if r.is_flaky
@@ -80,13 +73,16 @@ def summary_line(survey: Survey) -> str:
     keys = {(r.key, r.target) for r in survey.rows} - skipped
     failed = {(r.key, r.target) for r in survey.rows if r.failed}
     flaky = {(r.key, r.target) for r in survey.rows if r.is_flaky} - failed
-    vspill = {(r.key, r.target) for r in survey.rows if r.resources.get("vgpr_spill")}
-    sspill = {(r.key, r.target) for r in survey.rows if r.resources.get("sgpr_spill")}
-    nvspill = {(r.key, r.target) for r in survey.rows if r.resources.get("spill_store_bytes")}
+    # Keys per spill figure (those that are not another's companion: scratch restates VGPR spills).
+    spills = ", ".join(
+        f"{fig.noun} in {len({(r.key, r.target) for r in survey.rows if r.resources.get(fig.name)})}"
+        for fig in (figure(name) for name in SPILL_FIGURES) if fig.companion_of is None)
+    # Every build is linted (README "The kernarg lint"): say so when one could not be.
+    unlinted = sum(1 for r in survey.rows if r.ok and r.lint is None)
     return (f"{len(keys)} keys ({len(survey.rows) - len(skipped)} rows) on {', '.join(survey.targets)}: "
             f"{len(keys) - len(failed) - len(flaky)} build, {len(failed)} fail"
             + (f", {len(flaky)} flaky" if flaky else "") + (f", {len(skipped)} skipped" if skipped else "") + "; "
-            f"VGPR spills in {len(vspill)}, SGPR spills in {len(sspill)}, NVIDIA spills in {len(nvspill)}")
+            + spills + (f"; {unlinted} builds not linted" if unlinted else ""))
 
 
 def timing_line(survey: Survey) -> str | None:

@@ -6,8 +6,9 @@ import json
 from dataclasses import replace
 
 from regsurvey.diff.core import DIFF_SCHEMA_VERSION, FigureDelta, LintCounts, Mark, compare, stack
-from regsurvey.diff.figures import FIGURE_BY_NAME, FIGURES, verdict
-from regsurvey.results import AMD_RESOURCES, NVIDIA_RESOURCES, Survey
+from regsurvey.diff.figures import verdict
+from regsurvey.model.figures import AMD_RESOURCES, FIGURE_BY_NAME, FIGURES, NVIDIA_RESOURCES
+from regsurvey.results import Survey
 
 from ..layer_survey import edited, row, without
 
@@ -82,8 +83,10 @@ def test_spill_totals(layer: Survey) -> None:
                           ("proj/tp8/w8", NV): {"spill_store_bytes": 8, "spill_load_bytes": 8}})
     head = edited(layer, {("attn/tp8/w8/e4m3", AMD): {"sgpr_spill": 3}})
     c = compare(base, head)
+    # Every spill figure of the registry, scratch and stack included (the layer's kernels have no stack).
     assert [(t.name, t.before, t.after) for t in c.spill_totals] == [
-        ("vgpr_spill", 44, 0), ("sgpr_spill", 0, 3), ("spill_store_bytes", 8, 0), ("spill_load_bytes", 8, 0)]
+        ("vgpr_spill", 44, 0), ("sgpr_spill", 0, 3), ("scratch_bytes", 176, 0), ("spill_store_bytes", 8, 0),
+        ("spill_load_bytes", 8, 0), ("stack_bytes", 0, 0)]
     assert c.spilling_builds == (3, 1)
 
 
@@ -131,11 +134,13 @@ def test_stack_compares_each_commit_with_its_parent(layer: Survey) -> None:
     assert sorted((r.key, r.mark.value) for r in last.comparison.rows if r.mark is not Mark.UNCHANGED) == [
         ("attn/tp4/w2/bf16", "better"), ("proj/tp4/w2", "newly failing")]
     assert last.keys_built == (23, 24) and last.builds == (39, 40)
-    # Every AMD build is linted in the survey (NVIDIA ones only with a stack frame): no finding.
-    assert first.lint_findings == last.lint_findings == LintCounts(0, 0, 0, 0, 0, 0, linted=20)
+    # Every build is linted in the survey, NVIDIA ones too (one policy with `lint`): no finding; the
+    # head's failed build is not linted.
+    assert first.lint_findings == LintCounts(0, 0, 0, 0, 0, 0, linted=40)
+    assert last.lint_findings == LintCounts(0, 0, 0, 0, 0, 0, linted=39)
     overall = next(r for r in s.overall.rows if r.key == "attn/tp4/w2/bf16" and r.target == AMD)
     assert (overall.mark, overall.figure("vgpr")) == (Mark.WORSE, FigureDelta("vgpr", 38, 64))
     data = json.loads(s.to_json())
     assert data["report"] == "stack" and len(data["steps"]) == 2
     assert data["steps"][1]["keys_built"] == {"ok": 23, "total": 24}
-    assert data["steps"][1]["lint_findings"]["linted"] == 20
+    assert data["steps"][1]["lint_findings"]["linted"] == 39

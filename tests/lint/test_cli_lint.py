@@ -112,6 +112,7 @@ def stored_survey(repo: Path, store: Store) -> Survey:
     """A stored survey of HEAD whose one row is the restore-removed mutant: the object Triton built for
     the base kernel, stored with the mutant's amdgcn text and the base's IR."""
     from regsurvey.obtain import current_toolchain
+    from regsurvey.resultcache import READER_REVISION
 
     mutant = MANIFEST["mutants"]["restore-removed"]
     base = MANIFEST["bases"][mutant["base"]]
@@ -122,7 +123,7 @@ def stored_survey(repo: Path, store: Store) -> Survey:
     broken = Row(key="spill/w2", kind="spill", axes={"w": 2}, target="gfx950", kernel=None, status="error",
                  error="kind body raised")
     return Survey(commit=git(repo, "rev-parse", "HEAD"), label="HEAD", targets=("gfx950",),
-                  toolchain=current_toolchain(["gfx950"]), rows=(row, broken))
+                  toolchain=current_toolchain(["gfx950"]), rows=(row, broken), reader=READER_REVISION)
 
 
 def test_survey_findings_name_the_key(toy_repo: Path, tmp_path: Path) -> None:

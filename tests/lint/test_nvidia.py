@@ -8,6 +8,7 @@ delete SASS instructions that read a parameter.
 from __future__ import annotations
 
 import io
+import re
 import struct
 
 import pytest
@@ -16,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import ERROR, lint_nvidia
 from regsurvey.lint.nvidia import PARAM_BASE, lint_ptx_sass, ptx_params, sass_bank_reads
-from regsurvey.nvidia_object import disassemble
+from regsurvey.nvidia_object import disassemble, disassemble_many, spill_bytes
 
 from ..objects_kernels import SIGNATURES, compile_kernel
 
@@ -121,3 +122,40 @@ def test_a_broken_cubin_is_a_corrupt_object() -> None:
     ck, names = compiled("add-sm90")
     with pytest.raises(CorruptObjectError):
         lint_nvidia(ck.asm["ptx"], ck.asm["cubin"][:600], arg_names=names)
+
+
+_BRANCH = re.compile(r"^(@!?U?P\w+ )?(BRA|CALL|BSSY|JMP|BREAK|BSYNC|RET|WARPSYNC|JMX|BRX)\b")
+_TARGET = re.compile(r"`\([^)]*\)|0x[0-9a-f]+(?= ?;)")
+
+
+def instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, instruction) of each SASS line; a branch's or call's target left out (a label in ``-c``
+    output, an address in raw-binary output)."""
+    out = []
+    for address, text in re.findall(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?;)", sass, re.M):
+        text = re.sub(r"\s+", " ", text).replace(" ;", ";")
+        out.append((int(address, 16), _TARGET.sub("T", text) if _BRANCH.match(text) else text))
+    return out
+
+
+@pytest.mark.parametrize("arch", ["sm90", "sm100"])
+def test_disassembling_many_cubins_at_once_equals_one_by_one(arch: str) -> None:
+    cubins = [compiled(case)[0].asm["cubin"] for case in CASES if case.endswith(arch)]
+    assert len(cubins) >= 3
+    together = disassemble_many(cubins)
+    for cubin, sass in zip(cubins, together, strict=True):
+        alone = instructions(disassemble(cubin))
+        assert alone and instructions(sass) == alone
+        assert spill_bytes(sass) == spill_bytes(disassemble(cubin))
+    if arch == "sm90":  # a kernel that spills: the same STL/LDL bytes from either reading
+        spilling = compiled("spill-sm90")[0].asm["cubin"]
+        assert spill_bytes(disassemble_many([cubins[0], spilling])[1]) == spill_bytes(disassemble(spilling)) != (0, 0)
+
+
+def test_disassembling_many_names_the_bad_cubin() -> None:
+    good, other = compiled("add-sm90")[0].asm["cubin"], compiled("add-sm100")[0].asm["cubin"]
+    with pytest.raises(CorruptObjectError, match="cubin 1 of 2"):
+        disassemble_many([good, good[:600]])
+    with pytest.raises(CorruptObjectError, match="cubin 1 of 2 is for sm_100, the first for sm_90"):
+        disassemble_many([good, other])
+    assert disassemble_many([]) == []

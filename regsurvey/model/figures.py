@@ -1,0 +1,108 @@
+"""The one registry of the figures a survey records: what each is called, shown as, measured in, which
+vendor has it, what kind of figure it is and which way it gets worse.
+
+Everything that names figures derives from :data:`FIGURES`: the object readers' records (their fields
+are the registry's names per vendor, in the same order: tested), the survey table's columns and
+highlighting, the comparison's spill totals and the summary's nouns, the gate's rules (a *spill*
+figure up is ``new-spill``, an *occupancy* figure down ``occupancy-drop``, a *register* figure up
+``register-increase``) and the HTML report's data.
+
+Kinds:
+
+- ``register``: registers a thread or lane holds (VGPR, AGPR, SGPR; NVIDIA registers), and the unified
+  VGPR+AGPR count, which moves with VGPRs and AGPRs and is judged by them.
+- ``spill``: memory a kernel spends on spilled or private data: VGPR and SGPR spills, scratch (AMD);
+  spill stores and loads, the stack frame (NVIDIA). "Spill" means these six everywhere: the table's
+  red cells, the spill totals, the builds that spill, the gate's ``new-spill`` rule.
+- ``memory``: LDS, shared memory.
+- ``occupancy``: waves per SIMD (AMD), warps and blocks per SM (NVIDIA).
+- ``argument``: the kernel argument segment's size (a new argument is a design choice, not a regression).
+
+``worse`` is ``+1`` when more is worse, ``-1`` when less is (occupancy), ``0`` when a change is neither
+(kernel arguments; blocks per SM, which follow from warps per SM and the block's size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REGISTER = "register"
+SPILL = "spill"
+MEMORY = "memory"
+OCCUPANCY = "occupancy"
+ARGUMENT = "argument"
+KINDS = (REGISTER, SPILL, MEMORY, OCCUPANCY, ARGUMENT)
+
+AMD = "AMD"
+NVIDIA = "NVIDIA"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One resource figure of a row (a key of ``resources`` in the survey JSON)."""
+
+    name: str  # the resource name in the survey JSON and the readers' records
+    label: str  # column header: "VGPR", "spill st"
+    noun: str  # in a sentence: "VGPRs", "spill stores"
+    unit: str  # appended to values in prose: "" or " B", " waves/SIMD"
+    worse: int  # +1: more is worse, -1: less is worse, 0: neither
+    vendor: str  # AMD or NVIDIA
+    kind: str  # one of KINDS
+    # Moves with another figure (scratch with VGPR spills): told in that figure's line when both change,
+    # and not judged on its own by a rule of its kind where it only restates that figure.
+    companion_of: str | None = None
+    rank: int = 0  # order of importance in the summary and the HTML report (spills first)
+
+    @property
+    def spill(self) -> bool:
+        """A spill figure: 0 -> n "adds", n -> 0 "removes", and a build new on the head is measured from 0."""
+        return self.kind == SPILL
+
+
+# In the readers' record order per vendor, which is also the survey table's column order. ``rank`` is
+# the order of importance: spills first, then occupancy, then the register counts that explain them,
+# then memory.
+FIGURES: tuple[Figure, ...] = (
+    Figure("vgpr", "VGPR", "VGPRs", "", +1, AMD, REGISTER, rank=9),
+    Figure("agpr", "AGPR", "AGPRs", "", +1, AMD, REGISTER, rank=10),
+    Figure("sgpr", "SGPR", "SGPRs", "", +1, AMD, REGISTER, rank=12),
+    Figure("vgpr_spill", "Vspill", "VGPR spills", "", +1, AMD, SPILL, rank=0),
+    Figure("sgpr_spill", "Sspill", "SGPR spills", "", +1, AMD, SPILL, rank=1),
+    Figure("scratch_bytes", "scratch", "scratch", " B", +1, AMD, SPILL, companion_of="vgpr_spill", rank=2),
+    Figure("lds_bytes", "LDS", "LDS", " B", +1, AMD, MEMORY, rank=14),
+    Figure("occupancy", "waves", "occupancy", " waves/SIMD", -1, AMD, OCCUPANCY, rank=6),
+    Figure("kernarg_bytes", "kernarg", "kernel arguments", " B", 0, AMD, ARGUMENT, rank=16),
+    # The unified VGPR+AGPR count (AGPRs aligned to 4): what occupancy depends on.
+    Figure("vgpr_total", "VGPR+AGPR", "unified VGPRs", "", +1, AMD, REGISTER, companion_of="vgpr", rank=11),
+    Figure("regs", "regs", "registers", "", +1, NVIDIA, REGISTER, rank=13),
+    Figure("spill_store_bytes", "spill st", "spill stores", " B", +1, NVIDIA, SPILL, rank=3),
+    Figure("spill_load_bytes", "spill ld", "spill loads", " B", +1, NVIDIA, SPILL, companion_of="spill_store_bytes",
+           rank=4),
+    Figure("stack_bytes", "stack", "stack", " B", +1, NVIDIA, SPILL, companion_of="spill_store_bytes", rank=5),
+    Figure("shared_bytes", "smem", "shared memory", " B", +1, NVIDIA, MEMORY, rank=15),
+    # NVIDIA occupancy is resident warps per SM; blocks per SM follow from it and the block size (a
+    # change of num_warps moves them apart), so they are told beside warps and judge nothing.
+    Figure("occupancy_blocks", "blocks", "blocks per SM", " blocks/SM", 0, NVIDIA, OCCUPANCY,
+           companion_of="occupancy_warps", rank=8),
+    Figure("occupancy_warps", "warps", "occupancy", " warps/SM", -1, NVIDIA, OCCUPANCY, rank=7),
+)
+
+FIGURE_BY_NAME: dict[str, Figure] = {f.name: f for f in FIGURES}
+# Names in order of importance.
+FIGURE_ORDER: dict[str, int] = {f.name: f.rank for f in FIGURES}
+BY_IMPORTANCE: tuple[Figure, ...] = tuple(sorted(FIGURES, key=lambda f: f.rank))
+AMD_RESOURCES: tuple[str, ...] = tuple(f.name for f in FIGURES if f.vendor == AMD)
+NVIDIA_RESOURCES: tuple[str, ...] = tuple(f.name for f in FIGURES if f.vendor == NVIDIA)
+SPILL_FIGURES: tuple[str, ...] = tuple(f.name for f in BY_IMPORTANCE if f.kind == SPILL)
+# The register counts the gate's register rule judges: not the unified count, which restates them.
+JUDGED_REGISTERS: tuple[str, ...] = tuple(f.name for f in FIGURES if f.kind == REGISTER and f.companion_of is None)
+
+
+def figure(name: str) -> Figure:
+    """The figure called ``name``; a name this registry does not know is neutral (a newer survey's)."""
+    return FIGURE_BY_NAME.get(name) or Figure(name, name, name, "", 0, "", ARGUMENT, rank=len(FIGURES))
+
+
+def vendor_figures(vendor: str) -> tuple[Figure, ...]:
+    """The figures of ``vendor`` (AMD or NVIDIA), in record and column order."""
+    return tuple(f for f in FIGURES if f.vendor == vendor)

@@ -1,0 +1,83 @@
+"""The one registry of figures against everything that names figures: the readers' records, real rows of
+a survey, the table, the comparison's spill totals and the gate's rules."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from regsurvey.amd_object import AmdResources
+from regsurvey.check.baseline import Baseline, CheckRules
+from regsurvey.check.gate import NEW_SPILL, OCCUPANCY_DROP, REGISTER_INCREASE, judge
+from regsurvey.diff.core import compare
+from regsurvey.model.figures import (
+    AMD,
+    FIGURES,
+    JUDGED_REGISTERS,
+    KINDS,
+    NVIDIA,
+    SPILL,
+    SPILL_FIGURES,
+    figure,
+    vendor_figures,
+)
+from regsurvey.nvidia_object import NvidiaResources
+from regsurvey.output.table import summary_line, survey_tables
+from regsurvey.results import Survey
+
+from ..layer_survey import edited
+
+
+def test_the_readers_records_are_the_registry() -> None:
+    # Field for field, in order: a figure a reader adds or renames without the registry fails here.
+    assert [f.name for f in dataclasses.fields(AmdResources)] == [f.name for f in vendor_figures(AMD)]
+    assert [f.name for f in dataclasses.fields(NvidiaResources)] == [f.name for f in vendor_figures(NVIDIA)]
+    assert all(f.kind in KINDS and f.worse in (-1, 0, 1) for f in FIGURES)
+    assert all(figure(f.companion_of).vendor == f.vendor for f in FIGURES if f.companion_of)
+    assert sorted(f.rank for f in FIGURES) == list(range(len(FIGURES)))
+
+
+def test_every_surveyed_row_is_a_registry_record(layer: Survey) -> None:
+    # Real rows (the layer survey compiles gfx950 and sm90): every built row has exactly its vendor's figures.
+    for row in layer.rows:
+        if row.ok:
+            vendor = AMD if row.target.startswith("gfx") else NVIDIA
+            assert list(row.resources) == [f.name for f in vendor_figures(vendor)], row.row_id
+
+
+def test_spill_means_the_same_six_figures_everywhere(layer: Survey) -> None:
+    assert set(SPILL_FIGURES) == {"vgpr_spill", "sgpr_spill", "scratch_bytes", "spill_store_bytes",
+                                  "spill_load_bytes", "stack_bytes"}
+    # A stack frame and scratch alone (no spill instruction): each is a spill in the table, the totals and the gate.
+    amd = next(r for r in layer.rows if r.ok and r.target == "gfx950")
+    nv = next(r for r in layer.rows if r.ok and r.target == "sm90")
+    head = edited(layer, {(amd.row_id, amd.target): {"scratch_bytes": 64}, (nv.row_id, nv.target): {"stack_bytes": 32}})
+    comparison = compare(layer, head)
+    totals = {t.name: (t.before, t.after) for t in comparison.spill_totals}
+    assert set(totals) == set(SPILL_FIGURES)
+    assert totals["scratch_bytes"][1] - totals["scratch_bytes"][0] == 64 - amd.resources["scratch_bytes"]
+    assert comparison.spilling_builds[1] >= comparison.spilling_builds[0] + (not amd.resources["scratch_bytes"])
+    problems = judge(comparison, Baseline()).problems
+    spilled = {(p.row.row_id, p.row.target, f.name) for p in problems if p.rule is NEW_SPILL for f in p.figures}
+    assert (amd.row_id, amd.target, "scratch_bytes") in spilled and (nv.row_id, nv.target, "stack_bytes") in spilled
+    table = {t.title: t for t in survey_tables(head)}
+    nv_table = next(t for title, t in table.items() if str(title).startswith("NVIDIA"))
+    assert [c.header for c in nv_table.columns][3:] == [f.label for f in vendor_figures(NVIDIA)]
+    assert "spill stores in" in summary_line(head) and "VGPR spills in" in summary_line(head)
+    assert "not linted" not in summary_line(head)  # every build of the layer survey is linted
+    unlinted = dataclasses.replace(head, rows=tuple(dataclasses.replace(r, lint=None) if r.key == nv.key else r
+                                                    for r in head.rows))
+    assert summary_line(unlinted).endswith(f"; {sum(r.key == nv.key and r.ok for r in head.rows)} builds not linted")
+
+
+def test_the_gate_rules_take_their_figures_from_the_registry(layer: Survey) -> None:
+    assert JUDGED_REGISTERS == ("vgpr", "agpr", "sgpr", "regs")
+    amd = next(r for r in layer.rows if r.ok and r.target == "gfx950")
+    head = edited(layer, {(amd.row_id, amd.target): {"occupancy": amd.resources["occupancy"] - 1,
+                                                     "vgpr": amd.resources["vgpr"] + 64,
+                                                     "vgpr_total": amd.resources["vgpr_total"] + 64}})
+    baseline = Baseline(rules=CheckRules(register_increase=16))
+    problems = judge(compare(layer, head), baseline).problems
+    by_rule = {p.rule: [f.name for f in p.figures] for p in problems}
+    assert by_rule[OCCUPANCY_DROP] == ["occupancy"]
+    assert by_rule[REGISTER_INCREASE] == ["vgpr"]  # the unified count restates it: not judged twice
+    assert all(figure(name).kind == SPILL for name in by_rule.get(NEW_SPILL, []))
