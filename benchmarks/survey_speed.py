@@ -65,7 +65,7 @@ from pathlib import Path
 from regsurvey import toolchain
 from regsurvey.capture import CaptureSession
 from regsurvey.keyfiles import expand_keys, load_kinds
-from regsurvey.targets import get_target
+from regsurvey.model.targets import get_target
 import triton
 from triton.compiler import ASTSource
 kinds = {{k.name: k for k in load_kinds(Path({str(ROOT)!r}), Path({str(ROOT / 'keys')!r}))}}

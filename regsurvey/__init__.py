@@ -12,10 +12,10 @@ The public keys API used by ``keys/*.py`` files::
 """
 
 from .capture import launch, pin_config, skip, target
-from .matrix import Key, Kind, Matrix
-from .targets import TARGETS, Target, get_target
-
-__version__ = "0.1.0"
+from .matrix import Kind, Matrix
+from .model.keys import Key
+from .model.targets import TARGETS, Target, get_target
+from .model.version import __version__
 
 
 def tensor(shape, dtype="bf16", *, stride=None, offset=0, storage_numel=None):  # type: ignore[no-untyped-def]

@@ -16,8 +16,13 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 with contextlib.suppress(ImportError):  # a project without torch: the keys files will say so
     import torch  # noqa: F401
 
-from . import amd_object, nvidia_object, toolchain, worker  # noqa: F401, E402
-from .lint import inputs  # noqa: F401, E402
+from . import (  # noqa: F401, E402
+    amd_object,
+    linting,  # noqa: F401, E402
+    nvidia_object,
+    toolchain,
+    worker,
+)
 
 with contextlib.suppress(Exception):  # an unusable Triton: every key reports it, with its message
     toolchain.warm_up()

@@ -30,7 +30,7 @@ from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from .elfcheck import check_extent, first_line
 from .errors import CorruptObjectError
-from .targets import Target
+from .model.targets import Target
 
 # The AMDGPU vendor note that carries the code object V3+ metadata (msgpack).
 _NOTE_NAME = "AMDGPU"

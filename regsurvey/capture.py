@@ -11,7 +11,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any
 
-from .targets import Target
+from .model.targets import Target
 
 
 @dataclass

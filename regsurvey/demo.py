@@ -18,10 +18,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diff.core import Comparison, compare
+from .diff.core import compare
+from .model.comparison import Comparison
+from .model.progress import Progress
 from .obtain import obtain_survey
 from .store import Store
-from .survey import Progress, SurveyOptions
+from .survey import SurveyOptions
 
 
 class DemoError(Exception):

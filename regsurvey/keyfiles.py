@@ -11,7 +11,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from .matrix import Key, Kind, Matrix, key_sort_token
+from .matrix import Kind, Matrix, key_sort_token
+from .model.keys import Key
 
 
 class KeysFileError(Exception):

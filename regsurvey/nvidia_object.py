@@ -26,7 +26,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from .elfcheck import check_extent, first_line
 from .errors import CorruptObjectError
-from .targets import Target
+from .model.targets import Target
 
 # .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
 # EIFMT_SVAL, a u16 size and that many bytes. Global .nv.info entries start with a u32 symbol index.

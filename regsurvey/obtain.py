@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
+from .model.progress import Progress
+from .model.results import Survey
+from .model.targets import get_target
 from .resultcache import READER_REVISION
-from .results import Survey
 from .store import Store, StoreError
-from .survey import Progress, SurveyOptions, start_workers_early, survey_checkout
-from .targets import get_target
+from .survey import SurveyOptions, start_workers_early, survey_checkout
 
 
 def default_store(start: Path) -> Store:

@@ -29,8 +29,8 @@ if os.environ.get("REGSURVEY_CAPTURE_FILE"):
 def start() -> None:
     """Install the recorder in this process (called from the generated sitecustomize)."""
     from . import toolchain
+    from .model.targets import get_target
     from .replay import describe_launch
-    from .targets import get_target
 
     out = open(os.environ[ENV_FILE], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
     offline = os.environ.get(ENV_OFFLINE) or None

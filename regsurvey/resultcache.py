@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .errors import CorruptObjectError
+from .model.results import ObjectRef
+from .model.version import __version__
 from .objectstore import ObjectStore, atomic_write
-from .results import ObjectRef
 
 # Bump when what the object readers report changes: older entries then stop matching.
 # readers3: NVIDIA shared memory without the reserve; exact AMD vgpr, vgpr_total; AMD occupancy with waves_per_eu

@@ -20,10 +20,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .checkout import CheckoutError, repo_root, resolve_commit
+from .model.progress import Progress
+from .model.results import Row, Survey, SurveyFormatError
 from .obtain import obtain_survey
-from .results import Row, Survey, SurveyFormatError
 from .store import Store, StoreError
-from .survey import Progress, SurveyOptions
+from .survey import SurveyOptions
 
 WORKING_TREE = None  # the revision value meaning "the working tree as it is"
 

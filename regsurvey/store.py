@@ -14,8 +14,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from .model.results import Survey, SurveyFormatError
 from .objectstore import ObjectStore, atomic_write
-from .results import Survey, SurveyFormatError
 
 
 class StoreError(Exception):

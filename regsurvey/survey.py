@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from .checkout import Checkout
-from .matrix import Key
+from .model.keys import Key
+from .model.progress import Progress
+from .model.results import Row, Status, Survey
+from .model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from .objectstore import atomic_write
 from .resultcache import READER_REVISION
-from .results import Row, Survey
 from .server import ServerWorker
-from .targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 
 
 class SurveyError(Exception):
@@ -47,14 +48,6 @@ class SurveyOptions:
     timeout: float = 600.0  # seconds per key
     triton_cache_dir: str | None = None  # a Triton cache of the survey's own (e.g. a cold one)
     reuse_results: bool = True  # take results of identical kernels from the content-addressed cache
-
-
-@dataclass
-class Progress:
-    """Callbacks a front end can give to follow a survey."""
-
-    on_start: Callable[[int], None] = lambda total: None
-    on_key: Callable[[Key, list[Row]], None] = lambda key, rows: None
 
 
 @dataclass
@@ -313,7 +306,7 @@ def _selected(key: Key, options: SurveyOptions) -> bool:
 
 def _error_row(key: Key, message: str) -> Row:
     return Row(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target, kernel=None,
-               status="error", error=message)
+               status=Status.ERROR, error=message)
 
 
 def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
@@ -393,7 +386,7 @@ def _lint_the_rest(rows: list[Row], objects_dir: Path, jobs: int, timing: Survey
     if not todo:
         return rows
     from .errors import CorruptObjectError
-    from .lint.inputs import lint_rows
+    from .linting import lint_rows
     from .objectstore import ObjectStore
 
     try:
@@ -591,7 +584,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
 
 
 def _row(data: dict[str, Any]) -> Row:
-    from .results import ObjectRef
+    from .model.results import ObjectRef
 
     obj = data.get("object")
     return Row(**{**data, "object": ObjectRef(**obj) if obj else None})

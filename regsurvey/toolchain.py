@@ -40,7 +40,7 @@ from typing import Any
 
 from . import capture as capture_mod
 from .capture import CapturedLaunch, CaptureSession
-from .targets import TARGETS, Target
+from .model.targets import TARGETS, Target
 
 # Each target gets its own fake device index: JITFunction caches binder, backend and target per
 # device, so a per-target index keeps one worker from reusing gfx950's binder for sm90.

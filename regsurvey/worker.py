@@ -33,11 +33,12 @@ from . import launcher_messages, toolchain
 from .capture import CapturedLaunch, CaptureSession, SkipKey
 from .errors import CorruptObjectError
 from .keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
-from .matrix import Key, Kind
+from .matrix import Kind
+from .model.keys import Key
+from .model.results import ObjectRef, Row, Status, error_line, error_text
+from .model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 from .objectstore import ObjectStore
 from .resultcache import CachedResult, ResultCache
-from .results import ObjectRef, Row, error_line, error_text
-from .targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 
 
 def read_resources(binary: bytes, target: Target, shared: int, num_warps: int,
@@ -78,7 +79,7 @@ class Duplicate:
     def row(self, done: Row | None) -> Row:
         """The row, from the finished row of the launch that compiled the kernel (None: lost)."""
         if done is None or not done.ok or done.object is None:
-            return Row(**self.common, status="error", triton_hash=self.triton_hash,
+            return Row(**self.common, status=Status.ERROR, triton_hash=self.triton_hash,
                        error=done.error if done is not None else "the identical kernel compiled before was lost")
         return _reused_row(self.common, self.triton_hash,
                            CachedResult(kernel=done.kernel or "", resources=done.resources, object=done.object,
@@ -91,8 +92,8 @@ Item = Row | Compiled | Duplicate
 def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -> Row:
     lint = cached.extra.get("lint")
     if lint is not None:  # findings name the row they were first found on
-        lint = [{**f, "key": Row(**common, status="ok").row_id} for f in lint]
-    return Row(**common, status="ok", resources=cached.resources, compile_s=cached.compile_s,
+        lint = [{**f, "key": Row(**common, status=Status.OK).row_id} for f in lint]
+    return Row(**common, status=Status.OK, resources=cached.resources, compile_s=cached.compile_s,
                object=cached.object, triton_hash=cache_hash, reused=True, lint=lint)
 
 
@@ -186,10 +187,11 @@ class Worker:
         # Warmups were compiled by Triton while the body ran: compile time, not the body's.
         self._move("capture_s", "compile_s", sum(launch.compile_s for launch in session.launches if launch.compiled))
         if skipped is not None:
-            return [Row(**base, kernel=None, status="skipped", skip_reason=skipped)]
+            return [Row(**base, kernel=None, status=Status.SKIPPED, skip_reason=skipped)]
         if raised is None and not session.launches:
             file, line = kind.source
-            return [Row(**base, kernel=None, status="error", error=f"kind body ({file}:{line}) launched no kernel")]
+            return [Row(**base, kernel=None, status=Status.ERROR,
+                        error=f"kind body ({file}:{line}) launched no kernel")]
         items = [self._compile_launch(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
         if raised is not None:
             items.append(self._raised_row(base, raised, len(session.launches)))
@@ -202,7 +204,7 @@ class Worker:
         after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
         error = summary + (f"\n{text}" if "\n" in text else "")
-        return Row(**base, kernel=None, launch=launches, status="error", error=error)
+        return Row(**base, kernel=None, launch=launches, status=Status.ERROR, error=error)
 
     def _move(self, source: str, destination: str, seconds: float) -> None:
         if seconds:
@@ -245,8 +247,8 @@ class Worker:
             error = error_text(exc)
             if again:
                 error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
-            return Row(**common, status="flaky" if again else "error", compile_s=round(time.perf_counter() - start, 3),
-                       error=error)
+            return Row(**common, status=Status.FLAKY if again else Status.ERROR,
+                       compile_s=round(time.perf_counter() - start, 3), error=error)
         self._spent("compile_s", compile_start)
         if flaky is not None:
             common = dict(common, flaky=flaky)
@@ -301,13 +303,13 @@ class Worker:
             resources = read_resources(compiled.binary, target, compiled.shared, compiled.num_warps,
                                        compiled.asm.get("amdgcn"))
         except CorruptObjectError as exc:
-            return Row(**common, status="error", compile_s=compile_s, triton_hash=compiled.triton_hash,
+            return Row(**common, status=Status.ERROR, compile_s=compile_s, triton_hash=compiled.triton_hash,
                        error=f"unreadable object: {exc}")
         ext = "hsaco" if target.is_amd else "cubin"
         sha, path = self.objects.put(compiled.binary, ext, extras={
             name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir", "ttir") if name in compiled.asm})
         ref = ObjectRef(path=path, sha256=sha)
-        row = Row(**common, status="ok", resources=resources, compile_s=compile_s, object=ref,
+        row = Row(**common, status=Status.OK, resources=resources, compile_s=compile_s, object=ref,
                   triton_hash=compiled.triton_hash)
         phase = self._spent("read_store_s", phase)
         lint = self._lint(row, target, compiled.binary, compiled.asm)
@@ -328,7 +330,7 @@ class Worker:
         if target.is_nvidia and not row.resources.get("stack_bytes"):
             return None
         from .lint import LintInputError
-        from .lint.inputs import lint_compiled
+        from .linting import lint_compiled
 
         assert row.object is not None
         try:

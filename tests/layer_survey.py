@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from regsurvey.checkout import working_tree
-from regsurvey.results import Row, Survey
+from regsurvey.model.results import Row, Survey
 from regsurvey.survey import SurveyOptions, survey_checkout
 
 from .conftest import TOY

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from regsurvey.matrix import Key
+from regsurvey.model.keys import Key
 from regsurvey.survey import KeyCosts
 
 from .conftest import commit_all

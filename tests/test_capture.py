@@ -14,7 +14,7 @@ import pytest
 from regsurvey import toolchain
 from regsurvey.capture import CaptureSession
 from regsurvey.keyfiles import expand_keys, load_kinds
-from regsurvey.targets import get_target
+from regsurvey.model.targets import get_target
 
 from .conftest import TOY
 

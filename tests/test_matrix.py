@@ -6,7 +6,7 @@ import pytest
 
 import regsurvey as rs
 from regsurvey.keyfiles import expand_keys
-from regsurvey.targets import UnknownTargetError
+from regsurvey.model.targets import UnknownTargetError
 
 
 def demo_matrix() -> rs.Matrix:

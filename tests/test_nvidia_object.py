@@ -19,6 +19,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from regsurvey.errors import CorruptObjectError
+from regsurvey.model.targets import TARGETS
 from regsurvey.nvidia_object import (
     NvidiaResources,
     disassemble,
@@ -27,7 +28,6 @@ from regsurvey.nvidia_object import (
     spill_bytes,
     tool_path,
 )
-from regsurvey.targets import TARGETS
 from regsurvey.toolchain import ptxas_codegen_flags, ptxas_path
 
 from .objects_kernels import compile_kernel

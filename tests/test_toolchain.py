@@ -12,7 +12,7 @@ import pytest
 import regsurvey as rs
 from regsurvey import toolchain
 from regsurvey.capture import CaptureSession
-from regsurvey.targets import get_target
+from regsurvey.model.targets import get_target
 
 from .conftest import TOY
 

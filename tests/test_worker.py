@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from regsurvey.keyfiles import expand_keys
-from regsurvey.matrix import Key
-from regsurvey.results import Row
+from regsurvey.model.keys import Key
+from regsurvey.model.results import Row
 from regsurvey.worker import Compiled, Duplicate, Finishing, Worker
 
 from .conftest import TOY

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 import click
 
 from ..checkout import repo_root
+from ..model.targets import get_target
 from ..survey import SurveyOptions
-from ..targets import get_target
 from .common import split_csv, usable_cores
 
 F = TypeVar("F", bound=Callable[..., Any])

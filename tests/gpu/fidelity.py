@@ -125,7 +125,7 @@ def stand_in_view(target: str) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from regsurvey import toolchain
     from regsurvey.capture import CaptureSession
-    from regsurvey.targets import get_target
+    from regsurvey.model.targets import get_target
 
     with toolchain.capturing(CaptureSession(get_target(target))):
         return launcher_view()
@@ -171,7 +171,7 @@ def real_launches(target: str, key_ids: set[str], project: Path = ROOT) -> dict[
 
     from regsurvey import capture
     from regsurvey.keyfiles import expand_keys, load_kinds
-    from regsurvey.targets import get_target
+    from regsurvey.model.targets import get_target
 
     kinds = {k.name: k for k in load_kinds(project, project / "keys")}
     launched: list[Any] = []
@@ -323,7 +323,7 @@ def capture_check(target: str, workdir: Path, program: list[str] | None = None,
     from regsurvey import toolchain
     from regsurvey.capture import CaptureSession
     from regsurvey.keyfiles import expand_keys, load_kinds
-    from regsurvey.targets import get_target
+    from regsurvey.model.targets import get_target
 
     gpu = {}
     for line in records.read_text().splitlines()[1:]:

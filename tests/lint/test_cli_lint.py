@@ -12,8 +12,8 @@ import pytest
 
 from regsurvey.lint import ERROR, NOTE
 from regsurvey.lint.disassembler import find_objdump
-from regsurvey.lint.inputs import lint_survey
-from regsurvey.results import ObjectRef, Row, Survey
+from regsurvey.linting import lint_survey
+from regsurvey.model.results import ObjectRef, Row, Survey
 from regsurvey.store import Store
 
 from ..conftest import git

@@ -20,9 +20,9 @@ from regsurvey.model.figures import (
     figure,
     vendor_figures,
 )
+from regsurvey.model.results import Survey
 from regsurvey.nvidia_object import NvidiaResources
 from regsurvey.output.table import summary_line, survey_tables
-from regsurvey.results import Survey
 
 from ..layer_survey import edited
 

@@ -16,13 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from ..errors import CorruptObjectError
-from ..objectstore import ObjectStore
-from ..results import Row, Survey
-from ..targets import get_target
-from . import LintInputError, arg_names_from_ttir, lint_amdgcn, lint_nvidia
-from .disassembler import disassemble
-from .finding import Finding
+from .errors import CorruptObjectError
+from .lint import LintInputError, arg_names_from_ttir, lint_amdgcn, lint_nvidia
+from .lint.disassembler import disassemble
+from .lint.finding import Finding
+from .model.results import Row, Survey
+from .model.targets import get_target
+from .objectstore import ObjectStore
 
 _ELF = b"\x7fELF"
 _GZIP = b"\x1f\x8b"
@@ -75,7 +75,7 @@ def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> 
     """SASS by object sha256 of the NVIDIA rows whose findings are not stored yet, from at most
     ``jobs`` nvdisasm runs per target. A batch nvdisasm rejects is left out: its rows are then
     disassembled one by one, where the culprit's error names it."""
-    from ..nvidia_object import disassemble_many
+    from .nvidia_object import disassemble_many
 
     batches: dict[str, list[tuple[str, bytes]]] = {}
     for row in rows:
@@ -182,7 +182,7 @@ def lint_file(path: Path) -> LintRun:
             raise LintInputError(f"corrupt gzip: {exc}") from None
     start = time.perf_counter()
     if data.startswith(_ELF):
-        from ..amd_object import parse_hsaco
+        from .amd_object import parse_hsaco
 
         parse_hsaco(data)  # CorruptObjectError for a cut, altered or non-AMD object, before objdump runs
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -13,6 +14,23 @@ SCHEMA_VERSION = 1
 
 class SurveyFormatError(ValueError):
     """A stored survey that is not valid JSON of a known schema version."""
+
+
+class Status(str, Enum):
+    """Whether a row built: ``ok``; ``error``; ``skipped`` (the kind body called ``rs.skip``: not a
+    build); ``flaky`` (failed twice with a toolchain failure known to be intermittent: see
+    ``toolchain.is_flaky_failure``). A ``str``: the JSON holds the value, and ``row.status == "ok"`` holds."""
+
+    OK = "ok"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    FLAKY = "flaky"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
 
 @dataclass(frozen=True)
@@ -34,9 +52,7 @@ class Row:
     # The jit function's name; None on a key's own row: a kind body that raised (before or after its
     # launches), launched nothing, or skipped the key.
     kernel: str | None
-    # "ok", "error", "skipped" (the kind body called rs.skip: not a build) or "flaky" (failed twice with
-    # a toolchain failure known to be intermittent: see toolchain.is_flaky_failure)
-    status: str
+    status: Status  # a plain string is taken and checked (an unknown one is a ValueError)
     error: str | None = None  # the whole message (compiler output, exception chain); error_line() cuts it
     resources: dict[str, int] = field(default_factory=dict)
     object: ObjectRef | None = None
@@ -55,6 +71,10 @@ class Row:
     messages: list[str] = field(default_factory=list)
     skip_reason: str | None = None  # why the kind body skipped the key (status "skipped")
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, Status):
+            object.__setattr__(self, "status", Status(self.status))
+
     @property
     def row_id(self) -> str:
         """Unique within a survey: key, launch, kernel and config."""
@@ -65,23 +85,23 @@ class Row:
     @property
     def ok(self) -> bool:
         """True when the key built."""
-        return self.status == "ok"
+        return self.status is Status.OK
 
     @property
     def failed(self) -> bool:
         """True when the build failed (a skipped key is neither built nor failed)."""
-        return self.status == "error"
+        return self.status is Status.ERROR
 
     @property
     def is_flaky(self) -> bool:
         """True when the build failed twice with a toolchain failure known to be intermittent (status
         ``flaky``): not judged as a failure of the kernel."""
-        return self.status == "flaky"
+        return self.status is Status.FLAKY
 
     @property
     def skipped(self) -> bool:
         """True when the kind body skipped the key (``rs.skip``): a combination that does not exist."""
-        return self.status == "skipped"
+        return self.status is Status.SKIPPED
 
     @property
     def error_line(self) -> str:
@@ -133,7 +153,7 @@ class Survey:
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
                        created=data.get("created", ""), timing=dict(data.get("timing") or {}),
                        reader=str(data.get("reader") or ""), schema_version=data["schema_version"])
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
 
     def merge(self, other: Survey) -> Survey:
