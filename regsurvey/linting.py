@@ -22,7 +22,7 @@ from .lint.disassembler import disassemble
 from .lint.finding import Finding
 from .model.results import Row, Survey
 from .model.targets import get_target
-from .objectstore import ObjectStore
+from .store.objectstore import ObjectStore
 
 _ELF = b"\x7fELF"
 _GZIP = b"\x1f\x8b"
@@ -48,7 +48,7 @@ def lint_rows(rows: Iterable[Row], objects: ObjectStore, jobs: int = 1) -> LintR
     """Lint the object of every row that built. Rows sharing an object are linted once.
 
     The NVIDIA objects not linted before are disassembled together first, in at most ``jobs``
-    nvdisasm runs (:func:`~regsurvey.nvidia_object.disassemble_many`: one run per cubin would cost
+    nvdisasm runs (:func:`~regsurvey.objects.nvidia_object.disassemble_many`: one run per cubin would cost
     more than many compiles); then ``jobs`` threads lint objects side by side. Raises
     CorruptObjectError for a stored object that is missing or altered.
     """
@@ -75,7 +75,7 @@ def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> 
     """SASS by object sha256 of the NVIDIA rows whose findings are not stored yet, from at most
     ``jobs`` nvdisasm runs per target. A batch nvdisasm rejects is left out: its rows are then
     disassembled one by one, where the culprit's error names it."""
-    from .nvidia_object import disassemble_many
+    from .objects.nvidia_object import disassemble_many
 
     batches: dict[str, list[tuple[str, bytes]]] = {}
     for row in rows:
@@ -182,7 +182,7 @@ def lint_file(path: Path) -> LintRun:
             raise LintInputError(f"corrupt gzip: {exc}") from None
     start = time.perf_counter()
     if data.startswith(_ELF):
-        from .amd_object import parse_hsaco
+        from .objects.amd_object import parse_hsaco
 
         parse_hsaco(data)  # CorruptObjectError for a cut, altered or non-AMD object, before objdump runs
         try:

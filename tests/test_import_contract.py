@@ -4,6 +4,7 @@
 - ``diff/`` and ``check/`` import only ``model/`` (and themselves);
 - ``output/`` imports only ``model/``, ``diff/`` and ``check/`` (and itself);
 - ``lint/`` is pure: object bytes and texts in, findings out (no store, survey, engine or output);
+- ``objects/`` (the object readers) import only ``model/`` and ``errors``;
 - nothing imports ``commands/`` but the command line itself (``cli.py``).
 
 Checked on the source (every ``import``/``from`` statement, those inside functions too), so that a
@@ -25,7 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "diff": {"model"},
     "check": {"model"},
     "output": {"model", "diff", "check"},
-    "lint": {"model", "errors", "amd_object", "nvidia_object", "elfcheck", "object_sections"},
+    "lint": {"model", "errors", "objects"},
+    "objects": {"model", "errors"},
 }
 
 

@@ -18,21 +18,21 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from regsurvey.amd_object import parse_hsaco
 from regsurvey.check.baseline import Baseline
 from regsurvey.check.gate import NEWLY_FAILING, judge
 from regsurvey.diff.core import compare, stack
-from regsurvey.keyfiles import KeysFileError, expand_keys, load_kinds
+from regsurvey.engine.worker import Worker
+from regsurvey.keys.keyfiles import KeysFileError, expand_keys, load_kinds
 from regsurvey.model.comparison import Mark
 from regsurvey.model.keys import Key
 from regsurvey.model.results import Row, Survey
 from regsurvey.model.targets import ANY_TARGET
+from regsurvey.objects.amd_object import parse_hsaco
 from regsurvey.output.diff_json import comparison_dict
 from regsurvey.output.diff_table import TableFormat
 from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat
 from regsurvey.output.table import summary_line, survey_tables
-from regsurvey.worker import Worker
 
 from .conftest import FIXTURES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import regsurvey as rs
-from regsurvey.keyfiles import expand_keys
+from regsurvey.keys.keyfiles import expand_keys
 from regsurvey.model.targets import UnknownTargetError
 
 

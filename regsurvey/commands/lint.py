@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import CorruptObjectError
-from ..obtain import obtain_survey, open_store
+from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .options import make_survey_options, survey_options, table_style
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
+from ..engine.survey import SurveyOptions
 from ..model.results import Survey
 from ..model.targets import get_target
-from ..obtain import obtain_survey, open_store
-from ..survey import SurveyOptions
+from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
 
 

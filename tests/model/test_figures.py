@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from regsurvey.amd_object import AmdResources
 from regsurvey.check.baseline import Baseline, CheckRules
 from regsurvey.check.gate import NEW_SPILL, OCCUPANCY_DROP, REGISTER_INCREASE, judge
 from regsurvey.diff.core import compare
@@ -21,7 +20,8 @@ from regsurvey.model.figures import (
     vendor_figures,
 )
 from regsurvey.model.results import Survey
-from regsurvey.nvidia_object import NvidiaResources
+from regsurvey.objects.amd_object import AmdResources
+from regsurvey.objects.nvidia_object import NvidiaResources
 from regsurvey.output.table import summary_line, survey_tables
 
 from ..layer_survey import edited

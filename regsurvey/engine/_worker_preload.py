@@ -16,13 +16,10 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 with contextlib.suppress(ImportError):  # a project without torch: the keys files will say so
     import torch  # noqa: F401
 
-from . import (  # noqa: F401, E402
-    amd_object,
-    linting,  # noqa: F401, E402
-    nvidia_object,
-    toolchain,
-    worker,
-)
+from .. import linting  # noqa: F401, E402
+from ..compile import toolchain  # noqa: E402
+from ..objects import amd_object, nvidia_object  # noqa: F401, E402
+from . import worker  # noqa: F401, E402
 
 with contextlib.suppress(Exception):  # an unusable Triton: every key reports it, with its message
     toolchain.warm_up()

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model.keys import AxisValue, Key, axis_label
-from .model.targets import get_target
+from ..model.keys import AxisValue, Key, axis_label
+from ..model.targets import get_target
 
 
 def _sort_token(value: AxisValue) -> tuple[int, Any]:

@@ -11,8 +11,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..model.keys import Key
 from .matrix import Kind, Matrix, key_sort_token
-from .model.keys import Key
 
 
 class KeysFileError(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from elftools.elf.elffile import ELFFile
 
-from .errors import CorruptObjectError
+from ..errors import CorruptObjectError
 
 
 def check_extent(elf: ELFFile, size: int, what: str) -> None:

@@ -24,9 +24,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from ..errors import CorruptObjectError
+from ..model.targets import Target
 from .elfcheck import check_extent, first_line
-from .errors import CorruptObjectError
-from .model.targets import Target
 
 # .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
 # EIFMT_SVAL, a u16 size and that many bytes. Global .nv.info entries start with a u32 symbol index.

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.amd_object import parse_hsaco
-from regsurvey.lint import amdgcn
-from regsurvey.lint.amdgcn import Register, parse_functions, parse_instruction, parse_registers
 from regsurvey.lint.disassembler import disassemble, find_objdump
 from regsurvey.lint.kernarg import args_from_metadata, layout_from_directives, layout_from_hsaco
+from regsurvey.objects import amdgcn
+from regsurvey.objects.amd_object import parse_hsaco
+from regsurvey.objects.amdgcn import Register, parse_functions, parse_instruction, parse_registers
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "lint"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())

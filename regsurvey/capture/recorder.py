@@ -21,15 +21,15 @@ ENV_OFFLINE = "REGSURVEY_CAPTURE_OFFLINE"
 SITECUSTOMIZE = '''# Written by regsurvey capture: record every Triton launch of this program.
 import os
 if os.environ.get("REGSURVEY_CAPTURE_FILE"):
-    from regsurvey.recorder import start
+    from regsurvey.capture.recorder import start
     start()
 '''
 
 
 def start() -> None:
     """Install the recorder in this process (called from the generated sitecustomize)."""
-    from . import toolchain
-    from .model.targets import get_target
+    from ..compile import toolchain
+    from ..model.targets import get_target
     from .replay import describe_launch
 
     out = open(os.environ[ENV_FILE], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
@@ -115,7 +115,7 @@ def capture_environment(capture_file: Path, site_dir: Path, offline: str | None)
     """The environment the captured program runs in: our sitecustomize first on its path."""
     site_dir.mkdir(parents=True, exist_ok=True)
     (site_dir / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    package_parent = str(Path(__file__).resolve().parent.parent)
+    package_parent = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     paths = [str(site_dir), package_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)

@@ -22,7 +22,7 @@ end up as one.
 
 Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` framing):
 the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends ``{"pid": ...}`` and then
-speaks :func:`regsurvey.worker.serve`'s protocol; when it exits, the server sends ``{"exit": code}`` and
+speaks :func:`regsurvey.engine.worker.serve`'s protocol; when it exits, the server sends ``{"exit": code}`` and
 closes the connection. ``{"op": "ping"}``, ``{"op": "stop"}`` (which kills the workers) and
 ``{"op": "retire"}`` (exit once the last worker has) are answered at once.
 """
@@ -97,7 +97,7 @@ def identity() -> str:
     sources, Triton's and torch's installed versions and places."""
     h = hashlib.sha256()
     h.update(f"{sys.executable}\0{sys.version}\0".encode())
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # all of regsurvey's sources
     for path in sorted(package.rglob("*.py")):
         h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
     for dist in ("triton", "torch"):
@@ -161,7 +161,7 @@ def _log(path: Path) -> Path:
 
 
 def _package() -> str:
-    return str(Path(__file__).resolve().parent)
+    return str(Path(__file__).resolve().parents[1])
 
 
 def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = START_WAIT_S) -> dict[str, Any]:
@@ -188,7 +188,7 @@ def launch(idle_s: float) -> subprocess.Popen:
     _retire_superseded(path)
     log = open(_log(path), "ab")  # noqa: SIM115 - handed to the server process
     with log:
-        return subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), str(idle_s)],
+        return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), str(idle_s)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                 cwd=directory, close_fds=True)
 
@@ -285,7 +285,7 @@ def launch_for_survey() -> bool:
 
 
 def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | None:
-    """A worker forked by the running server for ``args`` (:func:`regsurvey.worker.serve`'s after the
+    """A worker forked by the running server for ``args`` (:func:`regsurvey.engine.worker.serve`'s after the
     connection), or None when no server of this identity runs. Waits for a server this process
     launched to answer first."""
     path = address()

@@ -38,9 +38,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import capture as capture_mod
-from .capture import CapturedLaunch, CaptureSession
-from .model.targets import TARGETS, Target
+from ..capture import session as capture_mod
+from ..capture.session import CapturedLaunch, CaptureSession
+from ..model.targets import TARGETS, Target
 
 # Each target gets its own fake device index: JITFunction caches binder, backend and target per
 # device, so a per-target index keeps one worker from reusing gfx950's binder for sm90.
@@ -93,10 +93,10 @@ class _NoLaunch:
 def _driver_attributes(binary: bytes, target: Target) -> tuple[int, int, int]:
     # (registers, local memory bytes per thread, max threads per block), as the vendor's driver reads them.
     if target.is_amd:
-        from .amd_object import driver_attributes as amd
+        from ..objects.amd_object import driver_attributes as amd
 
         return amd(binary)
-    from .nvidia_object import driver_attributes as nvidia
+    from ..objects.nvidia_object import driver_attributes as nvidia
 
     return nvidia(binary, target)
 
@@ -218,7 +218,7 @@ def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
 
 def _launch_site() -> str:
     """file:line of the innermost caller outside Triton and regsurvey: where the launch was made."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # all of regsurvey
     import triton
 
     triton_dir = os.path.dirname(os.path.abspath(triton.__file__))

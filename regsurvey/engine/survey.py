@@ -1,7 +1,7 @@
 """Surveying a checkout: list its keys, compile them in worker processes, collect the rows.
 
 Workers are processes forked from a warm server or a forkserver (or spawned) whose import path starts
-at the checkout (see :mod:`regsurvey.worker`). This module schedules keys over them, enforces the
+at the checkout (see :mod:`regsurvey.engine.worker`). This module schedules keys over them, enforces the
 per-key time-out (a hung compile is killed and its key marked ``error``), survives a worker that dies,
 and turns the rows into a :class:`Survey`.
 """
@@ -23,13 +23,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .checkout import Checkout
-from .model.keys import Key
-from .model.progress import Progress
-from .model.results import Row, Status, Survey
-from .model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
-from .objectstore import atomic_write
-from .resultcache import READER_REVISION
+from ..model.keys import Key
+from ..model.progress import Progress
+from ..model.results import Row, Status, Survey
+from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
+from ..revisions.checkout import Checkout
+from ..store.objectstore import atomic_write
+from ..store.resultcache import READER_REVISION
 from .server import ServerWorker
 
 
@@ -184,7 +184,7 @@ class _Pool:
 
 # What every worker imports before it knows its checkout: the forkserver imports them once, and each
 # worker is a fork of it (milliseconds) rather than a fresh interpreter importing them again (seconds).
-_PRELOAD = ["regsurvey._worker_preload"]
+_PRELOAD = ["regsurvey.engine._worker_preload"]
 
 
 START_METHODS = ("server", "forkserver", "spawn")
@@ -385,9 +385,9 @@ def _lint_the_rest(rows: list[Row], objects_dir: Path, jobs: int, timing: Survey
     todo = [r for r in rows if r.ok and r.lint is None and r.object is not None and get_target(r.target).is_nvidia]
     if not todo:
         return rows
-    from .errors import CorruptObjectError
-    from .linting import lint_rows
-    from .objectstore import ObjectStore
+    from ..errors import CorruptObjectError
+    from ..linting import lint_rows
+    from ..store.objectstore import ObjectStore
 
     try:
         run = lint_rows(todo, ObjectStore(objects_dir), jobs)
@@ -584,7 +584,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
 
 
 def _row(data: dict[str, Any]) -> Row:
-    from .model.results import ObjectRef
+    from ..model.results import ObjectRef
 
     obj = data.get("object")
     return Row(**{**data, "object": ObjectRef(**obj) if obj else None})

@@ -6,13 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..engine.survey import SurveyOptions, start_workers_early, survey_checkout
+from ..model.progress import Progress
+from ..model.results import Survey
+from ..model.targets import get_target
+from ..store.resultcache import READER_REVISION
+from ..store.store import Store, StoreError
 from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
-from .model.progress import Progress
-from .model.results import Survey
-from .model.targets import get_target
-from .resultcache import READER_REVISION
-from .store import Store, StoreError
-from .survey import SurveyOptions, start_workers_early, survey_checkout
 
 
 def default_store(start: Path) -> Store:
@@ -27,7 +27,7 @@ def open_store(store_dir: Path | None, start: Path) -> Store:
 
 def current_toolchain(targets: list[str]) -> dict[str, dict]:
     """The toolchain block a survey made now would record, per backend of ``targets``."""
-    from .toolchain import toolchain_info
+    from ..compile.toolchain import toolchain_info
 
     return {b: toolchain_info(b) for b in sorted({get_target(t).backend for t in targets})}
 

@@ -3,7 +3,7 @@
 :func:`rebuild_check` surveys a revision twice in one checkout, each time with a fresh, empty
 ``TRITON_CACHE_DIR`` (so nothing comes from an earlier compile), and compares the two builds of every
 row by object hash; for each object that differs it names the first differing ELF section
-(:mod:`regsurvey.object_sections`).
+(:mod:`regsurvey.objects.object_sections`).
 
 Both builds come from the same checkout on purpose: the objects' debug sections record the source
 path, and every commit survey has its own temporary worktree, so a stored survey's objects differ from
@@ -20,15 +20,15 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from ..engine.survey import SurveyOptions, survey_checkout
+from ..errors import CorruptObjectError
+from ..model.progress import Progress
+from ..model.rebuild import RebuildCheck, RebuildDifference
+from ..model.results import Survey
+from ..objects.object_sections import first_difference
+from ..store.objectstore import ObjectStore
+from ..store.store import Store
 from .checkout import Checkout, commit_checkout, working_tree
-from .errors import CorruptObjectError
-from .model.progress import Progress
-from .model.rebuild import RebuildCheck, RebuildDifference
-from .model.results import Survey
-from .object_sections import first_difference
-from .objectstore import ObjectStore
-from .store import Store
-from .survey import SurveyOptions, survey_checkout
 
 
 def compare_builds(first: Survey, second: Survey, objects: ObjectStore) -> RebuildCheck:

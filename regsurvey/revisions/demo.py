@@ -18,12 +18,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diff.core import compare
-from .model.comparison import Comparison
-from .model.progress import Progress
+from ..diff.core import compare
+from ..engine.survey import SurveyOptions
+from ..model.comparison import Comparison
+from ..model.progress import Progress
+from ..store.store import Store
 from .obtain import obtain_survey
-from .store import Store
-from .survey import SurveyOptions
 
 
 class DemoError(Exception):

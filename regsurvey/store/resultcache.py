@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptObjectError
-from .model.results import ObjectRef
-from .model.version import __version__
+from ..errors import CorruptObjectError
+from ..model.results import ObjectRef
+from ..model.version import __version__
 from .objectstore import ObjectStore, atomic_write
 
 # Bump when what the object readers report changes: older entries then stop matching.

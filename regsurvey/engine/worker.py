@@ -1,6 +1,6 @@
 """A worker process: imports one checkout's keys once, then surveys keys sent to it one at a time.
 
-The parent (:mod:`regsurvey.survey`) owns scheduling, time-outs and storage of the survey; the worker
+The parent (:mod:`regsurvey.engine.survey`) owns scheduling, time-outs and storage of the survey; the worker
 runs kind bodies under capture, compiles their launches and reads the objects' resources. It is forked
 from a process that imported only torch, Triton and regsurvey (or spawned), so nothing of the parent's
 interpreter (or of another commit's kernels) is shared.
@@ -29,16 +29,17 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from . import launcher_messages, toolchain
-from .capture import CapturedLaunch, CaptureSession, SkipKey
-from .errors import CorruptObjectError
-from .keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
-from .matrix import Kind
-from .model.keys import Key
-from .model.results import ObjectRef, Row, Status, error_line, error_text
-from .model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
-from .objectstore import ObjectStore
-from .resultcache import CachedResult, ResultCache
+from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
+from ..compile import toolchain
+from ..errors import CorruptObjectError
+from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
+from ..keys.matrix import Kind
+from ..model.keys import Key
+from ..model.results import ObjectRef, Row, Status, error_line, error_text
+from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
+from ..store.objectstore import ObjectStore
+from ..store.resultcache import CachedResult, ResultCache
+from . import launcher_messages
 
 
 def read_resources(binary: bytes, target: Target, shared: int, num_warps: int,
@@ -49,11 +50,11 @@ def read_resources(binary: bytes, target: Target, shared: int, num_warps: int,
     the object holds only a rounded figure.
     """
     if target.is_amd:
-        from .amd_object import read_hsaco
+        from ..objects.amd_object import read_hsaco
 
         return read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target,
                           code_text=code_text).as_dict()
-    from .nvidia_object import read_cubin
+    from ..objects.nvidia_object import read_cubin
 
     return read_cubin(binary, shared_bytes=shared, num_warps=num_warps, target=target).as_dict()
 
@@ -329,8 +330,8 @@ class Worker:
         """
         if target.is_nvidia and not row.resources.get("stack_bytes"):
             return None
-        from .lint import LintInputError
-        from .linting import lint_compiled
+        from ..lint import LintInputError
+        from ..linting import lint_compiled
 
         assert row.object is not None
         try:
@@ -382,7 +383,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
     sys.path.insert(0, root)
     # Forked from a forkserver or the server: torch, Triton and Triton's source hash came with the fork.
-    preloaded = "regsurvey._worker_preload" in sys.modules
+    preloaded = "regsurvey.engine._worker_preload" in sys.modules
     worker = Worker(Path(root), Path(keys_dir), Path(objects_dir), target)
     try:
         worker.kinds()  # warm up (torch, Triton, the project's kernels) before the first request

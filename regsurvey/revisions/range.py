@@ -1,6 +1,6 @@
 """The surveys a comparison needs: of two revisions (``diff``) or of every commit of a range (``stack``).
 
-Each revision's survey comes from :func:`regsurvey.obtain.obtain_survey`, which reuses a stored survey
+Each revision's survey comes from :func:`regsurvey.revisions.obtain.obtain_survey`, which reuses a stored survey
 made with the toolchain in use and surveys (and stores) any other. Decided here: a survey of some kinds
 or keys only (``--kind``/``--key``) is made in a temporary store, so that it never replaces a stored
 survey of every key.
@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..engine.survey import SurveyOptions
+from ..model.progress import Progress
+from ..model.results import Row, Survey, SurveyFormatError
+from ..store.store import Store, StoreError
 from .checkout import CheckoutError, repo_root, resolve_commit
-from .model.progress import Progress
-from .model.results import Row, Survey, SurveyFormatError
 from .obtain import obtain_survey
-from .store import Store, StoreError
-from .survey import SurveyOptions
 
 WORKING_TREE = None  # the revision value meaning "the working tree as it is"
 

@@ -13,7 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import CorruptObjectError
+from ..errors import CorruptObjectError
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -28,9 +28,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
+from ..errors import CorruptObjectError
+from ..model.targets import Target
 from .elfcheck import check_extent, first_line
-from .errors import CorruptObjectError
-from .model.targets import Target
 
 # The AMDGPU vendor note that carries the code object V3+ metadata (msgpack).
 _NOTE_NAME = "AMDGPU"
@@ -284,7 +284,7 @@ def _code_vgprs(code_text: str, *, accum_offset: int) -> int:
     """``NumVgprs`` from the kernel's code: one past the highest VGPR its instructions name, where that
     rounds up to the object's AGPR offset; else the offset (code of another compile, or a VGPR that
     LLVM counts and no instruction names)."""
-    from .lint.amdgcn import registers_named  # the one AMDGCN parser; lint imports this module
+    from .amdgcn import registers_named
 
     named = registers_named(code_text).get("v", 0)
     return named if _align(named, 4) == accum_offset else accum_offset

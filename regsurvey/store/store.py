@@ -14,7 +14,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from .model.results import Survey, SurveyFormatError
+from ..model.results import Survey, SurveyFormatError
 from .objectstore import ObjectStore, atomic_write
 
 

@@ -2,7 +2,7 @@
 
 While a kind body runs, the launches it makes (through the project's own launcher's
 ``kernel[grid](...)`` or through :func:`launch`) are recorded here instead of running. This module
-holds only the recording; :mod:`regsurvey.toolchain` is what hooks Triton to feed it.
+holds only the recording; :mod:`regsurvey.compile.toolchain` is what hooks Triton to feed it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model.targets import Target
+from ..model.targets import Target
 
 
 @dataclass
