@@ -62,10 +62,10 @@ import fnmatch, json, os, sys, time
 os.environ["TRITON_CACHE_DIR"] = {str(cache)!r}
 sys.path.insert(0, {str(ROOT)!r})
 from pathlib import Path
-from regsurvey import toolchain
-from regsurvey.capture import CaptureSession
-from regsurvey.keyfiles import expand_keys, load_kinds
-from regsurvey.targets import get_target
+from regsurvey.compile import toolchain
+from regsurvey.capture.session import CaptureSession
+from regsurvey.keys.keyfiles import expand_keys, load_kinds
+from regsurvey.model.targets import get_target
 import triton
 from triton.compiler import ASTSource
 kinds = {{k.name: k for k in load_kinds(Path({str(ROOT)!r}), Path({str(ROOT / 'keys')!r}))}}

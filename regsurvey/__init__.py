@@ -11,11 +11,11 @@ The public keys API used by ``keys/*.py`` files::
         ...
 """
 
-from .capture import launch, pin_config, skip, target
-from .matrix import Key, Kind, Matrix
-from .targets import TARGETS, Target, get_target
-
-__version__ = "0.1.0"
+from .capture.session import launch, pin_config, skip, target
+from .keys.matrix import Kind, Matrix
+from .model.keys import Key
+from .model.targets import TARGETS, Target, get_target
+from .model.version import __version__
 
 
 def tensor(shape, dtype="bf16", *, stride=None, offset=0, storage_numel=None):  # type: ignore[no-untyped-def]
@@ -23,14 +23,14 @@ def tensor(shape, dtype="bf16", *, stride=None, offset=0, storage_numel=None):  
 
     Imported lazily: torch takes a second to import and only kind bodies need it.
     """
-    from .meta_tensor import tensor as _tensor
+    from .keys.meta_tensor import tensor as _tensor
 
     return _tensor(shape, dtype, stride=stride, offset=offset, storage_numel=storage_numel)
 
 
 def device():  # type: ignore[no-untyped-def]
     """The torch device a kind body should allocate extra buffers on (``meta`` while surveyed)."""
-    from .meta_tensor import device as _device
+    from .keys.meta_tensor import device as _device
 
     return _device()
 

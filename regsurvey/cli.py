@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from . import __version__
 from .commands import LazyGroup
+from .model.version import __version__
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

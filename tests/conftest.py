@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.results import Survey
+from regsurvey.model.results import Survey
 
 # Surveys the tests make (in this process and in the CLIs they run) start their own forkserver rather
 # than a background worker server that would outlive the test run; tests/test_server.py opts in.

@@ -13,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from regsurvey.checkout import working_tree
-from regsurvey.results import Row, Survey
-from regsurvey.survey import SurveyOptions, survey_checkout
+from regsurvey.engine.survey import SurveyOptions, survey_checkout
+from regsurvey.model.results import Row, Survey
+from regsurvey.revisions.checkout import working_tree
 
 from .conftest import TOY
 

@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from regsurvey.amd_object import read_hsaco
 from regsurvey.lint import lint_amdgcn
-from regsurvey.results import Row, Survey
-from regsurvey.targets import get_target
+from regsurvey.model.results import Row, Survey
+from regsurvey.model.targets import get_target
+from regsurvey.objects.amd_object import read_hsaco
 
 LINT_FIXTURES = Path(__file__).parent / "fixtures" / "lint"
 MANIFEST = json.loads((LINT_FIXTURES / "manifest.json").read_text())

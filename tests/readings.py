@@ -122,7 +122,7 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
 def ptxas_reading(store: Path, row: dict[str, Any], *, smem: bool = False) -> dict[str, int]:
     """Registers, stack and spill bytes from the bundled ptxas re-run on the stored PTX with -v (with
     ``smem``, also its "bytes smem": static shared memory as the driver reports it, without its reserve)."""
-    from regsurvey.toolchain import ptxas_codegen_flags, ptxas_path
+    from regsurvey.compile.toolchain import ptxas_codegen_flags, ptxas_path
 
     ptx = stored_text(store, row, "ptx")
     arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)

@@ -15,9 +15,9 @@ import pytest
 import triton
 from elftools.elf.elffile import ELFFile
 
-from regsurvey.amd_object import AmdResources, amd_occupancy, parse_hsaco, read_hsaco
 from regsurvey.errors import CorruptObjectError
-from regsurvey.targets import TARGETS
+from regsurvey.model.targets import TARGETS
+from regsurvey.objects.amd_object import AmdResources, amd_occupancy, parse_hsaco, read_hsaco
 
 from .objects_kernels import SIGNATURES, compile_kernel
 from .readings import TRITON_39_CODEGEN

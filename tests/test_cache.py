@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from regsurvey.matrix import Key
-from regsurvey.survey import KeyCosts
+from regsurvey.engine.survey import KeyCosts
+from regsurvey.model.keys import Key
 
 from .conftest import commit_all
 
@@ -125,7 +125,7 @@ def test_slowest_keys_are_scheduled_first(tmp_path: Path) -> None:
 
 
 def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> None:
-    from regsurvey.resultcache import READER_REVISION
+    from regsurvey.store.resultcache import READER_REVISION
 
     first, _ = survey(toy_repo, "--commit", "HEAD")
     assert first["reader"] == READER_REVISION

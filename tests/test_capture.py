@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey import toolchain
-from regsurvey.capture import CaptureSession
-from regsurvey.keyfiles import expand_keys, load_kinds
-from regsurvey.targets import get_target
+from regsurvey.capture.session import CaptureSession
+from regsurvey.compile import toolchain
+from regsurvey.keys.keyfiles import expand_keys, load_kinds
+from regsurvey.model.targets import get_target
 
 from .conftest import TOY
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from regsurvey.results import Survey
+from regsurvey.model.results import Survey
 
 from .conftest import TOY
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.demo import DEMO_CHANGE, DemoError, build_demo_repo, suite_root
+from regsurvey.revisions.demo import DEMO_CHANGE, DemoError, build_demo_repo, suite_root
 
 
 def git(repo: Path, *args: str) -> str:

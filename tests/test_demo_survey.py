@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from regsurvey.keyfiles import expand_keys, load_kinds
+from regsurvey.keys.keyfiles import expand_keys, load_kinds
 
 from .readings import check_row
 from .test_toolchain import reference

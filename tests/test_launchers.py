@@ -18,19 +18,21 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from regsurvey.amd_object import parse_hsaco
 from regsurvey.check.baseline import Baseline
 from regsurvey.check.gate import NEWLY_FAILING, judge
-from regsurvey.diff.core import Mark, compare, stack
-from regsurvey.keyfiles import KeysFileError, expand_keys, load_kinds
-from regsurvey.matrix import Key
+from regsurvey.diff.core import compare, stack
+from regsurvey.engine.worker import Worker
+from regsurvey.keys.keyfiles import KeysFileError, expand_keys, load_kinds
+from regsurvey.model.comparison import Mark
+from regsurvey.model.keys import Key
+from regsurvey.model.results import Row, Survey
+from regsurvey.model.targets import ANY_TARGET
+from regsurvey.objects.amd_object import parse_hsaco
+from regsurvey.output.diff_json import comparison_dict
 from regsurvey.output.diff_table import TableFormat
 from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat
 from regsurvey.output.table import summary_line, survey_tables
-from regsurvey.results import Row, Survey
-from regsurvey.targets import ANY_TARGET
-from regsurvey.worker import Worker
 
 from .conftest import FIXTURES
 
@@ -258,7 +260,7 @@ def test_a_skipped_key_is_no_build_and_no_failure(worker: Worker, ops: Any, monk
     assert judge(comparison, Baseline()).passed
     assert "skipped on the head: no 64-row variant" in TableFormat(width=300).format(comparison)
     assert "keys skipped 0 → 1" in MarkdownFormat().format(comparison)
-    assert comparison.to_dict()["skipped"] == [{"target": "sm90", "key": "wide/w64", "kind": "wide",
+    assert comparison_dict(comparison)["skipped"] == [{"target": "sm90", "key": "wide/w64", "kind": "wide",
                                                 "before": None, "after": "no 64-row variant of this layer"}]
     # Skipped on both sides: not a build at all.
     both = compare(head, head)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import regsurvey as rs
-from regsurvey.keyfiles import expand_keys
-from regsurvey.targets import UnknownTargetError
+from regsurvey.keys.keyfiles import expand_keys
+from regsurvey.model.targets import UnknownTargetError
 
 
 def demo_matrix() -> rs.Matrix:

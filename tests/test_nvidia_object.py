@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from regsurvey.compile.toolchain import ptxas_codegen_flags, ptxas_path
 from regsurvey.errors import CorruptObjectError
-from regsurvey.nvidia_object import (
+from regsurvey.model.targets import TARGETS
+from regsurvey.objects.nvidia_object import (
     NvidiaResources,
     disassemble,
     nvidia_occupancy_blocks,
@@ -27,8 +29,6 @@ from regsurvey.nvidia_object import (
     spill_bytes,
     tool_path,
 )
-from regsurvey.targets import TARGETS
-from regsurvey.toolchain import ptxas_codegen_flags, ptxas_path
 
 from .objects_kernels import compile_kernel
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from regsurvey.errors import CorruptObjectError
-from regsurvey.objectstore import ObjectStore
+from regsurvey.store.objectstore import ObjectStore
 
 
 def test_put_get_and_texts(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from regsurvey.object_sections import first_difference
-from regsurvey.objectstore import ObjectStore
-from regsurvey.rebuild import compare_builds
-from regsurvey.results import ObjectRef, Survey
+from regsurvey.model.results import ObjectRef, Survey
+from regsurvey.objects.object_sections import first_difference
+from regsurvey.revisions.rebuild import compare_builds
+from regsurvey.store.objectstore import ObjectStore
 
 from .layer_survey import layer_survey, row
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from regsurvey.results import ObjectRef, Row, Survey, SurveyFormatError
+from regsurvey.model.results import ObjectRef, Row, Survey, SurveyFormatError
 
 
 def sample() -> Survey:
@@ -37,3 +39,18 @@ def test_truncated_survey() -> None:
     text = sample().to_json()
     with pytest.raises(SurveyFormatError, match="not JSON"):
         Survey.from_json(text[: len(text) // 2])
+
+
+def test_a_row_status_is_one_of_four_and_reads_back_as_such() -> None:
+    from regsurvey.model.results import Row, Status
+
+    row = Row(key="k/w2", kind="k", axes={"w": 2}, target="gfx950", kernel="k", status="ok")
+    assert row.status is Status.OK and row.ok and f"{row.status}" == "ok" and row.status == "ok"
+    data = json.loads(sample().to_json())
+    assert {r["status"] for r in data["rows"]} <= {s.value for s in Status}
+    assert all(isinstance(r.status, Status) for r in Survey.from_json(sample().to_json()).rows)
+    with pytest.raises(ValueError):
+        Row(key="k/w2", kind="k", axes={"w": 2}, target="gfx950", kernel="k", status="okay")
+    data["rows"][0]["status"] = "built"
+    with pytest.raises(SurveyFormatError, match="malformed survey"):
+        Survey.from_json(json.dumps(data))

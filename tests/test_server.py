@@ -164,13 +164,13 @@ def test_an_unknown_setting_is_one_line(toy_repo: Path, tmp_path: Path, env: dic
 
 
 def _server_process(path: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "regsurvey.server", str(path), "600"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), "600"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def test_two_servers_of_one_identity_started_at_once_end_up_one(env: dict[str, str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from regsurvey import server
+    from regsurvey.engine import server
 
     monkeypatch.setenv("REGSURVEY_SERVER_DIR", env["REGSURVEY_SERVER_DIR"])
     path = server.address()
@@ -192,7 +192,7 @@ def test_starting_a_server_retires_the_superseded_ones(toy_repo: Path, tmp_path:
     """A server of the same Python and regsurvey installation with another identity (regsurvey, Triton
     or torch changed since it started) is retired when a new one starts: no new survey would use it,
     and it exits once the workers of the surveys still running on it are done."""
-    from regsurvey import server
+    from regsurvey.engine import server
 
     directory = Path(env["REGSURVEY_SERVER_DIR"]) / f"regsurvey-{os.getuid()}"
     directory.mkdir(mode=0o700)

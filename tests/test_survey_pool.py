@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from regsurvey.checkout import Checkout
-from regsurvey.matrix import Key
-from regsurvey.results import Row
-from regsurvey.survey import Progress, SurveyOptions, SurveyTiming, _Pool, _run_keys
+from regsurvey.engine.survey import SurveyOptions, SurveyTiming, _Pool, _run_keys
+from regsurvey.model.keys import Key
+from regsurvey.model.progress import Progress
+from regsurvey.model.results import Row
+from regsurvey.revisions.checkout import Checkout
 
 from . import survey_fakes
 

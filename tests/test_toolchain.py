@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import regsurvey as rs
-from regsurvey import toolchain
-from regsurvey.capture import CaptureSession
-from regsurvey.targets import get_target
+from regsurvey.capture.session import CaptureSession
+from regsurvey.compile import toolchain
+from regsurvey.model.targets import get_target
 
 from .conftest import TOY
 

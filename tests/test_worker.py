@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from regsurvey.keyfiles import expand_keys
-from regsurvey.matrix import Key
-from regsurvey.results import Row
-from regsurvey.worker import Compiled, Duplicate, Finishing, Worker
+from regsurvey.engine.worker import Compiled, Duplicate, Finishing, Worker
+from regsurvey.keys.keyfiles import expand_keys
+from regsurvey.model.keys import Key
+from regsurvey.model.results import Row
 
 from .conftest import TOY
 
@@ -155,7 +155,7 @@ def test_an_intermittent_link_failure_is_retried_once(worker: Worker, monkeypatc
                                                        failures: int) -> None:
     """Triton 3.6's in-process LLD sometimes fails a link it does the next time (issue #10, item 10):
     the failure is injected in front of the real compile, which then runs."""
-    from regsurvey import toolchain
+    from regsurvey.compile import toolchain
 
     real = toolchain.compile_launch
     left = [failures]

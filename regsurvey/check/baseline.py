@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.figures import FIGURE_BY_NAME, FIGURE_ORDER, figure
-from ..targets import UnknownTargetError, get_target
+from ..model.targets import UnknownTargetError, get_target
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -25,10 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..diff.core import Comparison, FigureDelta, Mark, RowComparison
-from ..diff.summary import argument_label
+from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison, argument_label
 from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, figure
-from ..results import error_line
+from ..model.results import error_line
 from .baseline import Allowance, Baseline
 
 

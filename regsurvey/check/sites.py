@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from ..diff.core import RowComparison
+from ..model.comparison import RowComparison
 
 # "kind body raised at f:12: ..." or, after launching, "kind body raised after 2 launches at f:12: ...".
 _RAISED_AT = re.compile(r"raised (?:after \d+ launch(?:es)? )?at (\S+?):(\d+)")

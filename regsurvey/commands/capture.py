@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..recorder import capture_environment, group_launches, keys_file_text, read_records
-from ..targets import UnknownTargetError, get_target
+from ..capture.recorder import capture_environment, group_launches, keys_file_text, read_records
+from ..model.targets import UnknownTargetError, get_target
 from .common import EXIT_OK, fail, split_csv
 
 

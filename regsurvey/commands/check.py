@@ -10,10 +10,10 @@ import click
 
 from ..check.baseline import BASELINE_FILE, BaselineError, load_baseline, parse_baseline, updated_baseline_text
 from ..check.gate import GateResult, judge
-from ..checkout import repo_root
 from ..diff.core import compare
-from ..obtain import open_store
-from ..revisions import obtain_surveys, survey_store
+from ..revisions.checkout import repo_root
+from ..revisions.obtain import open_store
+from ..revisions.range import obtain_surveys, survey_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .options import make_survey_options, survey_options
 

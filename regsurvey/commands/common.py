@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import click
 
-from ..checkout import CheckoutError
-from ..store import StoreError
-from ..survey import SurveyError
-from ..targets import UnknownTargetError
+from ..engine.survey import SurveyError
+from ..model.targets import UnknownTargetError
+from ..revisions.checkout import CheckoutError
+from ..store.store import StoreError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 BAD_INPUT = (UnknownTargetError, CheckoutError, SurveyError, StoreError)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import click
 
-from ..checkout import repo_root
-from ..demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
 from ..diff.summary import summarize
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
+from ..revisions.checkout import repo_root
+from ..revisions.demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
 from .common import BAD_INPUT, EXIT_OK, fail, split_csv
 from .options import make_report_dir, make_survey_options
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import click
 
 from ..diff.core import compare
-from ..obtain import open_store
 from ..output.formats import FORMAT_NAMES, get_format
-from ..rebuild import rebuild_check
-from ..revisions import is_survey_file, obtain_surveys, survey_store
+from ..revisions.obtain import open_store
+from ..revisions.range import is_survey_file, obtain_surveys, survey_store
+from ..revisions.rebuild import rebuild_check
 from .common import EXIT_OK, command_errors, fail
 from .options import (
     default_report_path,

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import CorruptObjectError
-from ..obtain import obtain_survey, open_store
+from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .options import make_survey_options, survey_options, table_style
 
@@ -36,8 +36,8 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     """
     from ..lint import LintInputError
     from ..lint.disassembler import DisassemblerMissing
-    from ..lint.inputs import LintRun, lint_file, lint_survey
     from ..lint.render import findings_json, findings_table
+    from ..linting import LintRun, lint_file, lint_survey
 
     started = time.perf_counter()
     if files and rev is not None:

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 import click
 
-from ..checkout import repo_root
-from ..survey import SurveyOptions
-from ..targets import get_target
+from ..engine.survey import SurveyOptions
+from ..model.targets import get_target
+from ..revisions.checkout import repo_root
 from .common import split_csv, usable_cores
 
 F = TypeVar("F", bound=Callable[..., Any])

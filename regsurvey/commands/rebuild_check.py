@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..obtain import open_store
-from ..rebuild import rebuild_check as check_rebuild
+from ..revisions.obtain import open_store
+from ..revisions.rebuild import rebuild_check as check_rebuild
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors
 from .options import make_survey_options, survey_options
 
@@ -32,7 +32,7 @@ def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, .
 
     from ..output.diff_table import rebuild_lines
     from ..output.progress import survey_progress
-    from ..revisions import survey_store
+    from ..revisions.range import survey_store
 
     start = repo.resolve()
     with command_errors():

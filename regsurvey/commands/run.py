@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from ..obtain import obtain_survey, open_store
-from ..results import Survey
-from ..survey import SurveyOptions
-from ..targets import get_target
+from ..engine.survey import SurveyOptions
+from ..model.results import Survey
+from ..model.targets import get_target
+from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
 
 

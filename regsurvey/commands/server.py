@@ -25,7 +25,7 @@ def server() -> None:
               help="Minutes without a survey after which the server exits.")
 def start(idle_min: float) -> None:
     """Start the server (nothing to do if it runs)."""
-    from .. import server as srv
+    from ..engine import server as srv
 
     with command_errors(srv.ServerError):
         status = srv.start(idle_s=idle_min * 60)  # ServerError: one line, exit status 2
@@ -35,7 +35,7 @@ def start(idle_min: float) -> None:
 @server.command()
 def stop() -> None:
     """Stop the server."""
-    from .. import server as srv
+    from ..engine import server as srv
 
     click.echo("regsurvey server stopped" if srv.stop() else "no regsurvey server was running")
 
@@ -43,7 +43,7 @@ def stop() -> None:
 @server.command()
 def status() -> None:
     """Say whether the server runs, and what it does."""
-    from .. import server as srv
+    from ..engine import server as srv
 
     found = srv.ping()
     if found is None:

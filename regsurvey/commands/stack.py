@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from ..diff.core import stack as make_stack
-from ..obtain import open_store
 from ..output.formats import FORMAT_NAMES, get_format
-from ..revisions import commit_range, obtain_surveys, survey_store
+from ..revisions.obtain import open_store
+from ..revisions.range import commit_range, obtain_surveys, survey_store
 from .common import EXIT_OK, command_errors
 from .options import (
     default_report_path,

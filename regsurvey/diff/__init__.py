@@ -1,8 +1,8 @@
-"""Comparing surveys: the engine (:mod:`.core`), its figure table (:mod:`.figures`) and the prose
-summary (:mod:`.summary`). Presentation lives in :mod:`regsurvey.output`."""
+"""Comparing surveys: the engine (:mod:`.core`: ``compare``, ``stack``) and the prose summary
+(:mod:`.summary`). What a comparison is lives in :mod:`regsurvey.model.comparison`; presentation in
+:mod:`regsurvey.output`."""
 
-from .core import Comparison, FigureDelta, Mark, RowComparison, Stack, StackStep, compare, stack
+from .core import compare, stack
 from .summary import Summary, SummaryLine, summarize
 
-__all__ = ["Comparison", "FigureDelta", "Mark", "RowComparison", "Stack", "StackStep", "Summary", "SummaryLine",
-           "compare", "stack", "summarize"]
+__all__ = ["Summary", "SummaryLine", "compare", "stack", "summarize"]

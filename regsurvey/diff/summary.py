@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.comparison import LINT_ERROR, Comparison, FigureDelta, Mark, RowComparison, argument_label
 from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, figure
-from .core import LINT_ERROR, Comparison, FigureDelta, Mark, RowComparison
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
@@ -363,11 +363,6 @@ def _status_sentence(rows: list[RowComparison], effect: _Effect, describer: _Des
     if effect.verb == "new":
         return f"adds {builds}: {subject}"
     return f"drops {builds}: {subject}"
-
-
-def argument_label(finding: dict[str, Any]) -> str:
-    """A lint finding's argument as a kernel engineer names it: its Python name, else its position."""
-    return finding.get("arg_name") or f"#{finding.get('arg_index')}"
 
 
 def _lint_sentence(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> str:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..amd_object import HsacoInfo, parse_hsaco
-from . import amdgcn, kernarg, llir
+from ..objects import amdgcn
+from ..objects.amd_object import HsacoInfo, parse_hsaco
+from . import kernarg, llir
 from .finding import ERROR, NOTE, Finding
 from .nvidia import lint_nvidia
 

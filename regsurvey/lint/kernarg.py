@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..amd_object import HsacoKernel, KernelArg
-from .amdgcn import Block, Function, Instruction, Register, reachable
+from ..objects.amd_object import HsacoKernel, KernelArg
+from ..objects.amdgcn import Block, Function, Instruction, Register, reachable
 from .finding import ERROR, NOTE, Finding
 
 # User SGPRs in the order the hardware sets them up, with their sizes (AMDGPUUsage, "Initial Kernel

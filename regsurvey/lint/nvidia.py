@@ -159,7 +159,7 @@ def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = Non
     cubin and ValueError if the PTX has no entry or an unknown target.
     """
     if sass is None:
-        from ..nvidia_object import disassemble
+        from ..objects.nvidia_object import disassemble
 
         sass = disassemble(cubin)
     return lint_ptx_sass(ptx, sass, arg_names=arg_names)

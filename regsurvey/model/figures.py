@@ -106,3 +106,15 @@ def figure(name: str) -> Figure:
 def vendor_figures(vendor: str) -> tuple[Figure, ...]:
     """The figures of ``vendor`` (AMD or NVIDIA), in record and column order."""
     return tuple(f for f in FIGURES if f.vendor == vendor)
+
+
+def verdict(name: str, before: int | None, after: int | None) -> str:
+    """``worse``, ``better``, ``same``, ``changed`` (a neutral figure) or ``n/a`` (missing on a side)."""
+    if before is None or after is None:
+        return "n/a"
+    if before == after:
+        return "same"
+    direction = figure(name).worse
+    if direction == 0:
+        return "changed"
+    return "worse" if (after - before) * direction > 0 else "better"

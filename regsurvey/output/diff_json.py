@@ -1,8 +1,67 @@
-"""The comparison as schema-versioned JSON (documented in README, "The comparison JSON")."""
+"""The comparison and the stack as schema-versioned JSON (documented in README, "The comparison JSON")."""
 
 from __future__ import annotations
 
-from ..diff.core import Comparison, Stack
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ..diff.summary import summarize
+from ..model.comparison import Comparison, RowComparison, Stack
+
+
+def comparison_dict(comparison: Comparison) -> dict[str, Any]:
+    """The comparison as JSON-ready data (the schema is in README, "The comparison JSON")."""
+    return {
+        "schema_version": comparison.schema_version,
+        "report": "comparison",
+        "base": asdict(comparison.base),
+        "head": asdict(comparison.head),
+        "toolchain_changes": [asdict(c) for c in comparison.toolchain_changes],
+        "counts": {m.value: n for m, n in comparison.counts.items()},
+        "totals": {
+            "keys": comparison.keys,
+            "builds": len(comparison.rows),
+            "spills": [asdict(t) for t in comparison.spill_totals],
+            "spilling_builds": dict(zip(("before", "after"), comparison.spilling_builds)),
+            "failing_builds": dict(zip(("before", "after"), comparison.failing_builds)),
+            "skipped_keys": dict(zip(("before", "after"), comparison.skipped_keys)),
+            "lint": lint.to_dict() if (lint := comparison.lint_counts) is not None else None,
+        },
+        "summary": [{"text": line.text, "tone": line.tone, "rows": list(line.rows)}
+                    for line in summarize(comparison).lines],
+        "rows": [_row_dict(r) for r in comparison.rows],
+        "skipped": [asdict(k) for k in comparison.skipped],
+        "rebuild": comparison.rebuild.to_dict() if comparison.rebuild is not None else None,
+    }
+
+
+def _row_dict(r: RowComparison) -> dict[str, Any]:
+    return {
+        "target": r.target, "row_id": r.row_id, "key": r.key, "kind": r.kind, "axes": r.axes,
+        "segments": r.segments, "kernel": r.kernel, "launch": r.launch, "config": r.config,
+        "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
+        "figures": [{"name": f.name, "before": f.before, "after": f.after, "delta": f.delta,
+                     "verdict": f.verdict} for f in r.figures],
+        "before": asdict(r.before) if r.before is not None else None,
+        "after": asdict(r.after) if r.after is not None else None,
+    }
+
+
+def stack_dict(stack: Stack) -> dict[str, Any]:
+    """JSON-ready data: each step's comparison and the overall one (see README)."""
+    return {
+        "schema_version": stack.schema_version,
+        "report": "stack",
+        "base": asdict(stack.base),
+        "head": asdict(stack.head),
+        "steps": [{"commit": s.commit, "subject": s.subject,
+                   "builds": dict(zip(("ok", "total"), s.builds)),
+                   "keys_built": dict(zip(("ok", "total"), s.keys_built)),
+                   "lint_findings": lint.to_dict() if (lint := s.lint_findings) is not None else None,
+                   "comparison": comparison_dict(s.comparison)} for s in stack.steps],
+        "overall": comparison_dict(stack.overall),
+    }
 
 
 class JsonFormat:
@@ -12,8 +71,8 @@ class JsonFormat:
 
     def format(self, comparison: Comparison) -> str:
         """The comparison's JSON."""
-        return comparison.to_json()
+        return json.dumps(comparison_dict(comparison), indent=1)
 
     def format_stack(self, stack: Stack) -> str:
         """The stack's JSON: each step's comparison and the overall one."""
-        return stack.to_json()
+        return json.dumps(stack_dict(stack), indent=1)

@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..diff.core import MARK_ORDER, Comparison, Mark, RowComparison, Stack
 from ..diff.summary import summarize
+from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stack
 from ..model.figures import figure
-from ..rebuild import RebuildCheck
-from ..targets import TARGETS
+from ..model.rebuild import RebuildCheck
+from ..model.targets import TARGETS
 from .figure_text import (
     change_text,
     changed_names,

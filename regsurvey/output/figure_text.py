@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..diff.core import LINT_ERROR, Comparison, FigureDelta, LintCounts, Mark, RowComparison
-from ..diff.summary import argument_label
+from ..model.comparison import LINT_ERROR, Comparison, FigureDelta, LintCounts, Mark, RowComparison, argument_label
 from ..model.figures import FIGURE_ORDER, figure
-from ..results import error_line
+from ..model.results import error_line
 
 
 def change_text(f: FigureDelta, arrow: str = "→") -> str:
@@ -58,7 +57,7 @@ def total_line(comparison: Comparison, arrow: str = "→") -> str:
 
 
 def first_line(text: str | None, limit: int = 160) -> str:
-    """The line that says why a build failed (:func:`regsurvey.results.error_line`), cut to ``limit``
+    """The line that says why a build failed (:func:`regsurvey.model.results.error_line`), cut to ``limit``
     characters."""
     line = error_line(text)
     return line if len(line) <= limit else line[: limit - 1] + "…"

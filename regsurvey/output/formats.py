@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..diff.core import Comparison, Stack
+from ..model.comparison import Comparison, Stack
 
 FORMAT_NAMES = ("table", "json", "markdown", "html")
 

@@ -14,8 +14,16 @@ from typing import Any
 
 import jinja2
 
-from ..diff.core import MARK_ORDER, Comparison, LintChange, RowComparison, Stack, finding_identity
-from ..diff.summary import argument_label, summarize
+from ..diff.summary import summarize
+from ..model.comparison import (
+    MARK_ORDER,
+    Comparison,
+    LintChange,
+    RowComparison,
+    Stack,
+    argument_label,
+    finding_identity,
+)
 from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER
 from .figure_text import (
     changed_names,

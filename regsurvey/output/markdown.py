@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ..diff.core import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
 from ..diff.summary import summarize
+from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
 from ..model.figures import figure
 from .figure_text import change_text, figure_total_delta, lint_change_text, lint_counts_text, status_text, total_line
 

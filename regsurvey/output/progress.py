@@ -9,9 +9,9 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from ..matrix import Key
-from ..results import Row
-from ..survey import Progress
+from ..model.keys import Key
+from ..model.progress import Progress
+from ..model.results import Row
 
 
 @contextlib.contextmanager

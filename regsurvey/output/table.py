@@ -7,8 +7,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, vendor_figures
-from ..results import Row, Survey
-from ..targets import get_target
+from ..model.results import Row, Survey
+from ..model.targets import get_target
 
 _MESSAGE_WIDTH = 120  # the table line for what a key's body said: its first message, cut
 

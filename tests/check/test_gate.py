@@ -15,7 +15,7 @@ from regsurvey.check.gate import (
     judge,
 )
 from regsurvey.diff.core import compare
-from regsurvey.results import Survey
+from regsurvey.model.results import Survey
 
 from ..layer_survey import edited, row, without
 from ..lint_surveys import clean_and_mutated, findings, fixture_row, lint_survey
@@ -178,7 +178,7 @@ def test_lint_notes_do_not_fail() -> None:
 def test_a_flaky_build_is_neither_judged_nor_failing(layer: Survey) -> None:
     """A build that hit the toolchain's intermittent link failure twice (status flaky) is not
     comparable: not newly failing, not judged on figures, and the comparison says why."""
-    from regsurvey.diff.core import Mark
+    from regsurvey.model.comparison import Mark
 
     why = "LLD failed to link hsaco source /tmp/a into object file /tmp/b because"
     head = edited(layer, {("proj/tp8/w8", AMD): {"status": "flaky", "error": f"RuntimeError: {why}"}})

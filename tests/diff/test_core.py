@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
-from regsurvey.diff.core import DIFF_SCHEMA_VERSION, FigureDelta, LintCounts, Mark, compare, stack
-from regsurvey.diff.figures import verdict
-from regsurvey.model.figures import AMD_RESOURCES, FIGURE_BY_NAME, FIGURES, NVIDIA_RESOURCES
-from regsurvey.results import Survey
+from regsurvey.diff.core import compare, stack
+from regsurvey.model.comparison import DIFF_SCHEMA_VERSION, FigureDelta, LintCounts, Mark
+from regsurvey.model.figures import AMD_RESOURCES, FIGURE_BY_NAME, FIGURES, NVIDIA_RESOURCES, verdict
+from regsurvey.model.results import Survey
+from regsurvey.output.diff_json import comparison_dict, stack_dict
 
 from ..layer_survey import edited, row, without
 
@@ -106,7 +106,7 @@ def test_different_toolchains_are_not_comparable(layer: Survey) -> None:
 
 def test_json_is_schema_versioned_and_complete(layer: Survey) -> None:
     head = edited(layer, {("attn/tp4/w2/bf16", AMD): {"vgpr": 96}})
-    data = json.loads(compare(layer, head).to_json())
+    data = comparison_dict(compare(layer, head))
     assert data["schema_version"] == DIFF_SCHEMA_VERSION == 1
     assert data["report"] == "comparison"
     assert set(data) == {"schema_version", "report", "base", "head", "toolchain_changes", "counts", "totals",
@@ -140,7 +140,7 @@ def test_stack_compares_each_commit_with_its_parent(layer: Survey) -> None:
     assert last.lint_findings == LintCounts(0, 0, 0, 0, 0, 0, linted=39)
     overall = next(r for r in s.overall.rows if r.key == "attn/tp4/w2/bf16" and r.target == AMD)
     assert (overall.mark, overall.figure("vgpr")) == (Mark.WORSE, FigureDelta("vgpr", 38, 64))
-    data = json.loads(s.to_json())
+    data = stack_dict(s)
     assert data["report"] == "stack" and len(data["steps"]) == 2
     assert data["steps"][1]["keys_built"] == {"ok": 23, "total": 24}
     assert data["steps"][1]["lint_findings"]["linted"] == 39

@@ -5,11 +5,12 @@ The findings are real: the kernarg lint run on its committed fixtures (tests/lin
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
-from regsurvey.diff.core import LintChange, LintCounts, Mark, compare, finding_identity, stack
+from regsurvey.diff.core import compare, stack
 from regsurvey.diff.summary import summarize
+from regsurvey.model.comparison import LintChange, LintCounts, Mark, finding_identity
+from regsurvey.output.diff_json import comparison_dict, stack_dict
 
 from ..lint_surveys import clean_and_mutated, findings, fixture_row, lint_survey
 
@@ -66,7 +67,7 @@ def test_not_linted_is_never_fixed() -> None:
     c = compare(lint_survey([suspect], "a" * 40, "a"), lint_survey([unlinted], "b" * 40, "b"))
     (row,) = c.rows
     assert (row.mark, row.lint_findings.fixed, row.lint_findings.after) == (Mark.UNCHANGED, (), None)
-    assert c.lint_counts is None and json.loads(c.to_json())["totals"]["lint"] is None
+    assert c.lint_counts is None and comparison_dict(c)["totals"]["lint"] is None
     # The head failed to build: newly failing, and its suspect is not "fixed" either.
     (row,) = compare(lint_survey([suspect], "a" * 40, "a"), lint_survey([failed], "b" * 40, "b")).rows
     assert (row.mark, row.lint_findings.fixed) == (Mark.NEWLY_FAILING, ())
@@ -75,7 +76,7 @@ def test_not_linted_is_never_fixed() -> None:
     assert row.mark is Mark.WORSE and [f["arg_name"] for f in row.lint_findings.new] == ["out_ptr"]
     # Neither side linted: null in the JSON, as before the lint existed.
     both = compare(lint_survey([unlinted], "a" * 40, "a"), lint_survey([unlinted], "b" * 40, "b"))
-    assert json.loads(both.to_json())["rows"][0]["lint_findings"] is None
+    assert comparison_dict(both)["rows"][0]["lint_findings"] is None
 
 
 def test_new_notes_are_a_neutral_change() -> None:
@@ -89,7 +90,7 @@ def test_new_notes_are_a_neutral_change() -> None:
 
 def test_json_rows_and_totals() -> None:
     base, head = clean_and_mutated()
-    data = json.loads(compare(base, head).to_json())
+    data = comparison_dict(compare(base, head))
     row = data["rows"][0]
     assert set(row["lint_findings"]) == {"before", "after", "new", "fixed"}
     assert row["lint_findings"]["before"] == [] and row["lint_findings"]["fixed"] == []
@@ -105,6 +106,6 @@ def test_stack_counts_findings_per_commit() -> None:
     first, second = s.steps
     assert first.lint_findings == LintCounts(2, 2, 2, 2, 0, 0, 2)
     assert second.lint_findings == LintCounts(0, 0, 0, 0, 2, 2, 2)
-    data = json.loads(s.to_json())
+    data = stack_dict(s)
     assert [step["lint_findings"]["new"] for step in data["steps"]] == [2, 0]
     assert data["steps"][1]["lint_findings"]["fixed"] == 2

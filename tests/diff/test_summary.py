@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from regsurvey.diff import compare, summarize
-from regsurvey.results import Survey
+from regsurvey.model.results import Survey
 
 from ..layer_survey import edited, without
 

@@ -123,9 +123,9 @@ def launcher_view() -> dict[str, Any]:
 def stand_in_view(target: str) -> dict[str, Any]:
     """:func:`launcher_view` as a kind body sees it while ``target`` is surveyed (regsurvey's stand-in)."""
     sys.path.insert(0, str(ROOT))
-    from regsurvey import toolchain
-    from regsurvey.capture import CaptureSession
-    from regsurvey.targets import get_target
+    from regsurvey.capture.session import CaptureSession
+    from regsurvey.compile import toolchain
+    from regsurvey.model.targets import get_target
 
     with toolchain.capturing(CaptureSession(get_target(target))):
         return launcher_view()
@@ -169,9 +169,9 @@ def real_launches(target: str, key_ids: set[str], project: Path = ROOT) -> dict[
     import torch
     from triton.runtime.jit import JITFunction
 
-    from regsurvey import capture
-    from regsurvey.keyfiles import expand_keys, load_kinds
-    from regsurvey.targets import get_target
+    from regsurvey.capture import capture
+    from regsurvey.keys.keyfiles import expand_keys, load_kinds
+    from regsurvey.model.targets import get_target
 
     kinds = {k.name: k for k in load_kinds(project, project / "keys")}
     launched: list[Any] = []
@@ -320,10 +320,10 @@ def capture_check(target: str, workdir: Path, program: list[str] | None = None,
     out = subprocess.run([*cmd, "--", *program], cwd=ROOT, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         return 0, [f"capture failed: {out.stderr.strip()[-2000:]}"]
-    from regsurvey import toolchain
-    from regsurvey.capture import CaptureSession
-    from regsurvey.keyfiles import expand_keys, load_kinds
-    from regsurvey.targets import get_target
+    from regsurvey.capture.session import CaptureSession
+    from regsurvey.compile import toolchain
+    from regsurvey.keys.keyfiles import expand_keys, load_kinds
+    from regsurvey.model.targets import get_target
 
     gpu = {}
     for line in records.read_text().splitlines()[1:]:

@@ -12,9 +12,9 @@ import pytest
 
 from regsurvey.lint import ERROR, NOTE
 from regsurvey.lint.disassembler import find_objdump
-from regsurvey.lint.inputs import lint_survey
-from regsurvey.results import ObjectRef, Row, Survey
-from regsurvey.store import Store
+from regsurvey.linting import lint_survey
+from regsurvey.model.results import ObjectRef, Row, Survey
+from regsurvey.store.store import Store
 
 from ..conftest import git
 
@@ -111,8 +111,8 @@ def test_survey_of_the_toy_project_is_clean(toy_repo: Path, tmp_path: Path) -> N
 def stored_survey(repo: Path, store: Store) -> Survey:
     """A stored survey of HEAD whose one row is the restore-removed mutant: the object Triton built for
     the base kernel, stored with the mutant's amdgcn text and the base's IR."""
-    from regsurvey.obtain import current_toolchain
-    from regsurvey.resultcache import READER_REVISION
+    from regsurvey.revisions.obtain import current_toolchain
+    from regsurvey.store.resultcache import READER_REVISION
 
     mutant = MANIFEST["mutants"]["restore-removed"]
     base = MANIFEST["bases"][mutant["base"]]

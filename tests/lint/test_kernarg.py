@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.amd_object import parse_hsaco
 from regsurvey.lint import ERROR, NOTE, LintInputError, arg_names_from_ttir, lint_amdgcn
-from regsurvey.lint.amdgcn import parse_functions
 from regsurvey.lint.disassembler import disassemble, find_objdump
 from regsurvey.lint.kernarg import analyse, find_entry, layout_from_hsaco
+from regsurvey.objects.amd_object import parse_hsaco
+from regsurvey.objects.amdgcn import parse_functions
 
 from ..objects_kernels import SIGNATURES, compile_kernel
 

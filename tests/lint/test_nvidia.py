@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import ERROR, lint_nvidia
 from regsurvey.lint.nvidia import PARAM_BASE, lint_ptx_sass, ptx_params, sass_bank_reads
-from regsurvey.nvidia_object import disassemble, disassemble_many, spill_bytes
+from regsurvey.objects.nvidia_object import disassemble, disassemble_many, spill_bytes
 
 from ..objects_kernels import SIGNATURES, compile_kernel
 

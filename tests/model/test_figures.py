@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from regsurvey.amd_object import AmdResources
 from regsurvey.check.baseline import Baseline, CheckRules
 from regsurvey.check.gate import NEW_SPILL, OCCUPANCY_DROP, REGISTER_INCREASE, judge
 from regsurvey.diff.core import compare
@@ -20,9 +19,10 @@ from regsurvey.model.figures import (
     figure,
     vendor_figures,
 )
-from regsurvey.nvidia_object import NvidiaResources
+from regsurvey.model.results import Survey
+from regsurvey.objects.amd_object import AmdResources
+from regsurvey.objects.nvidia_object import NvidiaResources
 from regsurvey.output.table import summary_line, survey_tables
-from regsurvey.results import Survey
 
 from ..layer_survey import edited
 

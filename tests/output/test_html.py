@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.diff.core import Comparison, compare, stack
+from regsurvey.diff.core import compare, stack
+from regsurvey.model.comparison import Comparison
+from regsurvey.model.results import Survey
 from regsurvey.output.formats import get_format
 from regsurvey.output.html import script_json
-from regsurvey.results import Survey
 
 from ..layer_survey import edited
 from .chromium import CHROMIUM, Chromium, Page

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from regsurvey.diff.core import compare, stack
+from regsurvey.model.results import Survey
 from regsurvey.output.formats import get_format
 from regsurvey.output.markdown import code, escape
-from regsurvey.results import Survey
 
 from ..layer_survey import edited
 

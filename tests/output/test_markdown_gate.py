@@ -6,9 +6,9 @@ from __future__ import annotations
 from regsurvey.check.baseline import Baseline, parse_baseline
 from regsurvey.check.gate import judge
 from regsurvey.diff.core import compare
+from regsurvey.model.results import Survey
 from regsurvey.output.formats import get_format
 from regsurvey.output.markdown import format_gate
-from regsurvey.results import Survey
 
 from ..layer_survey import edited
 from ..lint_surveys import clean_and_mutated

@@ -205,7 +205,7 @@ _SM90 = {"warps": 64, "blocks": 32, "regs": 65536, "sub_partitions": 4, "reg_uni
 
 def cuobjdump_resources(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     """REG, STACK, SHARED and LOCAL of the cubin, as ``cuobjdump -res-usage`` prints them."""
-    from regsurvey.nvidia_object import tool_path
+    from regsurvey.objects.nvidia_object import tool_path
 
     out = subprocess.run([tool_path("cuobjdump"), "-res-usage", str(corpus.store / row["object"]["path"])],
                          capture_output=True, text=True, check=True).stdout

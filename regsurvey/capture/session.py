@@ -1,0 +1,124 @@
+"""Capture sessions: what a kind body launched while regsurvey surveyed one key.
+
+While a kind body runs, the launches it makes (through the project's own launcher's
+``kernel[grid](...)`` or through :func:`launch`) are recorded here instead of running. This module
+holds only the recording; :mod:`regsurvey.compile.toolchain` is what hooks Triton to feed it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.targets import Target
+
+
+@dataclass
+class CapturedLaunch:
+    """One launch as Triton's binder specialized it: enough to compile exactly that kernel."""
+
+    kernel: str  # the jit function's name
+    jit_function: Any  # triton.runtime.JITFunction
+    signature: dict[str, Any]
+    constexprs: dict[Any, Any]
+    attrs: dict[Any, Any]
+    options: dict[str, Any]
+    specialization_data: str  # Triton's own JSON form of the above (what JITFunction.preload takes)
+    config: int | None = None  # autotune config index, when the launch went through @triton.autotune
+    where: str = ""  # file:line of the call that launched it
+    # A warmup (``fn.warmup(...)``) is compiled by Triton itself while the body runs, since the body
+    # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel) and its compile time.
+    compiled: Any = None
+    compile_s: float = 0.0
+
+
+@dataclass
+class CaptureSession:
+    """The launches captured for one key on one target."""
+
+    target: Target
+    launches: list[CapturedLaunch] = field(default_factory=list)
+    pinned_configs: dict[int, int] = field(default_factory=dict)  # id(autotuner) -> config index
+    warmup_started: float | None = None  # perf_counter() when Triton began compiling a warmup
+    compiled_here: list[tuple[dict, Any]] = field(default_factory=list)  # (kernel cache, key) of warmups
+    config_index: int | None = None  # the autotune config whose launch is being made, if any
+    tuner: Any = None  # the autotuner whose own ``run`` (a subclass's) is running, if any
+    benched: list[CapturedLaunch] = field(default_factory=list)  # launches that tuner's benchmarking made
+
+
+_session: contextvars.ContextVar[CaptureSession | None] = contextvars.ContextVar(
+    "regsurvey_capture_session", default=None)
+
+
+def current_session() -> CaptureSession | None:
+    """The capture session in progress, if any."""
+    return _session.get()
+
+
+def current_target_or_none() -> Target | None:
+    """The target being surveyed, or None outside a survey."""
+    session = _session.get()
+    return session.target if session is not None else None
+
+
+def target() -> Target:
+    """The target the current key is surveyed for (``rs.target()``), e.g. to pick tiles per arch."""
+    session = _session.get()
+    if session is None:
+        raise RuntimeError("rs.target() is only available while regsurvey surveys a key")
+    return session.target
+
+
+def begin(session: CaptureSession) -> contextvars.Token:
+    """Make ``session`` the one that receives launches."""
+    return _session.set(session)
+
+
+def end(token: contextvars.Token) -> None:
+    """Restore the session that was active before :func:`begin`."""
+    _session.reset(token)
+
+
+def launch(kernel: Any, *args: Any, grid: Any, **meta: Any) -> Any:
+    """Launch ``kernel[grid](*args, **meta)``: under a survey, the launch is captured, not run.
+
+    ``kernel`` is a ``@triton.jit`` function, possibly wrapped by ``@triton.autotune`` or
+    ``@triton.heuristics``; it goes through the same ``run`` path a real launch takes.
+    """
+    return kernel[grid](*args, **meta)
+
+
+class SkipKey(Exception):
+    """Raised by :func:`skip`: the kind body has no kernel to build for this key."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def skip(reason: str) -> None:
+    """Skip the key being surveyed: the combination of axis values does not exist (``rs.skip``).
+
+    The key becomes a ``skipped`` row with the reason, not an error; ``check`` ignores it. Call it
+    before any launch (launches already made are dropped with the key). Outside a survey (a kind body
+    run on a GPU) it raises :class:`SkipKey` all the same, for the caller to pass over the key.
+    """
+    raise SkipKey(str(reason))
+
+
+def pin_config(kernel: Any, index: int) -> None:
+    """Survey only autotune config ``index`` of ``kernel`` (an ``@triton.autotune`` wrapper).
+
+    Without a pin, every config of an autotuned kernel becomes its own row, as each may be the one
+    the autotuner picks on the GPU. The GPU fidelity check (``tests/gpu/fidelity.py``) honours a pin
+    too: when it runs the kind body on a GPU, the pinned autotuner tunes over config ``index`` alone.
+    """
+    session = _session.get()
+    if session is None:
+        raise RuntimeError("rs.pin_config() is only available while regsurvey surveys a key")
+    if not hasattr(kernel, "configs"):
+        raise TypeError(f"{kernel!r} is not an @triton.autotune kernel")
+    if not 0 <= index < len(kernel.configs):
+        raise IndexError(f"config {index} out of range: {kernel!r} has {len(kernel.configs)} configs")
+    session.pinned_configs[id(kernel)] = index

@@ -1,0 +1,1 @@
+"""Compiling a captured launch offline: the only package that touches Triton's internals (``toolchain``)."""

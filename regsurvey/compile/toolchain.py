@@ -1,0 +1,841 @@
+"""The one module that talks to Triton's internals.
+
+It makes a kind body's launches compile exactly what a real launch compiles, with no GPU:
+
+* a stub driver answers ``get_current_target()`` (and the device questions launchers ask) for the
+  surveyed target, so ``JITFunction.run`` builds its binder and options for that target;
+* ``knobs.runtime.jit_cache_hook`` receives Triton's own specialization (signature, constexprs,
+  attrs, options) right before ``JITFunction.run`` would compile, records it and tells Triton to
+  skip compiling and launching; a warmup (``fn.warmup(...)``) is recorded too, but Triton compiles
+  it, since the body goes on to read the compiled kernel (``n_regs``, ``metadata.shared``): the stub
+  driver "loads" it with the figures the real driver would report, read from the object, and
+  "launches" it by doing nothing;
+* ``JITFunction.run`` returns a stand-in for the kernel it launched (:class:`SurveyedKernel`): a
+  library that keeps it and launches it again later records that launch again;
+* ``@triton.autotune`` is resolved the way its ``run`` resolves it (pruned configs), every config
+  becoming a launch unless the key pins one; an autotuner subclass with a ``run`` of its own runs it,
+  every config it benchmarks (Triton's ``_bench``) becoming a launch; ``@triton.heuristics`` runs
+  unchanged; what a library's benchmarking asks of the device (synchronize, events, streams,
+  ``triton.testing.do_bench``) answers at once;
+* :func:`compile_launch` compiles a captured launch with ``triton.compile`` on an ``ASTSource``
+  built from those same objects, the call ``JITFunction._do_compile`` makes.
+
+Private APIs move between Triton versions: keep every such use here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import sys
+import time
+import traceback
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..capture import session as capture_mod
+from ..capture.session import CapturedLaunch, CaptureSession
+from ..model.targets import TARGETS, Target
+
+# Each target gets its own fake device index: JITFunction caches binder, backend and target per
+# device, so a per-target index keeps one worker from reusing gfx950's binder for sm90.
+_DEVICE_INDEX = {name: i for i, name in enumerate(TARGETS)}
+
+
+def gpu_target(target: Target) -> Any:
+    """Triton's GPUTarget for ``target``."""
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget(target.backend, target.arch, target.warp_size)
+
+
+def _device_properties(target: Target) -> dict[str, Any]:
+    """What Triton's own driver returns from ``utils.get_device_properties`` on the target's GPU.
+
+    The keys and their sources follow the drivers' C code (``backends/*/driver.c``): CUDA reads
+    MAX_SHARED_MEMORY_PER_BLOCK_OPTIN and MAX_REGISTERS_PER_BLOCK; HIP reads ``sharedMemPerBlock``,
+    ``regsPerBlock`` and ``gcnArchName`` (Triton 3.9 adds ``max_threads_per_sm`` and
+    ``cooperativeLaunch``).
+    """
+    dev = target.device
+    props: dict[str, Any] = {
+        "max_shared_mem": dev.shared_memory_per_block_optin if target.is_nvidia else dev.shared_memory_per_block,
+        "max_num_regs": dev.regs_per_block,
+        "multiprocessor_count": dev.multi_processor_count,
+        "warpSize": dev.warp_size,
+        "sm_clock_rate": dev.clock_rate,
+        "mem_clock_rate": dev.memory_clock_rate,
+        "mem_bus_width": dev.memory_bus_width,
+    }
+    if target.is_amd:
+        props["arch"] = dev.gcnArchName
+        props["max_threads_per_sm"] = dev.max_threads_per_multi_processor
+        props["cooperativeLaunch"] = dev.cooperative_launch
+    return props
+
+
+class _NoLaunch:
+    """The stub driver's launcher: a compiled kernel launched under a survey (a warmed-up kernel,
+    launched through ``JITFunction.run`` or directly) runs nowhere."""
+
+    def __init__(self, src: Any, metadata: Any):
+        self.src, self.metadata = src, metadata
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _driver_attributes(binary: bytes, target: Target) -> tuple[int, int, int]:
+    # (registers, local memory bytes per thread, max threads per block), as the vendor's driver reads them.
+    if target.is_amd:
+        from ..objects.amd_object import driver_attributes as amd
+
+        return amd(binary)
+    from ..objects.nvidia_object import driver_attributes as nvidia
+
+    return nvidia(binary, target)
+
+
+class StubDriver:
+    """A Triton driver for a GPU that is not there: answers device questions for one target."""
+
+    launcher_cls = _NoLaunch
+
+    def __init__(self, target: Target):
+        self.target = target
+        props = _device_properties(target)
+        self.utils = types.SimpleNamespace(get_device_properties=lambda device=None: dict(props),
+                                           load_binary=self._load_binary, unload_module=lambda module: None)
+
+    def _load_binary(self, name: str, binary: bytes, shared: int, device: int) -> tuple[Any, Any, int, int, int]:
+        """What ``CompiledKernel._init_handles`` gets from loading the object: no module or function
+        handle (None: nothing to unload when the kernel is collected, whichever driver is active by
+        then), and the driver's figures, read from the object: registers, local memory / 4 (Triton's
+        ``n_spills``) and the most threads a block may have."""
+        regs, local_bytes, max_threads = _driver_attributes(binary, self.target)
+        return None, None, regs, local_bytes // 4, max_threads
+
+    @staticmethod
+    def is_active() -> bool:
+        """Never picked by Triton's own driver discovery."""
+        return False
+
+    def get_current_target(self) -> Any:
+        """The surveyed target."""
+        return gpu_target(self.target)
+
+    def get_current_device(self) -> int:
+        """A device index unique to the target (see _DEVICE_INDEX)."""
+        return _DEVICE_INDEX[self.target.name]
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        """No stream: nothing is launched."""
+        return 0
+
+    def get_active_torch_device(self) -> Any:
+        """Launchers allocate on the 'meta' device while surveyed."""
+        import torch
+
+        return torch.device("meta")
+
+    def get_device_interface(self) -> Any:
+        """torch.cuda, patched by :func:`capturing` to describe the target."""
+        import torch
+
+        return torch.cuda
+
+    def get_benchmarker(self) -> Any:
+        """A benchmarker that calls the kernel once (so its launch is seen) and reports 0 ms.
+
+        With no GPU there is nothing to time: an autotuner then keeps its first config, and every
+        config it tried has passed through JITFunction.run.
+        """
+        return _bench_once
+
+    def get_empty_cache_for_benchmark(self) -> Any:
+        """The buffer ``triton.testing.do_bench`` clears between timed runs (to flush L2): a meta one."""
+        import torch
+
+        return torch.empty(0, dtype=torch.int32, device="meta")
+
+    def clear_cache(self, cache: Any) -> None:
+        """Nothing to flush on a device that is not there."""
+        return None
+
+
+def _bench_once(fn: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """Benchmark ``fn`` on the stand-in device: call it once (its launches are captured) and report 0 ms."""
+    fn()
+    return [0.0] * len(quantiles) if quantiles else 0.0
+
+
+def _do_bench_once(fn: Any, warmup: Any = 25, rep: Any = 100, grad_to_none: Any = None, quantiles: Any = None,
+                   return_mode: str = "mean") -> Any:
+    """``triton.testing.do_bench`` (its signature) on the stand-in device: :func:`_bench_once`."""
+    timed = _bench_once(fn, quantiles)
+    return [timed] if return_mode == "all" and not quantiles else timed
+
+
+# The fields of torch's _CudaDeviceProperties (torch 2.11 to 2.13) that the target's record holds.
+_TORCH_DEVICE_FIELDS = (
+    "name", "major", "minor", "multi_processor_count", "total_memory", "warp_size",
+    "regs_per_multiprocessor", "max_threads_per_multi_processor", "max_threads_per_block",
+    "shared_memory_per_block", "shared_memory_per_block_optin", "shared_memory_per_multiprocessor",
+    "L2_cache_size", "clock_rate", "memory_clock_rate", "memory_bus_width", "gcnArchName",
+    "is_integrated", "is_multi_gpu_board",
+)
+
+
+def _device_props_namespace(target: Target) -> Any:
+    """What ``torch.cuda.get_device_properties`` returns on the target's GPU.
+
+    The PCI location and UUID belong to one machine, not to the GPU model: zeros here.
+    """
+    fields = {name: getattr(target.device, name) for name in _TORCH_DEVICE_FIELDS}
+    return types.SimpleNamespace(
+        **fields, pci_bus_id=0, pci_device_id=0, pci_domain_id=0, uuid=types.SimpleNamespace(bytes=bytes(16)),
+    )
+
+
+@contextlib.contextmanager
+def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
+    missing = object()
+    old = getattr(obj, name, missing)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        if old is missing:
+            delattr(obj, name)
+        else:
+            setattr(obj, name, old)
+
+
+def _launch_site() -> str:
+    """file:line of the innermost caller outside Triton and regsurvey: where the launch was made."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # all of regsurvey
+    import triton
+
+    triton_dir = os.path.dirname(os.path.abspath(triton.__file__))
+    for frame in reversed(traceback.extract_stack()):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith((here, triton_dir)):
+            return f"{frame.filename}:{frame.lineno}"
+    return ""
+
+
+def _tuples(value: Any) -> Any:
+    # JSON turned the options' tuples into lists; Triton's options hash sees the difference.
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
+                   already_compiled: bool) -> bool:
+    """jit_cache_hook: record the specialization and tell Triton not to compile or launch; a warmup is
+    recorded and Triton compiles it (the body reads the compiled kernel: see :func:`_warmed_up`)."""
+    session = capture_mod.current_session()
+    if session is None:
+        return False  # not surveying: let Triton carry on
+    data = json.loads(compile["specialization_data"])
+    options = {k: _tuples(v) for k, v in data["options"].items()}
+    if is_manual_warmup:
+        session.warmup_started = time.perf_counter()
+    session.launches.append(CapturedLaunch(
+        kernel=fn.name.split(".")[-1],
+        jit_function=fn.jit_function,
+        signature=dict(compile["signature"]),
+        constexprs=dict(compile["constants"]),
+        attrs=dict(compile["configs"][0]),
+        options=options,
+        specialization_data=compile["specialization_data"],
+        config=session.config_index if session.config_index is not None else _pick_index(session.tuner),
+        where=_launch_site(),
+    ))
+    return not is_manual_warmup
+
+
+def _warmed_up(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
+               already_compiled: bool) -> None:
+    """jit_post_compile_hook: Triton compiled a warmup the body asked for; the launch recorded for it
+    takes the compiled kernel (the survey reads it instead of compiling again) and its compile time."""
+    session = capture_mod.current_session()
+    if session is None or session.warmup_started is None or not session.launches:
+        return
+    device = compile["device"]
+    kernel_cache = fn.jit_function.device_caches[device][0]
+    launch = session.launches[-1]
+    launch.compiled = kernel_cache.get(key)
+    launch.compile_s = round(time.perf_counter() - session.warmup_started, 3)
+    session.warmup_started = None
+    session.compiled_here.append((kernel_cache, key))
+
+
+@contextlib.contextmanager
+def _forgetting_warmups(session: CaptureSession) -> Iterator[None]:
+    """Drop the kernels warmups compiled from Triton's in-process cache when the body ends: a later
+    key's launch of the same kernel must reach the launch hook again, not find it compiled."""
+    try:
+        yield
+    finally:
+        for kernel_cache, key in session.compiled_here:
+            kernel_cache.pop(key, None)
+        session.compiled_here.clear()
+
+
+class SurveyedKernel:
+    """What ``JITFunction.run`` returns for a launch under a survey, where a GPU launch returns the
+    CompiledKernel it launched.
+
+    Libraries keep that kernel and launch it directly the next time the same specialization comes up
+    (FlagGems' ``LibEntry``: ``kernel[grid](*args)``); on the GPU that runs the same binary again, so
+    here it records the same launch again, in whichever key is being surveyed then. Anything else read
+    from it (``n_regs``, ``metadata``, ``asm``) is read from the CompiledKernel, compiled on first use
+    (and the key's row then takes that compile).
+    """
+
+    def __init__(self, launch: CapturedLaunch, target: Target):
+        self._launch, self._target = launch, target
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        launch = self._launch
+
+        def runner(*args: Any, stream: Any = None) -> None:
+            session = capture_mod.current_session()
+            if session is not None:
+                session.launches.append(dataclasses.replace(launch, where=_launch_site(), compiled=None,
+                                                            compile_s=0.0))
+
+        return runner
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # private names (and copy/pickle probes) are the proxy's own
+            raise AttributeError(name)
+        launch = self._launch
+        if launch.compiled is None:
+            start = time.perf_counter()
+            launch.compiled = _triton_compile(launch, self._target)
+            launch.compile_s = round(time.perf_counter() - start, 3)
+        return getattr(launch.compiled, name)
+
+
+def _surveyed_jit_run(original: Callable[..., Any]) -> Callable[..., Any]:
+    """JITFunction.run under a survey: the launch hook records the launch and skips it, and Triton's
+    run then returns None; return what stands in for the launched kernel instead (SurveyedKernel)."""
+
+    @functools.wraps(original)
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        session = capture_mod.current_session()
+        before = len(session.launches) if session is not None else 0
+        kernel = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if kernel is None and session is not None and len(session.launches) > before:
+            return SurveyedKernel(session.launches[-1], session.target)
+        return kernel
+
+    return run
+
+
+def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Autotuner.run under a survey: each config a real launch could pick becomes a launch.
+
+    Returns what the launch of the first (the picked) config returned, as a GPU launch returns the
+    picked kernel."""
+    session = capture_mod.current_session()
+    if session is None:
+        return _original_autotune_run(self, *args, **kwargs)
+    self.nargs = dict(zip(self.arg_names, args))
+    pinned = session.pinned_configs.get(id(self))
+    if pinned is not None:
+        candidates = [self.configs[pinned]]
+    elif len(self.configs) > 1:
+        candidates = list(self.prune_configs(kwargs))  # an early-prune hook may yield them
+    else:
+        candidates = list(self.configs)
+    picked = None
+    for position, config in enumerate(candidates):
+        session.config_index = _config_index(self.configs, config, position)
+        try:
+            if config.pre_hook is not None:
+                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+            kernel = self.fn.run(*args, **kwargs, **config.all_kwargs())
+        finally:
+            session.config_index = None
+        if position == 0:
+            picked = kernel
+    # As after a run that benchmarked nothing: wrappers such as FlagGems' LibEntry read the pick.
+    self.best_config = candidates[0] if candidates else None
+    self.nargs = None
+    return picked
+
+
+def _surveyed_bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
+    """Autotuner._bench under a survey, for autotuners with a ``run`` of their own (FlagGems' LibTuner):
+    the config is launched once, through Triton's own benchmark call (the config's and the tuner's
+    hooks, the conflict check), and timed at 0 ms, so that the tuner's own pruning and policy decide
+    which configs become launches and every config it benchmarks is a row with its index. A pinned
+    tuner (``rs.pin_config``) launches only the pinned config; the others time as failed (inf)."""
+    session = capture_mod.current_session()
+    if session is None:
+        return _original_bench(self, *args, config=config, **meta)
+    pinned = session.pinned_configs.get(id(self))
+    index = _config_index(self.configs, config, len(session.benched))
+    if pinned is not None and index != pinned:
+        return [float("inf")] * 3
+    before = len(session.launches)
+    missing = object()
+    cached = self.__dict__.get("do_bench", missing)  # Autotuner.do_bench is a cached_property
+    self.__dict__["do_bench"] = _bench_once
+    session.config_index = index
+    try:
+        return _original_bench(self, *args, config=config, **meta)
+    finally:
+        session.config_index = None
+        if cached is missing:
+            del self.__dict__["do_bench"]
+        else:
+            self.__dict__["do_bench"] = cached
+        session.benched.extend(session.launches[before:])
+
+
+def _surveyed_own_run(own_run: Callable[..., Any]) -> Callable[..., Any]:
+    """An autotuner subclass's own ``run`` under a survey: it runs as written (its pruning, its policy,
+    its caches of picks), benchmarking through :func:`_surveyed_bench`. Its launch of the pick after
+    benchmarking repeats the kernel the pick's benchmark launched: that launch is dropped. A pick
+    launched without benchmarking (found in the tuner's cache) is recorded with the pick's index."""
+
+    @functools.wraps(own_run)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        session = capture_mod.current_session()
+        if session is None or session.tuner is self:  # not surveying, or a subclass's run calling super().run
+            return own_run(self, *args, **kwargs)
+        outer = session.tuner, session.benched
+        session.tuner, session.benched = self, []
+        first = len(session.launches)
+        try:
+            return own_run(self, *args, **kwargs)
+        finally:
+            benched = session.benched
+            session.tuner, session.benched = outer
+            kept = {id(b) for b in benched}
+            seen = {(id(b.jit_function), b.specialization_data) for b in benched}
+            session.launches[first:] = [
+                launch for launch in session.launches[first:]
+                if id(launch) in kept or (id(launch.jit_function), launch.specialization_data) not in seen
+            ]
+
+    return run
+
+
+def _pick_index(tuner: Any) -> int | None:
+    """The index of the config an autotuner has picked (None: no tuner, or no pick among its configs)."""
+    pick = getattr(tuner, "best_config", None)
+    if pick is None:
+        return None
+    try:
+        return tuner.configs.index(pick)
+    except ValueError:
+        return None
+
+
+def _own_run_autotuners() -> list[type]:
+    """The Autotuner subclasses, imported so far, that define their own ``run``."""
+    from triton.runtime.autotuner import Autotuner
+
+    found, todo = [], list(Autotuner.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "run" in vars(cls):
+            found.append(cls)
+    return found
+
+
+def _config_index(configs: list[Any], config: Any, position: int) -> int:
+    """The row's ``config`` index: the config's place in the autotuner's list, or, for a config that an
+    early-prune hook made anew (gemlite rewrites block sizes per shape), its place among the pruned."""
+    try:
+        return configs.index(config)  # Config compares by its kwargs, options and pre-hook
+    except ValueError:
+        return position
+
+
+class _DeviceGuard:
+    """``torch.cuda.device(x.device)`` under a survey: launchers select the tensor's device before they
+    launch (FlagGems does for every op), and a meta tensor has no CUDA device to select; on the GPU the
+    guard changes nothing that a launch compiles."""
+
+    def __init__(self, device: Any = None):
+        self.idx = 0
+
+    def __enter__(self) -> _DeviceGuard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _StandInEvent:
+    """``torch.cuda.Event`` on the stand-in device: records nothing; every interval it is asked for
+    lasts ``_STAND_IN_INTERVAL_MS``."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self.enable_timing = enable_timing
+
+    def record(self, stream: Any = None) -> None:
+        return None
+
+    def wait(self, stream: Any = None) -> None:
+        return None
+
+    def synchronize(self) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end_event: Any) -> float:
+        return _STAND_IN_INTERVAL_MS
+
+
+# Nothing runs, so no interval can be measured. A benchmark loop sized from a first reading
+# (triton.testing.do_bench imported by name: repetitions = budget / estimate) divides by it: 0 would
+# raise, and a long interval makes such a loop run each function the fewest times (each call is a row).
+_STAND_IN_INTERVAL_MS = 1e6
+
+
+class _StandInStream:
+    """``torch.cuda.Stream`` on the stand-in device: stream 0, nothing to wait for."""
+
+    cuda_stream = 0
+    device_index = 0
+
+    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any):
+        self.priority = priority
+
+    def synchronize(self) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def wait_stream(self, stream: Any) -> None:
+        return None
+
+    def wait_event(self, event: Any) -> None:
+        return None
+
+    def record_event(self, event: Any = None) -> Any:
+        return event if event is not None else _StandInEvent()
+
+    def __enter__(self) -> _StandInStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_original_autotune_run: Any = None
+_original_bench: Any = None
+
+
+@contextlib.contextmanager
+def device_as(target: Target) -> Iterator[Target]:
+    """Make the device look like ``target`` to Triton (the active driver) and to the project's code
+    (``torch.cuda`` device queries, ``torch.version.hip``/``cuda``) until the block ends.
+
+    Keys files are imported inside this (a library may ask for the device at import), and every kind
+    body runs inside it, under :func:`capturing`.
+    """
+    import torch
+    import triton
+    from triton.runtime.driver import driver
+
+    props = _device_props_namespace(target)
+    previous_driver = driver._active
+    driver.set_active(StubDriver(target))
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_patched(torch.version, "hip", target.torch_hip_version))
+            stack.enter_context(_patched(torch.version, "cuda", None if target.is_amd else "13.0"))
+            cuda = torch.cuda
+            for name, value in {
+                "is_available": lambda: True,
+                "device_count": lambda: 1,
+                "current_device": lambda: 0,
+                "get_device_properties": lambda device=None: props,
+                "get_device_name": lambda device=None: target.device_name,
+                "get_device_capability": lambda device=None: (props.major, props.minor),
+                "device": _DeviceGuard,
+                # What a library's own benchmarking touches (FlagGems' tuner: triton.testing.do_bench):
+                # nothing runs, so there is nothing to wait for or to time.
+                "synchronize": lambda device=None: None,
+                "Event": _StandInEvent,
+                "Stream": _StandInStream,
+                "current_stream": lambda device=None: _StandInStream(),
+                "default_stream": lambda device=None: _StandInStream(),
+                "stream": lambda stream=None: contextlib.nullcontext(stream),
+                "set_device": lambda device: None,
+            }.items():
+                stack.enter_context(_patched(cuda, name, value))
+            del triton  # imported so the patches above land on an initialised package
+            yield target
+    finally:
+        driver._active = previous_driver
+
+
+@contextlib.contextmanager
+def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
+    """Run a kind body inside this: its launches land in ``session`` and nothing runs on a GPU.
+
+    The device looks like ``session.target`` (:func:`device_as`).
+    """
+    global _original_autotune_run, _original_bench
+    import triton.testing
+    from triton import knobs
+    from triton.runtime import autotuner
+    from triton.runtime.jit import JITFunction
+
+    if _original_autotune_run is None:
+        _original_autotune_run = autotuner.Autotuner.run
+        _original_bench = autotuner.Autotuner._bench
+    token = capture_mod.begin(session)
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(device_as(session.target))
+            stack.enter_context(_patched(knobs.runtime, "jit_cache_hook", _record_launch))
+            stack.enter_context(_patched(knobs.runtime, "jit_post_compile_hook", _warmed_up))
+            stack.enter_context(_forgetting_warmups(session))
+            stack.enter_context(_patched(JITFunction, "run", _surveyed_jit_run(JITFunction.run)))
+            stack.enter_context(_patched(autotuner.Autotuner, "run", _surveyed_autotune_run))
+            stack.enter_context(_patched(autotuner.Autotuner, "_bench", _surveyed_bench))
+            for tuner_class in _own_run_autotuners():
+                stack.enter_context(_patched(tuner_class, "run", _surveyed_own_run(vars(tuner_class)["run"])))
+            stack.enter_context(_patched(triton.testing, "do_bench", _do_bench_once))
+            yield session
+    finally:
+        capture_mod.end(token)
+
+
+@dataclass(frozen=True)
+class CompiledObject:
+    """What one compile produced: the binary, the IR texts and Triton's metadata."""
+
+    kernel_name: str  # the symbol name in the object
+    triton_hash: str  # Triton's cache key hash: equal hash = the same kernel a launch compiles
+    binary: bytes  # hsaco (AMD) or cubin (NVIDIA)
+    asm: dict[str, str]  # ttir, ttgir, llir, amdgcn / ptx as text
+    shared: int  # Triton's dynamic shared memory / LDS bytes
+    num_warps: int
+    metadata: dict[str, Any]
+
+
+def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
+    """The hash ``triton.compile`` would give this launch, computed without compiling.
+
+    The same key Triton's own cache uses (triton_key, source and dependencies, signature, constexprs,
+    attrs, backend, options, cache-invalidating environment): equal hash = the same kernel.
+    """
+    import hashlib
+
+    from triton import knobs
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+    from triton.compiler import ASTSource, make_backend
+    from triton.runtime.cache import get_cache_key
+
+    src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+    backend = make_backend(gpu_target(target))
+    options = backend.parse_options(dict(launch.options, **src.parse_options()))
+    key = get_cache_key(src, backend, options, env_vars=get_cache_invalidating_env_vars())
+    stages_hook = getattr(knobs.runtime, "add_stages_inspection_hook", None)  # Triton >= 3.9
+    if stages_hook is not None:
+        key += stages_hook()[0]
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _triton_compile(launch: CapturedLaunch, target: Target) -> Any:
+    """``triton.compile`` of a captured launch, the call ``JITFunction._do_compile`` makes."""
+    import triton
+    from triton.compiler import ASTSource
+
+    src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
+    return triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+
+
+def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
+    """Compile a captured launch exactly as ``JITFunction._do_compile`` would (a warmup's launch:
+    what Triton compiled for it while the body ran)."""
+
+    kernel = launch.compiled if launch.compiled is not None else _triton_compile(launch, target)
+    binary_key = "hsaco" if target.is_amd else "cubin"
+    asm = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
+    meta = kernel.metadata._asdict()
+    return CompiledObject(
+        kernel_name=meta["name"],
+        triton_hash=kernel.hash,
+        binary=kernel.asm[binary_key],
+        asm=asm,
+        shared=int(meta.get("shared", 0) or 0),
+        num_warps=int(meta["num_warps"]),
+        metadata={k: v for k, v in meta.items() if isinstance(v, (int, str, float, bool))},
+    )
+
+
+# Messages of toolchain failures that are known to be intermittent: Triton's AMD backend links every
+# hsaco with LLD in-process, and under many concurrent compiles (seen at -j 16 with Triton 3.6) a link
+# sometimes fails with "target emulation unknown" on an input it links fine the next time.
+_FLAKY_MESSAGES = ("LLD failed to link hsaco",)
+
+
+def is_flaky_failure(exc: BaseException) -> bool:
+    """True when ``exc`` is a toolchain failure known to be intermittent (worth one retry)."""
+    return any(m in str(exc) for m in _FLAKY_MESSAGES)
+
+
+@functools.cache
+def toolchain_info(backend: str) -> dict[str, Any]:
+    """The toolchain a survey was made with: a changed entry makes two surveys not comparable."""
+    import triton
+    from triton import knobs
+
+    info: dict[str, Any] = {
+        "triton": triton.__version__,
+        "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
+        # force_disable_fp_fusion is newer than Triton 3.6.
+        "fp_fusion": bool(knobs.language.default_fp_fusion)
+        and not getattr(knobs.language, "force_disable_fp_fusion", False),
+        "fp_fusion_env": os.environ.get("TRITON_DEFAULT_FP_FUSION"),
+        # Environment variables that change what Triton compiles (part of its cache key).
+        "env": _cache_invalidating_env(),
+    }
+    if backend == "hip":
+        from triton.backends.amd import compiler as amd
+
+        # Triton 3.9 builds AMD code with a separately versioned codegen; 3.6 uses its bundled LLVM,
+        # which triton's own version already pins.
+        revision = getattr(amd, "get_amd_codegen_revision", None)
+        info["amd_codegen_revision"] = revision() if revision else None
+    else:
+        from triton.backends.nvidia import compiler as nv
+
+        # Which ptxas compiles an arch moved between Triton versions (3.6: the 12.x ptxas below
+        # sm_100; 3.9: the 13.x "ptxas-blackwell" from sm_90 on): record it per target.
+        info["ptxas"] = {
+            t.name: nv.get_ptxas_version(int(t.arch)).strip().splitlines()[-1]
+            for t in TARGETS.values() if t.is_nvidia
+        }
+    return info
+
+
+def _cache_invalidating_env() -> dict[str, str]:
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    return {k: str(v) for k, v in sorted(get_cache_invalidating_env_vars().items())}
+
+
+def warm_up() -> None:
+    """Do once what every compile process does first: hash Triton's own sources (its cache key's
+    ``triton_key``, 0.3 s) and make each backend. Run in the worker forkserver, so that workers are
+    forked with it done."""
+    from triton.compiler import make_backend
+    from triton.runtime.cache import triton_key
+
+    triton_key()
+    for target in TARGETS.values():
+        with contextlib.suppress(Exception):  # a backend this Triton lacks: its keys fail, with a message
+            make_backend(gpu_target(target))
+
+
+def ptxas_path(arch: int) -> str:
+    """The ptxas Triton runs for compute capability ``arch`` (e.g. 90)."""
+    from triton.backends.nvidia import compiler as nv
+
+    return str(nv.get_ptxas(arch).path)
+
+
+def ptxas_codegen_flags() -> list[str]:
+    """The ptxas flags beyond ``-lineinfo -v --gpu-name`` that this Triton passes by default.
+
+    Triton 3.9 adds ``--regAllocOptLevel=2`` (a ptxas 13 work-around); 3.6 does not. Read from the
+    backend's own ``make_cubin`` so that a re-run of ptxas reproduces Triton's cubin byte for byte.
+    """
+    import inspect
+
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    source = inspect.getsource(CUDABackend.make_cubin)
+    return ["--regAllocOptLevel=2"] if "'--regAllocOptLevel=2'" in source or '"--regAllocOptLevel=2"' in source else []
+
+
+def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None], None],
+                            offline_target: Target | None = None) -> None:
+    """Make every ``JITFunction.run`` of this process report its launch to ``record``.
+
+    ``record(jit_function, args, kwargs, grid, specialization_data)`` is called for each launch, with
+    Triton's specialization JSON when this launch compiled (None when it hit Triton's in-process
+    cache). A warmup (``fn.warmup(...)``) is a launch too, as in a survey: a launcher that warms a
+    kernel up and then launches the compiled kernel itself (``kernel[grid](...)``, which bypasses
+    ``JITFunction.run``) is recorded by its warmup. With ``offline_target``, a stub driver stands in
+    for a GPU: launches are not compiled or run, and report their specialization for that target; a
+    warmup is compiled for that target, so that it returns Triton's compiled kernel, as on a GPU.
+    """
+    from triton import knobs
+    from triton.runtime.driver import driver
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+    compiled: list[str] = []
+
+    def hook(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,
+             already_compiled: bool) -> bool:
+        compiled.append(compile["specialization_data"])
+        return offline_target is not None and not is_manual_warmup  # offline: skip compile and launch
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        compiled.clear()
+        try:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            record(self, args, dict(kwargs), grid, compiled[-1] if compiled else None)
+
+    if offline_target is not None:
+        driver.set_active(StubDriver(offline_target))
+    knobs.runtime.jit_cache_hook = hook
+    JITFunction.run = run  # type: ignore[method-assign]
+
+
+def innermost_jit_function(kernel: Any) -> Any:
+    """The JITFunction under ``@triton.autotune`` / ``@triton.heuristics`` wrappers."""
+    from triton.runtime.jit import JITFunction
+
+    seen = 0
+    while not isinstance(kernel, JITFunction):
+        kernel = getattr(kernel, "fn", None)
+        seen += 1
+        if kernel is None or seen > 16:
+            raise TypeError("not a Triton kernel (no JITFunction inside)")
+    return kernel
+
+
+def jit_function_name(fn: Any) -> str:
+    """``module:qualname`` of a JITFunction, the way Triton names it in specialization data."""
+    return f"{fn.fn.__module__}:{fn.fn.__qualname__}"
+
+
+def is_tl_dtype(value: Any) -> bool:
+    """True for a ``triton.language`` dtype passed as a (constexpr) argument."""
+    import triton.language as tl
+
+    return isinstance(value, tl.dtype)
+
+
+def tl_dtype(name: str) -> Any:
+    """The ``triton.language`` dtype called ``name`` (e.g. ``bf16``)."""
+    import triton.language as tl
+
+    return tl.dtype(name)

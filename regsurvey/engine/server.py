@@ -1,0 +1,462 @@
+"""A worker server kept warm between surveys: started by the first survey that needs workers, or by
+``regsurvey server start``.
+
+Every survey otherwise starts a forkserver that imports torch and Triton (one to four seconds) before
+its first key can compile: most of a small survey's time, and of the gap to the toolchain's own pace at
+``-j 16``. The server is that forkserver, kept alive: a survey that finds it connects once per worker,
+and the server forks a worker that already holds torch, Triton and regsurvey, and hashed Triton's
+sources. The worker then imports the survey's checkout as usual, so nothing of one survey's kernels
+reaches another.
+
+``REGSURVEY_SERVER`` says what a survey does about it: ``auto`` (the default) uses the running server or
+starts one, which exits after :data:`AUTO_IDLE_S` without a survey; ``use`` uses a running server but
+never starts one (the default when ``CI`` is set: a CI job leaves no process behind); ``off`` never uses
+one.
+
+One server per identity: the Python interpreter, regsurvey's own sources and the installed Triton and
+torch. A survey uses only a server of its own identity; starting a server retires the servers of the
+same interpreter and regsurvey installation whose identity is older (an upgrade, or an edit of
+regsurvey's sources): each exits once the surveys still using it are done. The socket lives in a
+directory only its user can enter; a lock file there makes two servers of one identity started at once
+end up as one.
+
+Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` framing):
+the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends ``{"pid": ...}`` and then
+speaks :func:`regsurvey.engine.worker.serve`'s protocol; when it exits, the server sends ``{"exit": code}`` and
+closes the connection. ``{"op": "ping"}``, ``{"op": "stop"}`` (which kills the workers) and
+``{"op": "retire"}`` (exit once the last worker has) are answered at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, NoReturn
+
+DEFAULT_IDLE_S = 30 * 60.0  # `regsurvey server start`
+AUTO_IDLE_S = 10 * 60.0  # a server a survey started by itself
+CONNECT_TIMEOUT_S = 1.0
+START_WAIT_S = 120.0  # how long a starting server may take to answer (importing torch on a cold disk)
+LOCKED_EXIT = 3  # a server that found another of its identity holding the lock
+POLICIES = ("auto", "use", "off")
+
+
+class ServerError(Exception):
+    """A server that cannot be started or reached; one-line message."""
+
+
+def policy() -> str:
+    """``REGSURVEY_SERVER``: ``auto`` (default), ``use`` (default under CI) or ``off``; ValueError if
+    it is something else."""
+    value = os.environ.get("REGSURVEY_SERVER", "").strip().lower()
+    if value in POLICIES:
+        return value
+    if value:
+        raise ValueError(f"REGSURVEY_SERVER={os.environ['REGSURVEY_SERVER']!r}: expected one of {', '.join(POLICIES)}")
+    return "use" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "auto"
+
+
+def socket_dir() -> Path:
+    """Where this user's server sockets live (``$REGSURVEY_SERVER_DIR``, else the runtime directory)."""
+    base = os.environ.get("REGSURVEY_SERVER_DIR") or os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"regsurvey-{os.getuid()}"
+
+
+def _private(directory: Path) -> bool:
+    """Whether ``directory`` is this user's own and closed to everyone else (else its sockets could be
+    anyone's: a survey would hand its environment to a stranger's server)."""
+    try:
+        st = directory.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
+
+
+def _trusted_socket(path: Path) -> bool:
+    """Whether a server may be listening on ``path`` that a survey can trust: it exists, in this
+    user's private directory."""
+    return path.exists() and _private(path.parent)
+
+
+@functools.cache
+def identity() -> str:
+    """What a server must share with a survey to compile the same kernels: interpreter, regsurvey's
+    sources, Triton's and torch's installed versions and places."""
+    h = hashlib.sha256()
+    h.update(f"{sys.executable}\0{sys.version}\0".encode())
+    package = Path(__file__).resolve().parents[1]  # all of regsurvey's sources
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for dist in ("triton", "torch"):
+        try:
+            found = importlib.metadata.distribution(dist)
+            h.update(f"{dist}={found.version}@{found.locate_file('')}\0".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{dist}=none\0".encode())
+    return h.hexdigest()[:20]
+
+
+def address() -> Path:
+    """The socket of the server of this identity."""
+    return socket_dir() / f"{identity()}.sock"
+
+
+def _connect(path: Path, timeout: float = CONNECT_TIMEOUT_S) -> Connection:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        raise
+    sock.settimeout(None)
+    return Connection(sock.detach())
+
+
+def _tell(path: Path, message: dict[str, Any]) -> None:
+    """Send the server on ``path`` a request and wait briefly for its acknowledgement (none: gone)."""
+    with contextlib.suppress(OSError, EOFError), _connect(path) as conn:
+        conn.send(message)
+        conn.poll(CONNECT_TIMEOUT_S)
+
+
+def ping(path: Path | None = None) -> dict[str, Any] | None:
+    """The running server's status, or None when there is none (of this identity)."""
+    path = path or address()
+    answer = _ping_any(path)
+    return answer if answer is not None and answer.get("identity") == path.stem else None
+
+
+def _ping_any(path: Path) -> dict[str, Any] | None:
+    """The status of whatever server listens on ``path`` (of any identity), or None."""
+    if not _trusted_socket(path):
+        return None
+    try:
+        with _connect(path) as conn:
+            conn.send({"op": "ping"})
+            if not conn.poll(CONNECT_TIMEOUT_S):
+                return None
+            answer = conn.recv()
+    except (OSError, EOFError):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _log(path: Path) -> Path:
+    """Where the server on ``path`` writes what it prints (beside its socket)."""
+    return path.with_suffix(".log")
+
+
+def _package() -> str:
+    return str(Path(__file__).resolve().parents[1])
+
+
+def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = START_WAIT_S) -> dict[str, Any]:
+    """Start this identity's server (if it is not running) and wait until it answers; its status."""
+    path = address()
+    status = ping(path)
+    if status is not None:
+        return status
+    return wait_until_up(path, launch(idle_s), wait_s)
+
+
+def launch(idle_s: float) -> subprocess.Popen:
+    """Start a server of this identity in the background (its own session, so a terminal's Ctrl-C
+    does not reach it), without waiting for it; first stop the superseded servers of this
+    installation. ServerError when the socket cannot live where it would."""
+    path = address()
+    if len(os.fsencode(path)) > 100:  # sun_path holds 104 to 108 bytes, depending on the system
+        raise ServerError(f"socket path {path} is too long for a Unix socket: set REGSURVEY_SERVER_DIR shorter")
+    directory = path.parent
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not _private(directory):
+        raise ServerError(f"{directory} is not a directory of this user's alone (mode 700): "
+                          "not starting a server there")
+    _retire_superseded(path)
+    log = open(_log(path), "ab")  # noqa: SIM115 - handed to the server process
+    with log:
+        return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), str(idle_s)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                cwd=directory, close_fds=True)
+
+
+def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = START_WAIT_S) -> dict[str, Any]:
+    """Wait until the server on ``path`` answers; its status. ``process``: the server this process
+    launched; if it exits, only a server of the same identity started at the same moment (which
+    holds the lock) can still answer."""
+    log = _log(path)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        status = ping(path)
+        if status is not None:
+            return status
+        if process is not None and process.poll() not in (None, LOCKED_EXIT):
+            raise ServerError(f"the worker server exited while starting (exit code {process.returncode}; log: {log})")
+        time.sleep(0.05)
+    raise ServerError(f"the worker server did not answer within {wait_s:g} s (log: {log})")
+
+
+def _retire_superseded(path: Path) -> None:
+    """Retire the servers of this interpreter and regsurvey installation that have another identity:
+    regsurvey (or Triton, torch) changed since they started, and no new survey will use them. Each
+    exits once the workers of the surveys still running on it are done."""
+    for other in path.parent.glob("*.sock"):
+        if other == path:
+            continue
+        status = _ping_any(other)
+        if status is not None and status.get("python") == sys.executable and status.get("package") == _package():
+            _tell(other, {"op": "retire"})
+
+
+def stop() -> bool:
+    """Stop this identity's server; False if none was running."""
+    path = address()
+    if ping(path) is None:
+        return False
+    _tell(path, {"op": "stop"})
+    deadline = time.monotonic() + 10
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
+class ServerWorker:
+    """A worker the server forked, as a survey's pool sees it (the subset of ``multiprocessing.Process``
+    it uses). The worker is the server's child, not the survey's: the server kills it on request (it
+    knows its children, so a reused pid is never hit) and sends its exit code as the connection's last
+    message."""
+
+    def __init__(self, pid: int, conn: Connection, path: Path):
+        self.pid = pid
+        self.exitcode: int | None = None
+        self._conn = conn
+        self._path = path
+
+    def is_alive(self) -> bool:
+        if self.exitcode is not None:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def kill(self) -> None:
+        if self.exitcode is not None:
+            return
+        _tell(self._path, {"op": "kill", "pid": self.pid})
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the exit code (the connection's last message); only at the end of the worker's
+        use, since it reads what is left on the connection."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        with contextlib.suppress(OSError, EOFError):
+            while self.exitcode is None and self._conn.poll(max(0.0, deadline - time.monotonic())):
+                message = self._conn.recv()
+                if isinstance(message, dict) and "exit" in message:
+                    self.exitcode = int(message["exit"])
+
+
+_launched: list[subprocess.Popen] = []  # the server this process launched, until it has answered
+
+
+def launch_for_survey() -> bool:
+    """Start a server (without waiting) for the survey this process is about to make, which then
+    takes its workers from it; False, with a warning, when none can be started there."""
+    try:
+        _launched.append(launch(AUTO_IDLE_S))
+    except (ServerError, OSError) as exc:
+        print(f"regsurvey: warning: not starting a worker server: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | None:
+    """A worker forked by the running server for ``args`` (:func:`regsurvey.engine.worker.serve`'s after the
+    connection), or None when no server of this identity runs. Waits for a server this process
+    launched to answer first."""
+    path = address()
+    if _launched:
+        try:
+            wait_until_up(path, _launched[0])
+        except ServerError as exc:
+            print(f"regsurvey: warning: {exc}; starting workers without it", file=sys.stderr)
+            return None
+        finally:
+            _launched.clear()
+    if not _trusted_socket(path):
+        return None
+    try:
+        conn = _connect(path)
+    except OSError:
+        return None
+    try:
+        conn.send({"op": "worker", "args": list(args)})
+        if not conn.poll(CONNECT_TIMEOUT_S * 10):
+            raise EOFError
+        first = conn.recv()
+    except (OSError, EOFError):
+        conn.close()
+        return None
+    if not isinstance(first, dict) or "pid" not in first:
+        conn.close()
+        return None
+    return ServerWorker(int(first["pid"]), conn, path), conn
+
+
+# -- the server process ------------------------------------------------------------------------------
+
+def _lock(path: Path, wait_s: float = 5.0) -> int | None:
+    """Hold the identity's lock file for this process's life; None if another server holds it for
+    ``wait_s`` (a server that is exiting lets go within that; one that runs or starts keeps it)."""
+    import fcntl
+
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+def _serve_forever(path: Path, idle_s: float) -> None:
+    lock = _lock(path)
+    if lock is None:  # a server of this identity is running or starting: it serves
+        sys.exit(LOCKED_EXIT)
+    from . import _worker_preload  # noqa: F401 - torch, Triton, regsurvey, Triton's source hash
+
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a stale socket of a server that died
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    path.chmod(0o600)
+    listener.listen(64)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the selector
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    children: dict[int, Connection] = {}
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "accept")
+    selector.register(wake_r, selectors.EVENT_READ, "child")
+    started = last_busy = time.monotonic()
+    retiring = False  # superseded by a newer server: exit once the workers of running surveys are done
+    try:
+        while True:
+            if not children and (retiring or time.monotonic() - last_busy >= idle_s):
+                return
+            for key, _ in selector.select(timeout=max(1.0, idle_s / 10)):
+                if key.data == "child":
+                    os.read(wake_r, 4096)
+                    continue
+                sock, _ = listener.accept()
+                conn = Connection(sock.detach())
+                try:
+                    if not conn.poll(CONNECT_TIMEOUT_S * 10):
+                        raise EOFError
+                    request = conn.recv()
+                except (OSError, EOFError):
+                    conn.close()
+                    continue
+                op = request.get("op") if isinstance(request, dict) else None
+                if op == "ping":
+                    _reply(conn, {"ok": True, "pid": os.getpid(), "identity": path.stem, "workers": len(children),
+                                  "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1),
+                                  "python": sys.executable, "package": _package()})
+                elif op == "kill":
+                    if request.get("pid") in children:  # only its own workers
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(request["pid"], signal.SIGKILL)
+                    _reply(conn, {"ok": True})
+                elif op == "stop":
+                    _reply(conn, {"ok": True})
+                    return
+                elif op == "retire":
+                    _reply(conn, {"ok": True})
+                    retiring = True
+                elif op == "worker":
+                    pid = os.fork()
+                    if pid == 0:
+                        _be_worker(conn, request["args"], inherited=[
+                            selector.close, listener.close, lambda: os.close(wake_r), lambda: os.close(wake_w),
+                            lambda: os.close(lock),
+                            *(other.close for other in children.values())])
+                    children[pid] = conn
+                    last_busy = time.monotonic()
+                else:
+                    conn.close()
+            _reap(children)
+            if children:
+                last_busy = time.monotonic()
+    finally:
+        for pid in list(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _reply(conn: Connection, message: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        conn.send(message)
+    conn.close()
+
+
+def _be_worker(conn: Connection, args: list[Any], inherited: list[Callable[[], None]]) -> NoReturn:
+    """In the child the server just forked: let go of the server's descriptors (``inherited``
+    closes them) and signal handlers, then serve one survey as its worker."""
+    from . import worker
+
+    code = 1
+    try:
+        for close in inherited:
+            close()
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        conn.send({"pid": os.getpid()})
+        worker.serve(conn, *args)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _reap(children: dict[int, Connection]) -> None:
+    """Collect exited workers and tell each one's survey how it ended."""
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is None:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        with contextlib.suppress(OSError):
+            conn.send({"exit": code})
+        conn.close()
+
+
+if __name__ == "__main__":
+    _serve_forever(Path(sys.argv[1]), float(sys.argv[2]))

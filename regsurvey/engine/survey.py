@@ -1,0 +1,590 @@
+"""Surveying a checkout: list its keys, compile them in worker processes, collect the rows.
+
+Workers are processes forked from a warm server or a forkserver (or spawned) whose import path starts
+at the checkout (see :mod:`regsurvey.engine.worker`). This module schedules keys over them, enforces the
+per-key time-out (a hung compile is killed and its key marked ``error``), survives a worker that dies,
+and turns the rows into a :class:`Survey`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import functools
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..model.keys import Key
+from ..model.progress import Progress
+from ..model.results import Row, Status, Survey
+from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
+from ..revisions.checkout import Checkout
+from ..store.objectstore import atomic_write
+from ..store.resultcache import READER_REVISION
+from .server import ServerWorker
+
+
+class SurveyError(Exception):
+    """A survey that cannot start (bad keys files, unknown target); one-line message."""
+
+
+@dataclass(frozen=True)
+class SurveyOptions:
+    """What to survey and how."""
+
+    targets: tuple[str, ...] | None = None  # override the matrices' targets
+    kinds: tuple[str, ...] = ()  # only these kinds (glob patterns)
+    keys: tuple[str, ...] = ()  # only keys whose id matches one of these glob patterns
+    jobs: int = 1
+    timeout: float = 600.0  # seconds per key
+    triton_cache_dir: str | None = None  # a Triton cache of the survey's own (e.g. a cold one)
+    reuse_results: bool = True  # take results of identical kernels from the content-addressed cache
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Any
+    target: str = ""  # the one target whose keys it surveys (it imported the project for it)
+    key: Key | None = None  # the key it compiles
+    finishing: list[Key] = field(default_factory=list)  # compiled keys whose objects it still reads
+    started: float = 0.0  # monotonic time the key it compiles was sent
+    heard: float = 0.0  # monotonic time of its last message (or of the last key sent)
+    spawned: float = field(default_factory=time.time)
+    ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
+
+    def deadline(self, timeout: float) -> float:
+        """When it has taken too long: the key it compiles has ``timeout`` seconds from being sent;
+        with only keys to finish, it must say something within ``timeout`` seconds."""
+        return (self.started if self.key is not None else self.heard) + timeout
+
+
+_COMPILING = ("capture_s", "hash_s", "compile_s")  # a worker's compiling thread; the rest is finishing
+
+
+@dataclass
+class SurveyTiming:
+    """Where a survey's wall time went, as seconds summed over workers (``Survey.timing``).
+
+    ``compile_s`` is the toolchain's own work; ``capture_s`` (kind bodies), ``hash_s`` (Triton cache
+    keys and result-cache look-ups), ``read_store_s`` (object reading and storage) and ``lint_s`` are
+    regsurvey's per-key work; ``idle_s`` is the time the N compile slots spent not compiling once the
+    keys were listed (start-up still running, waiting for a key, or the tail; reading and linting run
+    beside compiling, in each worker's finishing process); ``list_s`` is the wall time until the key
+    list arrived; ``worker_peak_rss_mb`` is the largest worker's (or finishing process's) peak
+    resident memory; ``workers_preloaded`` counts the workers that were forked with torch and Triton
+    already imported, ``workers_from_server`` those a running ``regsurvey server`` forked;
+    ``workers_started`` counts every worker started (each imports the checkout once, for its target).
+    """
+
+    jobs: int
+    start: float = field(default_factory=time.monotonic)
+    listed: float = 0.0
+    last_dispatch: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0  # the largest worker's
+    preloaded: set[int] = field(default_factory=set)  # workers that came with torch and Triton imported
+    from_server: set[int] = field(default_factory=set)  # workers a `regsurvey server` forked
+    workers_started: int = 0
+
+    def answered(self, w: _Worker, answer: dict[str, Any]) -> None:
+        self.peak_rss_mb = max(self.peak_rss_mb, answer.get("peak_rss_mb") or 0.0)
+        if answer.get("preloaded"):
+            self.preloaded.add(id(w))
+        if isinstance(w.process, ServerWorker):
+            self.from_server.add(id(w))
+        for phase, seconds in (answer.get("timing") or {}).items():
+            self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+        if w.ready_s is None and answer.get("ready_at"):
+            w.ready_s = answer["ready_at"] - w.spawned
+
+    def as_dict(self, workers_ready: list[float]) -> dict[str, float]:
+        end = time.monotonic()
+        listed = self.listed or end
+        out = {"jobs": float(self.jobs), "wall_s": end - self.start, "list_s": listed - self.start,
+               **{k: v for k, v in sorted(self.phases.items())},
+               "idle_s": max(0.0, self.jobs * (end - listed) - sum(self.phases.get(p, 0.0) for p in _COMPILING)),
+               "tail_s": end - self.last_dispatch if self.last_dispatch else 0.0}
+        if workers_ready:
+            out["worker_ready_max_s"] = max(workers_ready)
+        if self.peak_rss_mb:
+            out["worker_peak_rss_mb"] = self.peak_rss_mb
+        out["workers_preloaded"] = float(len(self.preloaded))
+        out["workers_from_server"] = float(len(self.from_server))
+        out["workers_started"] = float(self.workers_started)
+        return {k: round(v, 3) for k, v in out.items()}
+
+
+@dataclass
+class _Pool:
+    checkout: Checkout
+    objects_dir: Path
+    triton_cache_dir: str | None = None
+    target: Callable[..., None] | None = None  # the worker's main loop (tests give a stand-in)
+    workers: list[_Worker] = field(default_factory=list)
+    started: int = 0  # workers started so far (one import of the checkout each)
+
+    def spawn(self, target: str) -> _Worker:
+        """A new worker for ``target``'s keys: it imports the checkout with that target as the device."""
+        args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
+                self.triton_cache_dir, dict(os.environ), target)
+        self.started += 1
+        if self.target is None and _worker_start() == "server":
+            from . import server
+
+            got = server.connect_worker(args)
+            if got is not None:
+                w = _Worker(*got, target=target)
+                self.workers.append(w)
+                return w
+        ctx = _worker_context()
+        if ctx.get_start_method() == "forkserver":
+            _ensure_forkserver()  # at once if it runs
+        parent, child = ctx.Pipe()
+        if self.target is None:
+            from .worker import serve  # the worker's module (and the capture machinery): not the CLI's
+        process = ctx.Process(target=self.target or serve, daemon=True, name="regsurvey-worker",
+                              args=(child, *args))
+        with _main_module_hidden():
+            process.start()
+        child.close()
+        w = _Worker(process, parent, target=target)
+        self.workers.append(w)
+        return w
+
+    def kill(self, w: _Worker) -> None:
+        if w.process.is_alive():
+            w.process.kill()
+        self._forget(w)
+
+    def _forget(self, w: _Worker) -> None:
+        w.process.join(timeout=10)
+        w.conn.close()
+        self.workers.remove(w)
+
+    def close(self) -> None:
+        # Workers keep nothing unsaved (objects and cache entries are written atomically), and a
+        # polite shutdown of an interpreter holding torch and Triton takes most of a second: kill.
+        # Kill them all first, then wait for each (rather than one kill and wait after the other).
+        for w in self.workers:
+            if w.process.is_alive():
+                w.process.kill()
+        for w in list(self.workers):
+            self._forget(w)
+
+
+# What every worker imports before it knows its checkout: the forkserver imports them once, and each
+# worker is a fork of it (milliseconds) rather than a fresh interpreter importing them again (seconds).
+_PRELOAD = ["regsurvey.engine._worker_preload"]
+
+
+START_METHODS = ("server", "forkserver", "spawn")
+
+
+@functools.cache
+def _worker_start() -> str:
+    """How this process's surveys start workers: ``server`` (forked by a ``regsurvey server`` of this
+    identity: a running one, or one this call starts when ``REGSURVEY_SERVER`` is ``auto``), else
+    ``forkserver`` (forked from a forkserver the survey starts, which imports torch and Triton once;
+    Linux), else ``spawn``. ``REGSURVEY_WORKER_START`` forces one (to compare them). Asked only once a
+    survey is coming."""
+    from . import server
+
+    chosen = os.environ.get("REGSURVEY_WORKER_START", "").strip().lower() or None
+    if chosen is not None and chosen not in START_METHODS:
+        raise SurveyError(f"REGSURVEY_WORKER_START={os.environ['REGSURVEY_WORKER_START']!r}: expected one of "
+                          f"{', '.join(START_METHODS)}")
+    try:
+        policy = server.policy()
+    except ValueError as exc:
+        raise SurveyError(str(exc)) from None
+    # Forking after importing torch is only known safe on Linux (macOS frameworks are not fork-safe).
+    if chosen == "spawn" or not sys.platform.startswith("linux"):
+        return "spawn"
+    if chosen == "forkserver" or (policy == "off" and chosen is None):
+        return "forkserver"
+    if server.ping() is not None:
+        return "server"
+    if policy == "auto" and server.launch_for_survey():
+        return "server"
+    return "forkserver"
+
+
+def _worker_context() -> Any:
+    """The multiprocessing context of workers this survey starts itself."""
+    method = "spawn" if _worker_start() == "spawn" else "forkserver"  # a server that went away: fork
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+def start_workers_early() -> None:
+    """Start what workers fork from now (the forkserver, or a server when none runs), so that its
+    imports overlap with what the caller does next (making a worktree)."""
+    if _worker_start() == "forkserver":
+        _ensure_forkserver()
+
+
+def _ensure_forkserver() -> None:
+    from multiprocessing import forkserver
+
+    _worker_context()  # sets what the forkserver preloads
+    # Started with SIGINT ignored, the forkserver ignores it from its first instruction: a Ctrl-C
+    # (which reaches the whole process group) is this process's to handle, not a traceback from
+    # the middle of the forkserver's imports.
+    with _main_module_hidden(), _sigint_ignored():
+        forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored for the moment a child process is started (it inherits that); main thread only."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Spawn re-runs the parent's ``__main__`` script in each child unless it cannot find it. A worker
+    needs nothing from it (and a caller's unguarded script would start surveying again in every
+    worker): hide it while the worker starts."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved: dict[str, Any] = {n: main.__dict__[n] for n in ("__file__", "__spec__") if n in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None  # spawn reads it, so it must exist
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
+
+
+def _request(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    w.conn.send(message)
+    return _answer(w, message, timeout)
+
+
+def _answer(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The worker's answer to ``message`` (already sent)."""
+    if not w.conn.poll(timeout):
+        raise SurveyError(f"worker did not answer {message['op']!r} within {timeout:.0f} s")
+    try:
+        return w.conn.recv()
+    except EOFError:
+        raise SurveyError(
+            f"worker process died while loading the keys (exit code {w.process.exitcode})") from None
+
+
+def _selected(key: Key, options: SurveyOptions) -> bool:
+    if options.kinds and not any(fnmatch.fnmatchcase(key.kind, p) for p in options.kinds):
+        return False
+    if options.keys and not any(fnmatch.fnmatchcase(key.id, p) for p in options.keys):
+        return False
+    return True
+
+
+def _error_row(key: Key, message: str) -> Row:
+    return Row(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target, kernel=None,
+               status=Status.ERROR, error=message)
+
+
+def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
+                    progress: Progress | None = None) -> Survey:
+    """Survey every selected key of ``checkout``; failing keys are rows, not exceptions."""
+    progress = progress or Progress()
+    if options.targets:
+        for t in options.targets:
+            get_target(t)  # raises UnknownTargetError with the known names
+    if not (checkout.root / "keys").is_dir():
+        raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
+    from .worker import finishing_mode
+
+    try:
+        finishing_mode()  # what the workers will read: a bad value is the survey's one-line error
+    except ValueError as exc:
+        raise SurveyError(str(exc)) from None
+    pool = _Pool(checkout, objects_dir, options.triton_cache_dir)
+    timing = SurveyTiming(jobs=max(1, options.jobs))
+    costs = KeyCosts(objects_dir.parent / "costs.json")
+    ready: list[float] = []
+    try:
+        # Every worker imports the checkout for one target (see worker.Worker). The first lists the
+        # keys, with the first target asked for as the device (else the one earlier surveys used
+        # most, else sm90); when the targets are known, the others are forked while it lists.
+        listing_target = (get_target(options.targets[0]).name if options.targets
+                          else costs.usual_target() or DEFAULT_LIST_TARGET)
+        if shared_import():
+            listing_target = ANY_TARGET
+        first = pool.spawn(listing_target)
+        listing = {"op": "list", "targets": list(options.targets or []) or None}
+        first.conn.send(listing)
+        asked = [get_target(t).name for t in options.targets or ()]
+        for i in range(1, max(1, options.jobs) if asked else 1):
+            pool.spawn(ANY_TARGET if shared_import() else asked[i % len(asked)])
+        answer = _answer(first, listing, timeout=max(options.timeout, 120))
+        if not answer["ok"]:
+            raise SurveyError(answer["error"])
+        keys = [Key(kind=k["kind"], axes=tuple(tuple(p) for p in k["axes"]), target=k["target"], id=k["id"])
+                for k in answer["keys"]]
+        keys = [k for k in keys if _selected(k, options)]
+        if not keys:
+            raise SurveyError("no key matches the selection (--kind/--key)")
+        toolchain = {}
+        for backend in sorted({get_target(k.target).backend for k in keys}):
+            info = _request(first, {"op": "toolchain", "backend": backend}, timeout=120)
+            if not info["ok"]:
+                raise SurveyError(info["error"])
+            toolchain[backend] = info["toolchain"]
+        progress.on_start(len(keys))
+        timing.listed = time.monotonic()
+        ordered = costs.longest_first(keys)
+        while len(pool.workers) < max(1, options.jobs):
+            pool.spawn(_wanted_target(ordered, pool.workers, costs.estimate))
+        results = _run_keys(pool, ordered, options, progress, timing, costs.estimate)
+        costs.update(r for rows in results.values() for r in rows)
+        ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
+    finally:
+        timing.workers_started = pool.started
+        pool.close()
+    order = {(k.id, k.target): i for i, k in enumerate(keys)}
+    rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
+    rows = _lint_the_rest(rows, objects_dir, options.jobs, timing)
+    targets = tuple(dict.fromkeys(k.target for k in keys))
+    return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
+                  rows=tuple(rows), dirty=checkout.dirty,
+                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=timing.as_dict(ready),
+                  reader=READER_REVISION)
+
+
+def _lint_the_rest(rows: list[Row], objects_dir: Path, jobs: int, timing: SurveyTiming) -> list[Row]:
+    """Lint the builds the workers left unlinted: NVIDIA kernels without a stack frame, whose SASS the
+    workers do not read (one nvdisasm run per cubin costs more than many compiles). They are linted
+    here together, from the store, in at most ``jobs`` nvdisasm runs, so that every build is linted,
+    as ``regsurvey lint`` lints it. A build that cannot be linted keeps ``lint`` None."""
+    todo = [r for r in rows if r.ok and r.lint is None and r.object is not None and get_target(r.target).is_nvidia]
+    if not todo:
+        return rows
+    from ..errors import CorruptObjectError
+    from ..linting import lint_rows
+    from ..store.objectstore import ObjectStore
+
+    try:
+        run = lint_rows(todo, ObjectStore(objects_dir), jobs)
+    except CorruptObjectError:
+        return rows  # an object altered since its worker stored it: left unlinted, as lint would report
+    timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + run.seconds
+    findings: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
+    for finding in run.findings:
+        findings.setdefault((finding.key, finding.target), []).append(finding.to_dict())
+    linted = {(r.row_id, r.target): findings.get((r.row_id, r.target), []) for r in todo
+              if r.object is not None and r.object.sha256 not in run.not_linted}
+    return [replace(r, lint=linted[(r.row_id, r.target)]) if (r.row_id, r.target) in linted else r for r in rows]
+
+
+class KeyCosts:
+    """Compile seconds per (key, target) from earlier surveys, to schedule the slowest keys first.
+
+    A long key started last is the tail that keeps every other worker idle; started first, it
+    overlaps with the rest. Keys never surveyed go first of all: their cost is unknown.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.seconds: dict[str, float] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.seconds = {}  # none yet, or damaged: scheduling order is only an optimisation
+
+    def estimate(self, key: Key) -> float:
+        """The key's compile seconds last time; keys never surveyed count as the mean of those known
+        (1 s when none is known)."""
+        known = self.seconds.get(f"{key.target}:{key.id}")
+        if known is not None:
+            return known
+        if not self.seconds:
+            return 1.0
+        return sum(self.seconds.values()) / len(self.seconds)
+
+    def usual_target(self) -> str | None:
+        """The target with the most keys surveyed before in this store (None when none was)."""
+        counts: dict[str, int] = {}
+        for name in self.seconds:
+            target = name.split(":", 1)[0]
+            if target in TARGETS:
+                counts[target] = counts.get(target, 0) + 1
+        return max(counts, key=lambda t: counts[t]) if counts else None
+
+    def longest_first(self, keys: list[Key]) -> list[Key]:
+        """``keys`` reordered: unknown cost first, then by decreasing cost (stable)."""
+        return sorted(keys, key=lambda k: -self.seconds.get(f"{k.target}:{k.id}", float("inf")))
+
+    def update(self, rows: Any) -> None:
+        """Record the compile time of each key (all its launches together) and save."""
+        totals: dict[str, float] = {}
+        for r in rows:
+            if r.ok and not r.reused:
+                totals[f"{r.target}:{r.key}"] = totals.get(f"{r.target}:{r.key}", 0.0) + r.compile_s
+        if not totals:
+            return
+        self.seconds.update({k: round(v, 3) for k, v in totals.items()})
+        try:
+            atomic_write(self.path, json.dumps(self.seconds, sort_keys=True).encode())
+        except OSError:
+            pass
+
+
+# How many compiled keys a worker may still be reading and storing when it is sent another.
+_FINISHING_DEPTH = 2
+
+
+def shared_import() -> bool:
+    """``REGSURVEY_SHARED_IMPORT=1``: every worker imports the project once and surveys every target
+    from that import, as before per-target isolation. Wrong for launchers that cache the device;
+    there only so that ``benchmarks/survey_speed.py`` can measure what isolation costs, side by side."""
+    return os.environ.get("REGSURVEY_SHARED_IMPORT", "") == "1"
+
+
+def _wanted_target(pending: list[Key], workers: list[_Worker], cost: Callable[[Key], float]) -> str:
+    """The target a new worker should survey: the one with the most pending compile seconds per
+    worker already on it (a target with none pending is never chosen while another has some)."""
+    load: dict[str, float] = {}
+    for k in pending:
+        load[k.target] = load.get(k.target, 0.0) + max(cost(k), 1e-3)
+    if not load:
+        return workers[0].target if workers else DEFAULT_LIST_TARGET
+    if shared_import():
+        return ANY_TARGET
+    serving: dict[str, int] = {}
+    for w in workers:
+        serving[w.target] = serving.get(w.target, 0) + 1
+    return max(load, key=lambda t: load[t] / (1 + serving.get(t, 0)))
+
+
+def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
+              timing: SurveyTiming, cost: Callable[[Key], float] = lambda key: 1.0,
+              ) -> dict[tuple[str, str], list[Row]]:
+    """Send keys to workers as they become free, collect their rows, enforce the time-out.
+
+    A worker says "free" once a key's launches are compiled, and answers with the rows once their
+    objects are read, stored and linted; it gets the next key in between. A worker that times out or
+    dies takes the key it was compiling with it (an error row); keys it was only finishing are sent
+    again, once: a key that was in flight on two workers that died is an error too.
+
+    A worker takes only keys of its own target (it imported the checkout for it). One that is idle,
+    with no key of its target left to take while other targets' keys wait, is ended and a worker
+    for the target with the most work per worker takes its place.
+    """
+    pending = list(reversed(keys))  # pop() from the end keeps the given order
+    results: dict[tuple[str, str], list[Row]] = {}
+    resent: set[tuple[str, str]] = set()
+
+    def finish(done: Key, rows: list[Row]) -> None:
+        results[(done.id, done.target)] = rows
+        progress.on_key(done, rows)
+
+    def lose(w: _Worker, why: str) -> None:
+        """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again, to
+        a worker started in its place while keys remain."""
+        blamed = w.key or w.finishing[0]
+        finish(blamed, [_error_row(blamed, why)])
+        for k in (x for x in [w.key, *w.finishing] if x is not None and x != blamed):
+            if (k.id, k.target) in resent:
+                finish(k, [_error_row(k, f"{why}; it was in flight on a worker that failed before")])
+            else:
+                resent.add((k.id, k.target))
+                pending.append(k)
+        w.key, w.finishing = None, []
+        pool.kill(w)
+        if pending:
+            pool.spawn(_wanted_target(pending, pool.workers, cost))
+
+    def take(target: str) -> Key | None:
+        """The next pending key of ``target`` (pending is in reverse order: the next is last)."""
+        for i in range(len(pending) - 1, -1, -1):
+            if pending[i].target == target or target == ANY_TARGET:
+                return pending.pop(i)
+        return None
+
+    def heard(w: _Worker, message: dict[str, Any]) -> None:
+        w.heard = time.monotonic()
+        if "exit" in message:  # a server's worker has exited: its exit code, then the end of the connection
+            w.process.exitcode = message["exit"]
+            return
+        ident = (message.get("id"), message.get("target"))
+        if message.get("free"):
+            if w.key is not None and (w.key.id, w.key.target) == ident:
+                w.finishing.append(w.key)
+                w.key = None
+            return
+        if w.key is not None and (w.key.id, w.key.target) == ident:
+            key, w.key = w.key, None
+        else:
+            found = [k for k in w.finishing if (k.id, k.target) == ident]
+            if not found:
+                return  # not a key this worker holds (cannot happen): ignore
+            key = found[0]
+            w.finishing.remove(key)
+        timing.answered(w, message)
+        finish(key, [_row(r) for r in message["rows"]] if message["ok"] else [_error_row(key, message["error"])])
+
+    while pending or any(w.key is not None or w.finishing for w in pool.workers):
+        for w in list(pool.workers):
+            if w.key is None and len(w.finishing) < _FINISHING_DEPTH and pending:
+                nxt = take(w.target)
+                if nxt is None:
+                    if not w.finishing:  # nothing of its target left: a worker for a target with work
+                        pool.kill(w)
+                        pool.spawn(_wanted_target(pending, pool.workers, cost))
+                    continue
+                w.key, w.started = nxt, time.monotonic()
+                w.heard = timing.last_dispatch = w.started
+                w.conn.send({"op": "survey", "reuse": options.reuse_results,
+                             "key": {"kind": nxt.kind, "axes": [list(p) for p in nxt.axes],
+                                     "target": nxt.target, "id": nxt.id}})
+        busy = [w for w in pool.workers if w.key is not None or w.finishing]
+        if not busy:
+            if pending and not pool.workers:  # every worker was lost: start one
+                pool.spawn(_wanted_target(pending, pool.workers, cost))
+            continue
+        now = time.monotonic()
+        wait_for = max(0.0, min(w.deadline(options.timeout) - now for w in busy))
+        ready = multiprocessing.connection.wait([w.conn for w in busy], timeout=wait_for)
+        for w in busy:
+            if w.conn in ready:
+                try:
+                    while w.conn.poll():
+                        heard(w, w.conn.recv())
+                except (EOFError, OSError):
+                    w.process.join(timeout=5)
+                    lose(w, f"worker process died while compiling (exit code {w.process.exitcode})")
+            elif time.monotonic() >= w.deadline(options.timeout):
+                lose(w, f"timed out after {options.timeout:g} s (--timeout)")
+    return results
+
+
+def _row(data: dict[str, Any]) -> Row:
+    from ..model.results import ObjectRef
+
+    obj = data.get("object")
+    return Row(**{**data, "object": ObjectRef(**obj) if obj else None})

@@ -1,0 +1,608 @@
+"""A worker process: imports one checkout's keys once, then surveys keys sent to it one at a time.
+
+The parent (:mod:`regsurvey.engine.survey`) owns scheduling, time-outs and storage of the survey; the worker
+runs kind bodies under capture, compiles their launches and reads the objects' resources. It is forked
+from a process that imported only torch, Triton and regsurvey (or spawned), so nothing of the parent's
+interpreter (or of another commit's kernels) is shared.
+
+A worker compiles on its main thread, one key at a time. Reading, storing and linting a compiled key's
+objects ("finishing" it) is Python work that would hold the interpreter lock the compiles also need:
+on Linux it runs in a finishing process the worker forks once, beside the compiles (elsewhere, or with
+``REGSURVEY_FINISH=thread``, on a second thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
+from ..compile import toolchain
+from ..errors import CorruptObjectError
+from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
+from ..keys.matrix import Kind
+from ..model.keys import Key
+from ..model.results import ObjectRef, Row, Status, error_line, error_text
+from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
+from ..store.objectstore import ObjectStore
+from ..store.resultcache import CachedResult, ResultCache
+from . import launcher_messages
+
+
+def read_resources(binary: bytes, target: Target, shared: int, num_warps: int,
+                   code_text: str | None = None) -> dict[str, int]:
+    """Resource figures of one object, from the vendor's object reader.
+
+    ``code_text``: the same compile's amdgcn text, from which the AMD reader counts VGPRs exactly where
+    the object holds only a rounded figure.
+    """
+    if target.is_amd:
+        from ..objects.amd_object import read_hsaco
+
+        return read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target,
+                          code_text=code_text).as_dict()
+    from ..objects.nvidia_object import read_cubin
+
+    return read_cubin(binary, shared_bytes=shared, num_warps=num_warps, target=target).as_dict()
+
+
+@dataclass
+class Compiled:
+    """A launch compiled but not yet read, stored and linted (:meth:`Worker.finish` does that)."""
+
+    common: dict[str, Any]  # the row's fields known before compiling (key, kernel, launch, ...)
+    target: Target
+    compiled: toolchain.CompiledObject
+    compile_s: float
+
+
+@dataclass
+class Duplicate:
+    """A launch whose kernel an earlier, still unfinished launch compiled (the same Triton hash): its
+    row is that one's, reused, once that one is finished."""
+
+    common: dict[str, Any]
+    triton_hash: str
+
+    def row(self, done: Row | None) -> Row:
+        """The row, from the finished row of the launch that compiled the kernel (None: lost)."""
+        if done is None or not done.ok or done.object is None:
+            return Row(**self.common, status=Status.ERROR, triton_hash=self.triton_hash,
+                       error=done.error if done is not None else "the identical kernel compiled before was lost")
+        return _reused_row(self.common, self.triton_hash,
+                           CachedResult(kernel=done.kernel or "", resources=done.resources, object=done.object,
+                                        compile_s=done.compile_s, extra={"lint": done.lint}))
+
+
+Item = Row | Compiled | Duplicate
+
+
+def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -> Row:
+    lint = cached.extra.get("lint")
+    if lint is not None:  # findings name the row they were first found on
+        lint = [{**f, "key": Row(**common, status=Status.OK).row_id} for f in lint]
+    return Row(**common, status=Status.OK, resources=cached.resources, compile_s=cached.compile_s,
+               object=cached.object, triton_hash=cache_hash, reused=True, lint=lint)
+
+
+class Worker:
+    """The state one worker keeps across keys: the checkout's kinds and the object store.
+
+    A worker surveys the keys of one target: it imports the checkout's keys files (and so the
+    project) while that target is the device, so that whatever the project caches at import or on
+    first use (an arch constant, an fp8 dtype chosen by arch, ``lru_cache``'d device properties) is
+    that target's. Another target is another worker, with a fresh import of its own.
+    """
+
+    def __init__(self, root: Path, keys_dir: Path, objects_dir: Path, target: str = DEFAULT_LIST_TARGET):
+        """``target``: the target whose keys this worker surveys, and the device its import sees.
+        ANY_TARGET: one import (made with the default device) for every target, the benchmark's
+        baseline (see survey.shared_import)."""
+        self.root = root
+        self.keys_dir = keys_dir
+        self.any_target = target == ANY_TARGET
+        self.target = get_target(DEFAULT_LIST_TARGET if self.any_target else target).name
+        self.objects = ObjectStore(objects_dir)
+        self.results = ResultCache(self.objects)
+        self._kinds: dict[str, Kind] | None = None
+        self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
+        self._timing_lock = threading.Lock()  # the compiling thread and the finishing thread both time
+        self._in_flight: set[str] = set()  # Triton hashes compiled here, not yet finished
+        self._finished: dict[str, Row] = {}  # rows of the kernels finished here, by Triton hash
+        self.ready_at: float | None = None  # time.time() when the keys were loaded
+
+    def _spent(self, phase: str, since: float) -> float:
+        """Add the seconds since ``since`` (a perf_counter reading) to ``phase``; return now."""
+        now = time.perf_counter()
+        with self._timing_lock:
+            self.timing[phase] = self.timing.get(phase, 0.0) + (now - since)
+        return now
+
+    def take_timing(self) -> dict[str, float]:
+        """The phases timed since the last call (and reset them)."""
+        with self._timing_lock:
+            taken, self.timing = self.timing, {}
+        return {k: round(v, 4) for k, v in taken.items()}
+
+    def kinds(self) -> dict[str, Kind]:
+        """Load the keys files once, with this worker's target as the device (raises KeysFileError)."""
+        if self._kinds is None:
+            with toolchain.device_as(get_target(self.target)):
+                self._kinds = {k.name: k for k in load_kinds(self.root, self.keys_dir)}
+            self.ready_at = time.time()
+        return self._kinds
+
+    def list_keys(self, targets: list[str] | None) -> list[dict[str, Any]]:
+        """Every key, as plain data for the parent (the keys files imported for this worker's target)."""
+        kinds = list(self.kinds().values())
+        order = {k.name: i for i, k in enumerate(kinds)}
+        return [{**asdict(k), "kind_index": order[k.kind]} for k in expand_keys(kinds, targets)]
+
+    def survey_key(self, key: Key, reuse: bool = True) -> list[Row]:
+        """Run the key's kind body under capture, compile each launch, read its resources."""
+        return self.finish(self.compile_key(key, reuse))
+
+    def compile_key(self, key: Key, reuse: bool = True) -> list[Item]:
+        """The toolchain's part of a key: capture its launches and compile them (or find them
+        compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
+        worker's finishing process (or thread) does while the next key compiles.
+
+        A body that raises keeps the launches it made before (their rows) and adds the key's own
+        error row after them (no kernel, the next launch index); one that calls ``rs.skip`` is a
+        ``skipped`` row. What the body said (warnings, logs, prints) is on every row of the key.
+        """
+        if get_target(key.target).name != self.target and not self.any_target:  # the scheduler never does this
+            raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
+        kind = self.kinds()[key.kind]
+        target = get_target(key.target)
+        session = CaptureSession(target)
+        base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
+        start = time.perf_counter()
+        raised: BaseException | None = None
+        skipped: str | None = None
+        with launcher_messages.listening() as said:
+            try:
+                with toolchain.capturing(session):
+                    kind.body(**key.axes_dict)
+            except SkipKey as skip:
+                skipped = skip.reason
+            except BaseException as exc:  # the project's code may raise anything
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raised = exc
+        base["messages"] = said.lines
+        self._spent("capture_s", start)
+        # Warmups were compiled by Triton while the body ran: compile time, not the body's.
+        self._move("capture_s", "compile_s", sum(launch.compile_s for launch in session.launches if launch.compiled))
+        if skipped is not None:
+            return [Row(**base, kernel=None, status=Status.SKIPPED, skip_reason=skipped)]
+        if raised is None and not session.launches:
+            file, line = kind.source
+            return [Row(**base, kernel=None, status=Status.ERROR,
+                        error=f"kind body ({file}:{line}) launched no kernel")]
+        items = [self._compile_launch(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
+        if raised is not None:
+            items.append(self._raised_row(base, raised, len(session.launches)))
+        return items
+
+    def _raised_row(self, base: dict[str, Any], exc: BaseException, launches: int) -> Row:
+        """The key's own error row for a kind body that raised after ``launches`` launches: one line
+        saying where and why, then the exception's whole text (its chain) when it has more to say."""
+        text = error_text(exc)
+        after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
+        summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
+        error = summary + (f"\n{text}" if "\n" in text else "")
+        return Row(**base, kernel=None, launch=launches, status=Status.ERROR, error=error)
+
+    def _move(self, source: str, destination: str, seconds: float) -> None:
+        if seconds:
+            with self._timing_lock:
+                self.timing[source] = self.timing.get(source, 0.0) - seconds
+                self.timing[destination] = self.timing.get(destination, 0.0) + seconds
+
+    def _compile_launch(self, base: dict[str, Any], index: int, launch: CapturedLaunch,
+                        target: Target, reuse: bool) -> Item:
+        common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
+                      num_warps=launch.options.get("num_warps"),
+                      num_stages=launch.options.get("num_stages"), where=launch.where or None)
+        start = time.perf_counter()
+        try:
+            cache_hash = toolchain.triton_cache_hash(launch, target)
+        except Exception:  # let the compile below report what is wrong
+            cache_hash = None
+        if cache_hash and reuse:
+            if cache_hash in self._in_flight:  # compiled for an earlier key, still being read and stored
+                self._spent("hash_s", start)
+                return Duplicate(common, cache_hash)
+            cached = self.results.get(cache_hash)
+            if cached is not None:
+                self._spent("hash_s", start)
+                return _reused_row(common, cache_hash, cached)
+        compile_start = self._spent("hash_s", start)
+        flaky = None
+        try:
+            try:
+                compiled = toolchain.compile_launch(launch, target)
+            except Exception as exc:
+                if not toolchain.is_flaky_failure(exc):
+                    raise
+                # The in-process linker's intermittent failure (README, "Flaky builds"): once more.
+                flaky = f"first attempt failed, built on retry: {one_line(exc)}"
+                compiled = toolchain.compile_launch(launch, target)
+        except Exception as exc:
+            self._spent("compile_s", compile_start)
+            again = flaky is not None and toolchain.is_flaky_failure(exc)
+            error = error_text(exc)
+            if again:
+                error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
+            return Row(**common, status=Status.FLAKY if again else Status.ERROR,
+                       compile_s=round(time.perf_counter() - start, 3), error=error)
+        self._spent("compile_s", compile_start)
+        if flaky is not None:
+            common = dict(common, flaky=flaky)
+        # A warmup's kernel was compiled while the body ran: its row takes that compile's time.
+        compile_s = launch.compile_s if launch.compiled is not None else time.perf_counter() - start
+        pending = Compiled(common, target, compiled, round(compile_s, 3))
+        if reuse:
+            self._in_flight.add(compiled.triton_hash)
+        return pending
+
+    def finish(self, items: list[Item]) -> list[Row]:
+        """The rows of a compiled key: read, store and lint each object compiled (in order)."""
+        try:
+            return self.finish_rows(items)
+        finally:
+            self.finished(items)
+
+    def finish_rows(self, items: list[Item]) -> list[Row]:
+        """:meth:`finish`'s work, wherever it runs (this process, or the finishing process)."""
+        rows = []
+        for item in items:
+            if isinstance(item, Compiled):
+                row = self._finish(item)
+                self._finished[item.compiled.triton_hash] = row
+            elif isinstance(item, Duplicate):
+                row = self._duplicate_row(item)
+            else:
+                row = item
+            rows.append(row)
+        return rows
+
+    def _duplicate_row(self, item: Duplicate) -> Row:
+        """A Duplicate's row: from the row finished here, else (finished by a finishing process that
+        has since died) from the result cache that process stored it in."""
+        done = self._finished.get(item.triton_hash)
+        if done is None:
+            cached = self.results.get(item.triton_hash)
+            if cached is not None:
+                return _reused_row(item.common, item.triton_hash, cached)
+        return item.row(done)
+
+    def finished(self, items: list[Item]) -> None:
+        """``items`` are finished: a later launch of their kernels finds them in the result cache."""
+        for item in items:
+            if isinstance(item, Compiled):
+                self._in_flight.discard(item.compiled.triton_hash)
+
+    def _finish(self, item: Compiled) -> Row:
+        common, compiled, target, compile_s = item.common, item.compiled, item.target, item.compile_s
+        phase = time.perf_counter()
+        try:
+            resources = read_resources(compiled.binary, target, compiled.shared, compiled.num_warps,
+                                       compiled.asm.get("amdgcn"))
+        except CorruptObjectError as exc:
+            return Row(**common, status=Status.ERROR, compile_s=compile_s, triton_hash=compiled.triton_hash,
+                       error=f"unreadable object: {exc}")
+        ext = "hsaco" if target.is_amd else "cubin"
+        sha, path = self.objects.put(compiled.binary, ext, extras={
+            name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir", "ttir") if name in compiled.asm})
+        ref = ObjectRef(path=path, sha256=sha)
+        row = Row(**common, status=Status.OK, resources=resources, compile_s=compile_s, object=ref,
+                  triton_hash=compiled.triton_hash)
+        phase = self._spent("read_store_s", phase)
+        lint = self._lint(row, target, compiled.binary, compiled.asm)
+        phase = self._spent("lint_s", phase)
+        self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], resources=resources, object=ref,
+                                                            compile_s=compile_s, extra={"lint": lint}))
+        self._spent("read_store_s", phase)
+        return replace(row, lint=lint)
+
+    def _lint(self, row: Row, target: Target, binary: bytes, texts: dict[str, str]) -> list[dict[str, Any]] | None:
+        """The row's lint findings, or None where the survey does not lint.
+
+        AMD objects are linted from their amdgcn text (milliseconds). An NVIDIA object needs its SASS,
+        and one nvdisasm run costs more than many compiles: a worker lints the kernels it disassembles
+        anyway (those with a stack frame, for their spills) and leaves the rest (None) to the survey,
+        which lints them all together once the keys are compiled (``survey._lint_the_rest``).
+        """
+        if target.is_nvidia and not row.resources.get("stack_bytes"):
+            return None
+        from ..lint import LintInputError
+        from ..linting import lint_compiled
+
+        assert row.object is not None
+        try:
+            found = lint_compiled(target.name, binary, texts, self.objects, row.object.path)
+        except (LintInputError, ValueError):
+            return None
+        return [{**f.to_dict(), "key": row.row_id} for f in found]
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (a worker forked from the forkserver is not a
+    child of the survey's process, so the survey cannot ask the system for it)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes on macOS, KB elsewhere
+
+
+def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
+          environ: dict[str, str] | None = None, target: str = DEFAULT_LIST_TARGET) -> None:
+    """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes.
+
+    ``environ`` is the parent's environment: a worker forked from a forkserver started earlier would
+    otherwise see the environment of that moment. ``target``: the one target whose keys it surveys.
+    """
+    # Ctrl-C reaches every process of the terminal's group: the parent handles it and kills the
+    # workers, which would otherwise each print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The survey's stdout is the JSON or the table: whatever the project prints (libraries print when
+    # imported, FlagGems its vendor notes) goes to stderr, from this process and what it starts.
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        os.dup2(2, 1)
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
+    if triton_cache_dir:
+        os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
+    # The survey records the fp-fusion setting in its toolchain block; the warning itself would
+    # repeat once per worker.
+    warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
+    try:
+        os.chdir(root)
+    except OSError as exc:  # the checkout is gone: the survey was interrupted while this worker started
+        with contextlib.suppress(OSError):
+            conn.send({"ok": False, "error": f"cannot enter the checkout {root}: {exc.strerror}"})
+        return
+    # The checkout first on the import path: its kernels, not anyone else's. regsurvey itself is
+    # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
+    sys.path.insert(0, root)
+    # Forked from a forkserver or the server: torch, Triton and Triton's source hash came with the fork.
+    preloaded = "regsurvey.engine._worker_preload" in sys.modules
+    worker = Worker(Path(root), Path(keys_dir), Path(objects_dir), target)
+    try:
+        worker.kinds()  # warm up (torch, Triton, the project's kernels) before the first request
+    except BaseException:  # noqa: S110 - reported again, with its message, when a request needs the keys
+        worker._kinds = None
+    send_lock = threading.Lock()
+
+    def send(message: dict[str, Any]) -> None:
+        with send_lock:
+            conn.send(message)
+
+    def reply(key: Key, answer: dict[str, Any]) -> None:
+        """Send a finished key's rows (or why it failed) with the timing and memory of both halves."""
+        ident = {"id": key.id, "target": key.target}
+        theirs, their_peak = answer.pop("timing", None) or {}, answer.pop("peak_rss_mb", 0.0)
+        if not answer.get("ok"):
+            send({**answer, **ident})
+            return
+        timing = worker.take_timing()
+        for phase, seconds in theirs.items():
+            timing[phase] = round(timing.get(phase, 0.0) + seconds, 4)
+        send({**answer, **ident, "timing": timing, "ready_at": worker.ready_at,
+              "peak_rss_mb": max(peak_rss_mb(), their_peak), "preloaded": preloaded})
+
+    # Keys are compiled on this thread, one at a time; each compiled key is finished (its objects read,
+    # stored and linted) by the finishing process or thread while the next key compiles. "free" tells
+    # the parent to send the next.
+    finishing = Finishing(worker, reply, use_process=finishing_mode() == "process", inherited=[conn])
+    try:
+        while True:
+            try:
+                request = conn.recv()
+            except (EOFError, OSError):
+                return
+            op = request.get("op")
+            try:
+                if op == "stop":
+                    finishing.close(wait=True)
+                    return
+                if op == "list":
+                    send({"ok": True, "keys": worker.list_keys(request.get("targets")), "target": worker.target})
+                elif op == "toolchain":
+                    send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
+                elif op == "survey":
+                    key = Key(**{**request["key"], "axes": tuple(tuple(p) for p in request["key"]["axes"])})
+                    try:
+                        items = worker.compile_key(key, reuse=request.get("reuse", True))
+                    except Exception as exc:
+                        send({**_failure(exc), "id": key.id, "target": key.target})
+                        continue
+                    send({"free": True, "id": key.id, "target": key.target})
+                    finishing.submit(key, items)
+                else:
+                    send({"ok": False, "error": f"unknown request {op!r}"})
+            except Exception as exc:
+                send(_failure(exc))
+    finally:
+        finishing.close(wait=False)
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    """The answer to a request that raised."""
+    if isinstance(exc, KeysFileError):
+        return {"ok": False, "error": str(exc)}
+    # a bug of ours: report it rather than hang the parent
+    return {"ok": False, "error": f"worker failed: {one_line(exc)}", "traceback": traceback.format_exc()}
+
+
+def _rows_answer(finish: Callable[[list[Item]], list[Row]], items: list[Item]) -> dict[str, Any]:
+    """The answer for a finished key: its rows, or why finishing it failed."""
+    try:
+        return {"ok": True, "rows": [asdict(r) for r in finish(items)]}
+    except Exception as exc:
+        return _failure(exc)
+
+
+FINISHING_MODES = ("process", "thread")
+
+
+def finishing_mode() -> str:
+    """``REGSURVEY_FINISH``: where compiled keys are finished, ``process`` (default; Linux, since it
+    forks a process holding torch) or ``thread``; ValueError for anything else."""
+    value = os.environ.get("REGSURVEY_FINISH", "").strip().lower()
+    if value and value not in FINISHING_MODES:
+        raise ValueError(f"REGSURVEY_FINISH={os.environ['REGSURVEY_FINISH']!r}: expected one of "
+                         f"{', '.join(FINISHING_MODES)}")
+    if not sys.platform.startswith("linux"):
+        return "thread"
+    return value or "process"
+
+
+Reply = Callable[[Key, dict[str, Any]], None]
+
+
+class Finishing:
+    """Where a worker's compiled keys are finished, in the order they were compiled.
+
+    In a finishing process forked from the worker (a copy of it, sharing its memory until either
+    writes), so that reading and linting objects takes no interpreter lock from the compiles: they
+    then run side by side on two cores. A relay thread in the worker passes each key's rows on. If
+    that process dies, the keys it held (the worker still has their objects) and every later one are
+    finished on a thread of the worker instead: nothing is lost. Without the process (``thread``
+    mode), the thread does all of it.
+    """
+
+    def __init__(self, worker: Worker, reply: Reply, use_process: bool, inherited: list[Connection] | None = None):
+        """``inherited``: the worker's connections the finishing process must not keep open (the
+        survey would not see the worker's end while it lives)."""
+        self.worker = worker
+        self.reply = reply  # reply(key, {"ok", "rows" | "error", "timing"?, "peak_rss_mb"?})
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regsurvey-finish")
+        self.lock = threading.Lock()
+        self.emptied = threading.Condition(self.lock)
+        self.held: dict[tuple[str, str], tuple[Key, list[Item]]] = {}  # sent to the process, not answered
+        self.conn: Connection | None = None
+        self.pid: int | None = None
+        self.relay: threading.Thread | None = None
+        if use_process:
+            with contextlib.suppress(OSError):  # no process to be had (a process limit): the thread does it all
+                self._fork(inherited or [])
+
+    def _fork(self, inherited: list[Connection]) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            pid = os.fork()  # before this worker starts any thread of its own
+        except OSError:
+            ours.close()
+            theirs.close()
+            raise
+        if pid == 0:  # the finishing process
+            code = 1
+            try:
+                ours.close()
+                for other in inherited:
+                    other.close()
+                self.thread.shutdown(wait=False)
+                _finishing_loop(self.worker, Connection(theirs.detach()))
+                code = 0
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.conn, self.pid = Connection(ours.detach()), pid
+        self.relay = threading.Thread(target=self._relay, args=(self.conn,), name="regsurvey-relay", daemon=True)
+        self.relay.start()
+
+    def submit(self, key: Key, items: list[Item]) -> None:
+        """Finish ``key`` (compiled into ``items``) after those submitted before it; answer by reply."""
+        with self.lock:
+            conn = self.conn
+            if conn is not None:
+                self.held[(key.id, key.target)] = (key, items)
+        if conn is None:
+            self.thread.submit(self._here, key, items)
+            return
+        # Sent without the lock, which the relay takes for each answer. Should the process be gone,
+        # the relay hands what it held, this one too, to the thread.
+        with contextlib.suppress(OSError):
+            conn.send((key.id, key.target, items))
+
+    def _here(self, key: Key, items: list[Item]) -> None:
+        self.reply(key, _rows_answer(self.worker.finish, items))
+
+    def _relay(self, conn: Connection) -> None:
+        while True:
+            try:
+                ident, answer = conn.recv()
+            except (EOFError, OSError):
+                break
+            with self.lock:
+                key, items = self.held.pop(tuple(ident))
+            self.worker.finished(items)
+            with contextlib.suppress(OSError):  # the survey is gone: the worker's loop sees it and ends
+                self.reply(key, answer)
+            with self.lock:
+                if not self.held:
+                    self.emptied.notify_all()
+        with self.lock:  # the process is gone: what it held is finished here
+            self.conn, lost = None, list(self.held.values())
+            self.held.clear()
+            self.emptied.notify_all()
+        conn.close()
+        self._reap()
+        for key, items in lost:
+            self.thread.submit(self._here, key, items)
+
+    def _reap(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self.pid = None
+
+    def close(self, wait: bool) -> None:
+        """Stop finishing; ``wait``: answer every key submitted first."""
+        with self.lock:
+            while wait and self.held and self.conn is not None:
+                self.emptied.wait(timeout=1.0)
+            conn = self.conn
+        if conn is not None:
+            # End the process's input: it answers what it holds and exits, and the relay then reads
+            # the end of its answers. (Closing the descriptor instead would wake neither: the relay's
+            # read still holds the socket open.)
+            with contextlib.suppress(OSError), socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as end:
+                end.shutdown(socket.SHUT_WR)
+        if self.relay is not None and wait:
+            self.relay.join()
+        self.thread.shutdown(wait=wait)
+
+
+def _finishing_loop(worker: Worker, conn: Connection) -> None:
+    """The finishing process: finish each compiled key the worker sends, answer with its rows."""
+    worker.take_timing()  # only its own work from here on
+    while True:
+        try:
+            key_id, target, items = conn.recv()
+        except (EOFError, OSError):
+            return
+        answer = _rows_answer(worker.finish_rows, items)
+        answer.update(timing=worker.take_timing(), peak_rss_mb=peak_rss_mb())
+        try:
+            conn.send(((key_id, target), answer))
+        except OSError:  # the worker is gone
+            return

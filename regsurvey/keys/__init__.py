@@ -1,0 +1,2 @@
+"""The keys API (``matrix``: ``rs.Matrix``; ``meta_tensor``: ``rs.tensor``) and loading keys files
+(``keyfiles``)."""

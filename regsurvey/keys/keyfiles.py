@@ -1,0 +1,111 @@
+"""Loading a checkout's ``keys/*.py`` files into kinds and keys.
+
+Runs inside a worker process whose import path starts at the surveyed checkout, so the kind bodies
+and the project kernels they import are that checkout's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+from ..model.keys import Key
+from .matrix import Kind, Matrix, key_sort_token
+
+
+class KeysFileError(Exception):
+    """A keys file that cannot be loaded; the message is one line naming file, line and cause."""
+
+
+def where_raised(exc: BaseException, root: Path) -> str:
+    """``file:line`` of the innermost traceback frame inside ``root`` (else the innermost frame)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    inside = [f for f in frames if _is_under(f.filename, root)]
+    if not (inside or frames):
+        return "?"
+    frame = (inside or frames)[-1]
+    return f"{_shown(Path(frame.filename), root)}:{frame.lineno}"
+
+
+def _is_under(filename: str, root: Path) -> bool:
+    try:
+        Path(filename).resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def import_failure(exc: BaseException, keys_file: Path, root: Path) -> str:
+    """One line for a keys file whose import raised: the keys file and its line, then (when the
+    exception came from deeper, e.g. a library the keys file imports) the innermost frame, then the
+    exception."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if _same_file(f.filename, keys_file)]
+    where = f"{_shown(keys_file, root)}:{own[-1].lineno}" if own else _shown(keys_file, root)
+    if frames and not _same_file(frames[-1].filename, keys_file):
+        inner = frames[-1]
+        return (f"keys file {where} raised {one_line(exc)} "
+                f"(in {_shown(Path(inner.filename), root)}:{inner.lineno}, {inner.name})")
+    return f"keys file {where} raised {one_line(exc)}"
+
+
+def _same_file(filename: str, path: Path) -> bool:
+    try:
+        return Path(filename).resolve() == path.resolve()
+    except OSError:
+        return False
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:
+    """Import every ``keys/*.py`` (sorted, ``_``-prefixed skipped) and return their kinds in order."""
+    if not keys_dir.is_dir():
+        raise KeysFileError(f"no keys/ directory in {root}: nothing to survey")
+    files = sorted(p for p in keys_dir.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise KeysFileError(f"{keys_dir} has no keys files (*.py)")
+    kinds: list[Kind] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        module_name = f"regsurvey_keys_{path.stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # a keys file may raise anything, SystemExit included
+            raise KeysFileError(import_failure(exc, path, root)) from None
+        # The same Matrix may be bound to several names: each counts once.
+        matrices = list({id(v): v for v in vars(module).values() if isinstance(v, Matrix)}.values())
+        for matrix in matrices:
+            for kind in matrix.kinds.values():
+                if kind.name in seen:
+                    raise KeysFileError(
+                        f"kind {kind.name!r} is defined in both {seen[kind.name]} and {path.name}")
+                seen[kind.name] = path.name
+                kinds.append(kind)
+    if not kinds:
+        raise KeysFileError(f"the keys files in {keys_dir} define no kinds (no rs.Matrix with @matrix.kind)")
+    return kinds
+
+
+def expand_keys(kinds: list[Kind], targets: list[str] | None) -> list[Key]:
+    """Every key of every kind, sorted by kind order, then axis values, then target."""
+    order = {k.name: i for i, k in enumerate(kinds)}
+    keys = [key for kind in kinds for key in kind.keys(targets)]
+    return sorted(keys, key=lambda k: key_sort_token(order[k.kind], k.axes, k.target))

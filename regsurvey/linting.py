@@ -1,0 +1,200 @@
+"""What the lint reads: the rows of a survey (objects and texts from the store), or loose files.
+
+A survey row's object is read back from the store with the texts kept beside it: ``amdgcn`` or ``ptx``,
+and ``llir`` (the evidence whether the source uses an argument). A loose file is amdgcn text
+(``.s``/``.amdgcn``, gzip accepted) or an AMD code object (``.hsaco``/``.co``/``.o``), disassembled with
+``llvm-objdump``; it comes with no LLVM IR.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from .errors import CorruptObjectError
+from .lint import LintInputError, arg_names_from_ttir, lint_amdgcn, lint_nvidia
+from .lint.disassembler import disassemble
+from .lint.finding import Finding
+from .model.results import Row, Survey
+from .model.targets import get_target
+from .store.objectstore import ObjectStore
+
+_ELF = b"\x7fELF"
+_GZIP = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class LintRun:
+    """Findings of one lint run, how many kernels were linted, and the seconds the lint itself took."""
+
+    findings: tuple[Finding, ...]
+    kernels: int
+    seconds: float
+    skipped: tuple[str, ...] = ()  # rows that could not be linted, and why
+    not_linted: frozenset[str] = frozenset()  # the sha256 of each object that could not be linted
+
+
+def lint_survey(survey: Survey, objects: ObjectStore, jobs: int = 1) -> LintRun:
+    """Lint the object of every row of ``survey`` that built (see :func:`lint_rows`)."""
+    return lint_rows(survey.rows, objects, jobs)
+
+
+def lint_rows(rows: Iterable[Row], objects: ObjectStore, jobs: int = 1) -> LintRun:
+    """Lint the object of every row that built. Rows sharing an object are linted once.
+
+    The NVIDIA objects not linted before are disassembled together first, in at most ``jobs``
+    nvdisasm runs (:func:`~regsurvey.objects.nvidia_object.disassemble_many`: one run per cubin would cost
+    more than many compiles); then ``jobs`` threads lint objects side by side. Raises
+    CorruptObjectError for a stored object that is missing or altered.
+    """
+    rows = list(rows)
+    first: dict[str, Row] = {}
+    for row in rows:
+        if row.ok and row.object is not None:
+            first.setdefault(row.object.sha256, row)
+    start = time.perf_counter()
+    sass = _disassembled_together(list(first.values()), objects, jobs)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes = dict(zip(first, pool.map(lambda row: _lint_row_or_skip(row, objects, sass), first.values())))
+    seconds = time.perf_counter() - start
+    found: list[Finding] = []
+    for row in rows:
+        if row.ok and row.object is not None:
+            found.extend(replace(f, key=row.row_id, target=row.target) for f in outcomes[row.object.sha256][0])
+    skipped = tuple(f"{first[sha].row_id} ({first[sha].target}): {why}" for sha, (_, why) in outcomes.items() if why)
+    not_linted = frozenset(sha for sha, (_, why) in outcomes.items() if why)
+    return LintRun(tuple(found), len(first), seconds, skipped, not_linted)
+
+
+def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> dict[str, str]:
+    """SASS by object sha256 of the NVIDIA rows whose findings are not stored yet, from at most
+    ``jobs`` nvdisasm runs per target. A batch nvdisasm rejects is left out: its rows are then
+    disassembled one by one, where the culprit's error names it."""
+    from .objects.nvidia_object import disassemble_many
+
+    batches: dict[str, list[tuple[str, bytes]]] = {}
+    for row in rows:
+        assert row.object is not None
+        if not get_target(row.target).is_nvidia or objects.text(row.object.path, _LINT_TEXT) is not None:
+            continue
+        try:
+            data = objects.get(row.object.path, row.object.sha256)
+        except CorruptObjectError:
+            continue  # reported when the row itself is linted
+        batches.setdefault(row.target, []).append((row.object.sha256, data))
+    chunks = []
+    for items in batches.values():
+        size = -(-len(items) // max(1, jobs))
+        chunks += [items[i:i + size] for i in range(0, len(items), size)]
+
+    def run(chunk: list[tuple[str, bytes]]) -> dict[str, str]:
+        try:
+            return dict(zip((sha for sha, _ in chunk), disassemble_many([data for _, data in chunk])))
+        except CorruptObjectError:
+            return {}
+
+    sass: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for part in pool.map(run, chunks):
+            sass.update(part)
+    return sass
+
+
+def _lint_row_or_skip(row: Row, objects: ObjectStore, sass: dict[str, str] | None = None
+                      ) -> tuple[list[Finding], str | None]:
+    try:
+        return lint_row(row, objects, (sass or {}).get(row.object.sha256) if row.object else None), None
+    except LintInputError as exc:
+        return [], str(exc)
+
+
+# Findings are a pure function of the object and its texts: kept beside the object, linted once.
+_LINT_TEXT = "lint"
+
+
+def lint_row(row: Row, objects: ObjectStore, sass: str | None = None) -> list[Finding]:
+    """The findings of a row's stored object (without key and target), from the cache beside the
+    object when this object was linted before. ``sass``: an NVIDIA object's disassembly, if the caller
+    has it. Raises LintInputError, CorruptObjectError."""
+    assert row.object is not None
+    objects.get(row.object.path, row.object.sha256)  # an altered object is never vouched for
+    cached = objects.text(row.object.path, _LINT_TEXT)
+    if cached is not None:
+        try:
+            return [Finding(**item) for item in json.loads(cached)]
+        except (ValueError, TypeError):
+            pass  # a damaged cache entry: lint again and rewrite it
+    rel = row.object.path
+    found = lint_object(row.target, objects.get(rel, row.object.sha256), lambda name: objects.text(rel, name), sass)
+    objects.put_text(rel, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
+    return found
+
+
+def lint_object(target: str, binary: bytes, text: Callable[[str], str | None], sass: str | None = None
+                ) -> list[Finding]:
+    """Lint one compiled object of ``target`` given a way to its texts (``amdgcn``/``ptx``, ``llir``,
+    ``ttir``; None where absent) and, for a cubin, its SASS if already disassembled. Raises
+    LintInputError, CorruptObjectError."""
+    ttir = text("ttir")
+    names = arg_names_from_ttir(ttir) if ttir else None
+    if get_target(target).is_amd:
+        asm = text("amdgcn")
+        if asm is None:
+            try:
+                asm = disassemble(binary)
+            except ValueError as exc:
+                raise LintInputError(str(exc)) from None
+        return lint_amdgcn(asm, hsaco=binary, llir=text("llir"), arg_names=names)
+    ptx = text("ptx")
+    if ptx is None:
+        raise LintInputError("no PTX stored beside the cubin")
+    try:
+        return lint_nvidia(ptx, binary, arg_names=names, sass=sass)
+    except ValueError as exc:
+        raise LintInputError(str(exc)) from None
+
+
+def lint_compiled(target: str, binary: bytes, texts: dict[str, str], objects: ObjectStore,
+                  rel: str) -> list[Finding]:
+    """Lint an object just compiled, from its texts in memory, and keep the findings beside the
+    stored object at ``rel`` (where :func:`lint_row` finds them). Raises LintInputError."""
+    found = lint_object(target, binary, texts.get)
+    objects.put_text(rel, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
+    return found
+
+
+def lint_file(path: Path) -> LintRun:
+    """Lint one loose file: amdgcn text, or an AMD code object (disassembled with llvm-objdump).
+
+    Raises OSError (unreadable), LintInputError (not something the lint reads),
+    CorruptObjectError (an object that does not parse) and DisassemblerMissing.
+    """
+    data = path.read_bytes()
+    if data.startswith(_GZIP):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise LintInputError(f"corrupt gzip: {exc}") from None
+    start = time.perf_counter()
+    if data.startswith(_ELF):
+        from .objects.amd_object import parse_hsaco
+
+        parse_hsaco(data)  # CorruptObjectError for a cut, altered or non-AMD object, before objdump runs
+        try:
+            text = disassemble(data)
+        except ValueError as exc:
+            raise LintInputError(str(exc)) from None
+        found = lint_amdgcn(text, hsaco=data)
+    else:
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            raise LintInputError("neither amdgcn text nor an ELF code object") from None
+        found = lint_amdgcn(text)
+    seconds = time.perf_counter() - start
+    return LintRun(tuple(replace(f, file=str(path)) for f in found), 1, seconds)

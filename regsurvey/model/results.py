@@ -1,0 +1,230 @@
+"""The survey's results: plain frozen dataclasses and their schema-versioned JSON form."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+
+class SurveyFormatError(ValueError):
+    """A stored survey that is not valid JSON of a known schema version."""
+
+
+class Status(str, Enum):
+    """Whether a row built: ``ok``; ``error``; ``skipped`` (the kind body called ``rs.skip``: not a
+    build); ``flaky`` (failed twice with a toolchain failure known to be intermittent: see
+    ``toolchain.is_flaky_failure``). A ``str``: the JSON holds the value, and ``row.status == "ok"`` holds."""
+
+    OK = "ok"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    FLAKY = "flaky"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Where a compiled object is stored, and its content hash."""
+
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One kernel launch of one key on one target: does it build, and what it costs."""
+
+    key: str
+    kind: str
+    axes: dict[str, Any]
+    target: str
+    # The jit function's name; None on a key's own row: a kind body that raised (before or after its
+    # launches), launched nothing, or skipped the key.
+    kernel: str | None
+    status: Status  # a plain string is taken and checked (an unknown one is a ValueError)
+    error: str | None = None  # the whole message (compiler output, exception chain); error_line() cuts it
+    resources: dict[str, int] = field(default_factory=dict)
+    object: ObjectRef | None = None
+    compile_s: float = 0.0
+    launch: int = 0  # index of the launch within the key (a kind body may launch several kernels)
+    config: int | None = None  # autotune config index, for autotuned kernels
+    triton_hash: str | None = None  # Triton's cache key: equal = the same kernel a launch compiles
+    num_warps: int | None = None
+    num_stages: int | None = None
+    where: str | None = None  # file:line of the launch in the project's code
+    reused: bool = False  # True when the result came from an earlier compile of the same Triton key
+    lint: list[dict[str, Any]] | None = None  # kernarg lint findings; None where the survey did not lint
+    flaky: str | None = None  # a known-intermittent toolchain failure this build hit before it built
+    # What the kind body said while it ran (warnings, log records of level INFO and up, printed lines),
+    # the same on every row of the key.
+    messages: list[str] = field(default_factory=list)
+    skip_reason: str | None = None  # why the kind body skipped the key (status "skipped")
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, Status):
+            object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def row_id(self) -> str:
+        """Unique within a survey: key, launch, kernel and config."""
+        suffix = f"#{self.launch}" if self.launch else ""
+        cfg = f"@cfg{self.config}" if self.config is not None else ""
+        return f"{self.key}{suffix}{cfg}"
+
+    @property
+    def ok(self) -> bool:
+        """True when the key built."""
+        return self.status is Status.OK
+
+    @property
+    def failed(self) -> bool:
+        """True when the build failed (a skipped key is neither built nor failed)."""
+        return self.status is Status.ERROR
+
+    @property
+    def is_flaky(self) -> bool:
+        """True when the build failed twice with a toolchain failure known to be intermittent (status
+        ``flaky``): not judged as a failure of the kernel."""
+        return self.status is Status.FLAKY
+
+    @property
+    def skipped(self) -> bool:
+        """True when the kind body skipped the key (``rs.skip``): a combination that does not exist."""
+        return self.status is Status.SKIPPED
+
+    @property
+    def error_line(self) -> str:
+        """The one line every report shows for this row's error (see :func:`error_line`)."""
+        return error_line(self.error)
+
+
+@dataclass(frozen=True)
+class Survey:
+    """Every row of one commit (or the working tree) on one or more targets."""
+
+    commit: str | None  # full sha; None for a working tree that differs from HEAD
+    label: str  # what the user asked for: "HEAD~1", "working tree"
+    targets: tuple[str, ...]
+    toolchain: dict[str, Any]  # per backend: triton version, codegen revision / ptxas, fp fusion
+    rows: tuple[Row, ...]
+    dirty: bool = False
+    created: str = ""
+    # Where the survey's wall time went (seconds; see survey.SurveyTiming): not compared by diff.
+    timing: dict[str, float] = field(default_factory=dict)
+    # The revision of regsurvey's object readers and lint that made the rows (resultcache.READER_REVISION;
+    # "" when unknown, or mixed in a merge): a stored survey is reused only by the same revision.
+    reader: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """Serialise with a schema version; key order is stable. ``indent=None``: one line (what the
+        store keeps: the C encoder, several times faster than an indented dump)."""
+        data = asdict(self)
+        return json.dumps(data, indent=indent, sort_keys=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Survey:
+        """Parse a stored survey; raise SurveyFormatError naming the problem."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SurveyFormatError(f"not JSON ({exc})") from None
+        if not isinstance(data, dict) or "schema_version" not in data:
+            raise SurveyFormatError("no schema_version: not a regsurvey survey")
+        if data["schema_version"] != SCHEMA_VERSION:
+            raise SurveyFormatError(
+                f"schema version {data['schema_version']} (this regsurvey reads {SCHEMA_VERSION})")
+        try:
+            rows = tuple(
+                Row(**{**r, "object": ObjectRef(**r["object"]) if r.get("object") else None})
+                for r in data["rows"])
+            return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
+                       toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
+                       created=data.get("created", ""), timing=dict(data.get("timing") or {}),
+                       reader=str(data.get("reader") or ""), schema_version=data["schema_version"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
+
+    def merge(self, other: Survey) -> Survey:
+        """This survey plus another target's rows of the same commit."""
+        targets = tuple(dict.fromkeys(self.targets + other.targets))
+        keep = [r for r in self.rows if r.target not in other.targets] + list(other.rows)
+        # The order a survey makes: key by key (in the keys' own order), then target, then launch.
+        key_order = {k: i for i, k in enumerate(dict.fromkeys(r.key for r in keep))}
+        target_order = {t: i for i, t in enumerate(targets)}
+        keep.sort(key=lambda r: (key_order[r.key], target_order[r.target], r.launch))
+        return Survey(commit=self.commit, label=self.label, targets=targets,
+                      toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
+                      dirty=self.dirty, created=other.created or self.created,
+                      timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "")
+
+
+# Triton's CompilationError starts with the location ("CompilationError: at 4:29:"), quotes the source
+# with a caret line under the culprit, then gives the message (or the chain: "caused by ...").
+_LOCATION = re.compile(r"^\w*Error: at \d+:\d+:$")
+_CARET = re.compile(r"^\^$")
+_CAUSED_BY = "caused by "
+# ptxas' own diagnostics in a PTXASError ("ptxas error   : Entry function ... uses too much shared data").
+_PTXAS_DIAGNOSTIC = re.compile(r"^ptxas\S*\s+(?:fatal|error)\b", re.I)
+
+
+def error_line(text: str | None) -> str:
+    """The one line every report shows for a failed build, from its whole error text.
+
+    A Triton compile error's first line is only its location: the line after the quoted source
+    (``type fp8e4b8 not supported in this architecture...``) says why. A ptxas failure's first line
+    is Triton's ("Internal Triton PTX codegen error"): ptxas' own ``error``/``fatal`` line says why.
+    Anything else says it on its first line.
+    """
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    if _LOCATION.match(lines[0]):
+        carets = [i for i, ln in enumerate(lines) if _CARET.match(ln)]
+        if carets and carets[-1] + 1 < len(lines):
+            cause = lines[carets[-1] + 1]
+            return cause[len(_CAUSED_BY):] if cause.startswith(_CAUSED_BY) else cause
+    elif "ptxas" in lines[0].lower():
+        found = next((ln for ln in lines if _PTXAS_DIAGNOSTIC.match(ln)), None)
+        if found is not None:
+            return found
+    return lines[0]
+
+
+def error_text(exc: BaseException) -> str:
+    """The whole message of an exception and of its chain (``caused by Type: message`` for each cause
+    not already quoted): a Triton error in a called ``@triton.jit`` function is raised as a bare
+    location whose cause holds the message."""
+    text = f"{type(exc).__name__}: {exc}".rstrip()
+    seen = {id(exc)}
+    cause = _cause(exc)
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        message = str(cause).strip()
+        if not message or message not in text:
+            text += f"\n{_CAUSED_BY}{type(cause).__name__}: {message}".rstrip()
+        cause = _cause(cause)
+    return text
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    # Python's own rule for what a traceback prints as the cause.
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    return None if exc.__suppress_context__ else exc.__context__
+
+
+def one_problem(exc: BaseException) -> str:
+    """A short description of a parsing exception."""
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,392 @@
+"""Read an NVIDIA cubin (the ELF Triton emits for sm90/sm100): registers, spills, stack, occupancy.
+
+The only module that reads NVIDIA objects. Registers and stack come from the ``.nv.info`` attributes
+ptxas writes (REGCOUNT, FRAME_SIZE); spill bytes from the SASS, by summing the access widths of the
+STL/LDL instructions that ``nvdisasm`` prints (the cubin records no spill count: only ``ptxas -v``
+prints one, and the two agree). The disassembler is the one bundled with Triton, found without
+importing Triton.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import importlib.util
+import io
+import os
+import re
+import struct
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from ..errors import CorruptObjectError
+from ..model.targets import Target
+from .elfcheck import check_extent, first_line
+
+# .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
+# EIFMT_SVAL, a u16 size and that many bytes. Global .nv.info entries start with a u32 symbol index.
+_EIFMT_SVAL = 0x04
+_EIATTR_FRAME_SIZE = 0x11
+_EIATTR_REGCOUNT = 0x2F
+# Per-kernel .nv.info.<kernel>: the block size the PTX requires (.reqntid) or allows (.maxntid), 3 u32s.
+_EIATTR_MAX_THREADS = 0x05
+_EIATTR_REQNTID = 0x10
+_MAX_THREADS_PER_BLOCK = 1024
+
+# Occupancy facts for sm80+ from CUDA's cuda_occupancy.h (cudaOccMaxBlocksPerSMRegsLimit,
+# cudaOccMaxBlocksPerSMSmemLimit and the granularity tables): registers are allocated per warp in
+# units of 256 (8 per thread), in 4 sub-partitions of the register file; a block may use at most 255
+# registers per thread; shared memory is allocated in 128-byte units. The per-SM totals (65536
+# registers, 64 warps, 32 blocks, 228 KiB shared) and the 1 KiB the driver reserves per block on top
+# of what the kernel asks for live in targets.py.
+_REG_ALLOC_UNIT = 256
+_REG_SUB_PARTITIONS = 4
+_MAX_REGS_PER_THREAD = 255
+_SMEM_ALLOC_UNIT = 128
+
+_TOOL_TIMEOUT_S = 120
+
+# One SASS instruction line of `nvdisasm -c`: "/*0080*/  @!P0 STL.64 [R1+0x20], R4 ;".
+_LOCAL_ACCESS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(STL|LDL)((?:\.\w+)*)\s", re.M)
+# Access width by suffix; no width suffix means 32 bits.
+_WIDTH_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+@dataclass(frozen=True)
+class NvidiaResources:
+    """The resource row for one NVIDIA kernel.
+
+    ``regs`` are 32-bit registers per thread; spill and stack bytes are per thread; ``shared_bytes``
+    is per block and what the driver reports: the kernel's static shared memory
+    (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, without the driver's 1 KiB reserve) plus the dynamic shared
+    memory Triton launches with (its compiled metadata ``shared``); occupancy is resident blocks and
+    warps per SM, counting the reserve once per block.
+    """
+
+    regs: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_bytes: int
+    shared_bytes: int
+    occupancy_blocks: int
+    occupancy_warps: int
+
+    def as_dict(self) -> dict[str, int]:
+        """The figures by field name, in field order."""
+        return asdict(self)
+
+
+def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target) -> NvidiaResources:
+    """Read the resource row of the one kernel in a Triton cubin compiled for ``target``.
+
+    ``shared_bytes`` is Triton's compiled metadata ``shared`` (dynamic shared memory per block);
+    ``num_warps`` is the warps per block (Triton's compiled metadata ``num_warps``).
+    """
+    if not target.is_nvidia:
+        raise ValueError(f"read_cubin needs an NVIDIA target, not {target.name}")
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        if elf.header["e_machine"] != "EM_CUDA":
+            raise CorruptObjectError(f"not a CUDA ELF (e_machine {elf.header['e_machine']})")
+        check_extent(elf, len(data), "cubin")
+        sm = _sm_arch(elf)
+        kernel, symbol_index = _kernel_symbol(elf)
+        info = _global_info(elf)
+        static_shared = _static_shared(elf, kernel, target)
+    except CorruptObjectError:
+        raise
+    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+        # pyelftools reports a cut or altered object in many ways; all mean "corrupt".
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    if sm != int(target.arch):
+        raise CorruptObjectError(f"cubin is for sm_{sm}, not the target sm_{target.arch}")
+    regs = info.get((_EIATTR_REGCOUNT, symbol_index))
+    if regs is None:
+        raise CorruptObjectError(f"cubin has no REGCOUNT for kernel {kernel}")
+    stack = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
+    # Spills go to local memory, which is the stack frame: with no frame there is no STL/LDL to
+    # count, and nvdisasm (about 0.4 s a run, more than many compiles) is skipped.
+    stores, loads = spill_bytes(disassemble(data)) if stack else (0, 0)
+    # What the driver reports as the kernel's shared memory: static (SHARED_SIZE_BYTES) + dynamic.
+    shared = shared_bytes + static_shared
+    blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
+    return NvidiaResources(
+        regs=regs,
+        spill_store_bytes=stores,
+        spill_load_bytes=loads,
+        stack_bytes=stack,
+        shared_bytes=shared,
+        occupancy_blocks=blocks,
+        occupancy_warps=blocks * num_warps,
+    )
+
+
+def _static_shared(elf: ELFFile, kernel: str, target: Target) -> int:
+    """The kernel's static shared memory as the driver counts it (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).
+
+    On sm_90 and later, ptxas (12.8 and 13.x checked) lays the driver's per-block reserve out in the
+    cubin: whenever the kernel touches shared memory, ``.nv.shared.<kernel>`` starts with that 1 KiB
+    (the ``.nv.shared.reserved.*`` objects live inside it, and shared addresses start at 0x400), and
+    the kernel's own static arrays follow. The driver subtracts the reserve: on an H200 a Triton GEMM
+    with a 1024-byte ``.nv.shared.<kernel>`` reports SHARED_SIZE_BYTES 0, and a PTX kernel with a
+    4096-byte static array (a 5120-byte section) reports 4096, which is also ``ptxas -v``'s
+    "bytes smem". ``cuobjdump --dump-resource-usage`` prints the whole section as SHARED.
+    """
+    section = elf.get_section_by_name(f".nv.shared.{kernel}")
+    if section is None:
+        return 0
+    size = int(section["sh_size"])
+    has_reserve_layout = any(s.name.startswith(".nv.shared.reserved.") for s in elf.iter_sections())
+    if not has_reserve_layout:
+        return size  # an older layout: the section holds only the kernel's own arrays
+    reserve = target.device.reserved_shared_memory_per_block
+    if size < reserve:
+        raise CorruptObjectError(
+            f".nv.shared.{kernel} holds {size} bytes, less than the {reserve}-byte reserve it starts with"
+        )
+    return size - reserve
+
+
+def nvidia_occupancy_blocks(*, regs: int, shared_bytes: int, num_warps: int, target: Target) -> int:
+    """Thread blocks resident on one SM of ``target`` (cudaOccMaxActiveBlocksPerMultiprocessor), 0 if none fit.
+
+    Registers: a warp takes regs x 32 rounded up to 256; each of the 4 sub-partitions holds
+    (65536 / 4) // that many warps. Shared memory: a block takes ``shared_bytes`` (static + dynamic,
+    without the reserve, as the driver reports it) + the 1 KiB the driver reserves per block, rounded
+    up to 128 bytes, out of 228 KiB. Warps: 64 per SM; blocks: 32 per SM.
+    """
+    if num_warps < 1:
+        raise ValueError(f"num_warps must be at least 1, not {num_warps}")
+    regs_per_warp = _align(regs * 32, _REG_ALLOC_UNIT)
+    # The hardware check at launch assumes the block's warps are spread over all sub-partitions.
+    if regs > _MAX_REGS_PER_THREAD or regs_per_warp * _align(num_warps, _REG_SUB_PARTITIONS) > target.regs_per_lane:
+        return 0
+    limits = [target.max_blocks_per_cu, target.max_waves_per_simd // num_warps]
+    if regs_per_warp:
+        warps_per_partition = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp
+        limits.append(warps_per_partition * _REG_SUB_PARTITIONS // num_warps)
+    smem = _align(shared_bytes + target.device.reserved_shared_memory_per_block, _SMEM_ALLOC_UNIT)
+    limits.append(target.shared_bytes_per_cu // smem)
+    return min(limits)
+
+
+def disassemble(data: bytes) -> str:
+    """The SASS of a cubin, from ``nvdisasm -c``; CorruptObjectError if nvdisasm rejects it.
+
+    The last few results are kept: the survey reads spills and lints from the same SASS, and one
+    nvdisasm run costs about 0.3 s.
+    """
+    return _disassemble(data)
+
+
+@functools.lru_cache(maxsize=8)
+def _disassemble(data: bytes) -> str:
+    with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(data)
+        return _run_tool("nvdisasm", ["-c", path], path)
+
+
+# One instruction line of nvdisasm's output, its address and what follows it.
+_ADDRESSED = re.compile(r"^\s*/\*([0-9a-f]+)\*/(.*)$", re.M)
+
+
+def disassemble_many(cubins: list[bytes]) -> list[str]:
+    """The SASS of each cubin, from one ``nvdisasm`` run over all their kernels' code laid end to end.
+
+    nvdisasm spends about 0.35 s of CPU starting (whatever the input) and little per instruction, so
+    one run over a raw instruction stream (``--binary SM<arch>a``: each cubin's ``.text.*`` sections,
+    128-byte aligned) costs a fraction of one run per cubin. Each cubin's text is its own
+    instruction lines, addresses from 0, as ``nvdisasm -c`` prints them, except that a branch names its
+    target (or a call its callee) by address where ``-c`` names a label (checked line by line against
+    ``-c`` in the tests).
+    Every cubin must be for the same architecture. Raises CorruptObjectError naming the first cubin
+    that is not a readable one-kernel cubin, or for nvdisasm's own failure.
+    """
+    if not cubins:
+        return []
+    blob = bytearray()
+    spans: list[tuple[int, int]] = []
+    arch = None
+    for index, data in enumerate(cubins):
+        try:
+            elf = ELFFile(io.BytesIO(data))
+            check_extent(elf, len(data), "cubin")
+            kernel, _ = _kernel_symbol(elf)
+            sm = _sm_arch(elf)
+            if elf.get_section_by_name(f".text.{kernel}") is None:
+                raise CorruptObjectError(f"cubin has no .text.{kernel}")
+            code = bytearray()
+            for section in elf.iter_sections():  # the kernel's code, and any function it calls
+                if section.name.startswith(".text."):
+                    code += section.data()
+                    code += bytes(-len(code) % 128)
+        except CorruptObjectError as exc:
+            raise CorruptObjectError(f"cubin {index} of {len(cubins)}: {exc}") from None
+        except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+            raise CorruptObjectError(
+                f"cubin {index} of {len(cubins)}: not a readable cubin: {first_line(exc)}") from None
+        if arch is not None and sm != arch:
+            raise CorruptObjectError(f"cubin {index} of {len(cubins)} is for sm_{sm}, the first for sm_{arch}")
+        arch = sm
+        spans.append((len(blob), len(code)))
+        blob += code
+        blob += bytes(-len(blob) % 128)
+    with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
+        path = os.path.join(tmp, "kernels.bin")
+        with open(path, "wb") as f:
+            f.write(blob)
+        out = _run_tool("nvdisasm", ["--binary", f"SM{arch}a", path], path)
+    texts: list[list[str]] = [[] for _ in cubins]
+    starts = [start for start, _ in spans]
+    for match in _ADDRESSED.finditer(out):
+        address = int(match[1], 16)
+        index = bisect.bisect_right(starts, address) - 1
+        start, size = spans[index]
+        if address < start + size:  # not the padding between two kernels
+            texts[index].append(f"        /*{address - start:04x}*/{match[2]}")
+    return ["\n".join(lines) + "\n" for lines in texts]
+
+
+def spill_bytes(sass: str) -> tuple[int, int]:
+    """Bytes stored and loaded by STL/LDL in ``sass`` (per thread), summed over access widths."""
+    totals = {"STL": 0, "LDL": 0}
+    for op, suffixes in _LOCAL_ACCESS.findall(sass):
+        width = 4
+        for suffix in suffixes.split("."):
+            width = _WIDTH_BYTES.get(suffix, width)
+        totals[op] += width
+    return totals["STL"], totals["LDL"]
+
+
+def tool_path(name: str) -> str:
+    """Path of a CUDA tool bundled with Triton (``nvdisasm``, ``cuobjdump``, ``ptxas``, ``ptxas-blackwell``).
+
+    Honors Triton's own override, ``TRITON_<NAME>_PATH``. Found from the installed package's location
+    rather than by importing ``triton``, which would pull in the whole compiler.
+    """
+    override = os.environ.get(f"TRITON_{name.upper().replace('-', '_')}_PATH")
+    if override and os.access(override, os.X_OK):
+        return override
+    spec = importlib.util.find_spec("triton")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(f"cannot find {name}: the triton package is not installed")
+    path = os.path.join(os.path.dirname(spec.origin), "backends", "nvidia", "bin", name)
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError(f"cannot find {name} at {path}")
+    return path
+
+
+def _run_tool(name: str, args: list[str], path: str) -> str:
+    """Run a bundled tool on the object at ``path``; its failure becomes a CorruptObjectError."""
+    try:
+        done = subprocess.run(
+            [tool_path(name), *args], capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise CorruptObjectError(f"{name} did not finish within {_TOOL_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        message = first_line(done.stderr or done.stdout or f"exit status {done.returncode}")
+        raise CorruptObjectError(f"{name} rejected the cubin: {message.replace(path, 'the cubin')}")
+    return done.stdout
+
+
+def _sm_arch(elf: ELFFile) -> int:
+    # EF_CUDA_SM: bits 8-15 of e_flags from ELF ABI version 8 (CUDA 13 ptxas), bits 0-7 before.
+    flags = elf.header["e_flags"]
+    if elf.header["e_ident"]["EI_ABIVERSION"] >= 8:
+        return int(flags >> 8 & 0xFF)
+    return int(flags & 0xFF)
+
+
+def _kernel_symbol(elf: ELFFile) -> tuple[str, int]:
+    """Name and symbol index of the one entry function: the one with a ``.nv.info.<name>`` section."""
+    symtab = elf.get_section_by_name(".symtab")
+    if not isinstance(symtab, SymbolTableSection):
+        raise CorruptObjectError("cubin has no symbol table")
+    entries = {
+        section.name[len(".nv.info.") :] for section in elf.iter_sections() if section.name.startswith(".nv.info.")
+    }
+    found = [
+        (sym.name, index)
+        for index, sym in enumerate(symtab.iter_symbols())
+        if sym["st_info"]["type"] == "STT_FUNC" and sym.name in entries
+    ]
+    if len(found) != 1:
+        raise CorruptObjectError(f"cubin holds {len(found)} kernels; Triton emits one")
+    return found[0]
+
+
+def _global_info(elf: ELFFile) -> dict[tuple[int, int], int]:
+    """The per-symbol u32 attributes of the global ``.nv.info``, as {(attribute, symbol index): value}."""
+    section = elf.get_section_by_name(".nv.info")
+    if section is None:
+        raise CorruptObjectError("cubin has no .nv.info section")
+    raw = section.data()
+    out: dict[tuple[int, int], int] = {}
+    pos = 0
+    while pos + 4 <= len(raw):
+        fmt, attr, value = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != _EIFMT_SVAL:
+            continue  # a u16 value in place: nothing we read
+        if pos + value > len(raw):
+            raise CorruptObjectError(".nv.info entry runs past the end of its section")
+        if value == 8:
+            symbol, number = struct.unpack_from("<II", raw, pos)
+            out[(attr, symbol)] = number
+        pos += value
+    return out
+
+
+
+
+def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
+    """What the CUDA driver reports for the cubin's kernel once loaded, as Triton reads it:
+    ``CU_FUNC_ATTRIBUTE_NUM_REGS`` (REGCOUNT), ``LOCAL_SIZE_BYTES`` (the frame: local memory per
+    thread) and ``MAX_THREADS_PER_BLOCK`` (the ``.reqntid``/``.maxntid`` block size, else 1024, and
+    never more warps than the register file holds at the kernel's register count)."""
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        kernel, symbol_index = _kernel_symbol(elf)
+        info = _global_info(elf)
+        section = elf.get_section_by_name(f".nv.info.{kernel}")
+        sizes = _block_sizes(section.data() if section is not None else b"")
+    except CorruptObjectError:
+        raise
+    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    regs = info.get((_EIATTR_REGCOUNT, symbol_index), 0)
+    local = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
+    threads = min([_MAX_THREADS_PER_BLOCK, *sizes])
+    regs_per_warp = _align(regs * 32, _REG_ALLOC_UNIT)
+    if regs_per_warp:
+        warps = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp * _REG_SUB_PARTITIONS
+        threads = min(threads, warps * 32)
+    return regs, local, threads
+
+
+def _block_sizes(raw: bytes) -> list[int]:
+    """The block sizes (x * y * z) a kernel's own ``.nv.info.<kernel>`` requires or allows."""
+    sizes = []
+    pos = 0
+    while pos + 4 <= len(raw):
+        fmt, attr, value = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != _EIFMT_SVAL:
+            continue
+        if attr in (_EIATTR_REQNTID, _EIATTR_MAX_THREADS) and value == 12:
+            x, y, z = struct.unpack_from("<III", raw, pos)
+            sizes.append(x * y * z)
+        pos += value
+    return sizes
+
+
+def _align(value: int, granule: int) -> int:
+    return -(-value // granule) * granule

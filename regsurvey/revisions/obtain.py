@@ -1,0 +1,82 @@
+"""Getting the survey of a revision: from the store when one was made with this toolchain, else by
+surveying it (in a temporary worktree) and storing the result. What diff, stack, lint and check use."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..engine.survey import SurveyOptions, start_workers_early, survey_checkout
+from ..model.progress import Progress
+from ..model.results import Survey
+from ..model.targets import get_target
+from ..store.resultcache import READER_REVISION
+from ..store.store import Store, StoreError
+from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
+
+
+def default_store(start: Path) -> Store:
+    """``.regsurvey/`` at the repository root containing ``start`` (or in ``start`` outside git)."""
+    return Store((repo_root(start) or start) / ".regsurvey")
+
+
+def open_store(store_dir: Path | None, start: Path) -> Store:
+    """The store ``--store`` names, else the repository's default one."""
+    return Store(store_dir) if store_dir else default_store(start)
+
+
+def current_toolchain(targets: list[str]) -> dict[str, dict]:
+    """The toolchain block a survey made now would record, per backend of ``targets``."""
+    from ..compile.toolchain import toolchain_info
+
+    return {b: toolchain_info(b) for b in sorted({get_target(t).backend for t in targets})}
+
+
+def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOptions,
+                  progress: Progress | None = None, reuse: bool = True) -> Survey:
+    """The survey of ``rev`` (None: the working tree) for ``options.targets`` (None: the matrices').
+
+    A stored survey of the same commit is reused when it covers every requested target (or the
+    matrices' own targets, when none is requested), was made with the same toolchain and by the same
+    revision of regsurvey's readers and lint (:data:`READER_REVISION`), and selects every key. A
+    working tree with uncommitted edits is always surveyed again (its unchanged kernels still come
+    from the content-addressed result cache). A damaged stored survey is reported and redone.
+    """
+    store.prepare()
+    commit = _commit_of(start, rev)
+    if commit is None or not reuse or not store.has(commit):
+        start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
+    if reuse and commit is not None and not (options.kinds or options.keys):
+        targets = list(options.targets) if options.targets else store.default_targets(commit)
+        stored = None
+        if targets:
+            try:
+                stored = store.load(commit, targets)
+            except StoreError as exc:
+                print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
+        if stored is not None and stored.reader != READER_REVISION:
+            print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
+                  f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
+                  file=sys.stderr)
+        elif stored is not None and stored.toolchain == current_toolchain(targets or []):
+            return stored
+    start_workers_early()  # (again, at once, if it is already running)
+    if rev is not None:
+        with commit_checkout(start, rev) as checkout:
+            survey = survey_checkout(checkout, store.objects.root, options, progress)
+    else:
+        survey = survey_checkout(working_tree(start), store.objects.root, options, progress)
+    if options.kinds or options.keys:
+        store.save(survey, partial=True)
+    else:
+        store.save(survey, default_targets=not options.targets)
+    return survey
+
+
+def _commit_of(start: Path, rev: str | None) -> str | None:
+    if rev is None:
+        return working_tree(start).commit  # None when there are uncommitted edits
+    repo = repo_root(start)
+    if repo is None:
+        raise CheckoutError(f"--commit needs a git repository, and {start} is not in one")
+    return resolve_commit(repo, rev)

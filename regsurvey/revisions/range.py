@@ -1,0 +1,113 @@
+"""The surveys a comparison needs: of two revisions (``diff``) or of every commit of a range (``stack``).
+
+Each revision's survey comes from :func:`regsurvey.revisions.obtain.obtain_survey`, which reuses a stored survey
+made with the toolchain in use and surveys (and stores) any other. Decided here: a survey of some kinds
+or keys only (``--kind``/``--key``) is made in a temporary store, so that it never replaces a stored
+survey of every key.
+
+A revision may also be a survey JSON file (``regsurvey run --format json``): compare surveys made
+elsewhere, e.g. on another toolchain (its rows are then "not comparable").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..engine.survey import SurveyOptions
+from ..model.progress import Progress
+from ..model.results import Row, Survey, SurveyFormatError
+from ..store.store import Store, StoreError
+from .checkout import CheckoutError, repo_root, resolve_commit
+from .obtain import obtain_survey
+
+WORKING_TREE = None  # the revision value meaning "the working tree as it is"
+
+
+@dataclass(frozen=True)
+class RangeCommit:
+    """One commit of a range."""
+
+    sha: str
+    subject: str
+
+
+def is_survey_file(rev: str | None) -> bool:
+    """True when ``rev`` names a survey JSON file rather than a git revision."""
+    return rev is not None and rev.endswith(".json") and Path(rev).is_file()
+
+
+def load_survey_file(path: str, options: SurveyOptions | None = None) -> Survey:
+    """A survey saved by ``regsurvey run --format json``, narrowed to the selection of ``options``
+    (targets, kinds, keys) as a survey made now would be; StoreError naming the problem otherwise."""
+    try:
+        survey = Survey.from_json(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, SurveyFormatError) as exc:
+        raise StoreError(f"survey file {path} is unusable: {exc}") from None
+    if options is None:
+        return survey
+
+    def selected(row: Row) -> bool:
+        return ((not options.targets or row.target in options.targets)
+                and (not options.kinds or any(fnmatch.fnmatchcase(row.kind, p) for p in options.kinds))
+                and (not options.keys or any(fnmatch.fnmatchcase(row.key, p) for p in options.keys)))
+
+    rows = tuple(r for r in survey.rows if selected(r))
+    targets = tuple(t for t in survey.targets if not options.targets or t in options.targets)
+    return replace(survey, rows=rows, targets=targets)
+
+
+def commit_range(start: Path, spec: str) -> tuple[str, list[RangeCommit]]:
+    """``BASE..HEAD``: the base's sha and the range's commits, oldest first, first parents only."""
+    if spec.count("..") != 1 or "..." in spec:
+        raise CheckoutError(f"expected a range BASE..HEAD, got {spec!r}")
+    repo = repo_root(start)
+    if repo is None:
+        raise CheckoutError(f"a commit range needs a git repository, and {start} is not in one")
+    base_rev, head_rev = spec.split("..")
+    base = resolve_commit(repo, base_rev or "HEAD")
+    head = resolve_commit(repo, head_rev or "HEAD")
+    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "--first-parent",
+                          "--format=%s", f"{base}..{head}"], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise CheckoutError(f"git rev-list {spec} failed: {out.stderr.strip()}")
+    commits = []
+    lines = out.stdout.splitlines()
+    # rev-list --format prints "commit <sha>" then the formatted line, per commit.
+    for header, subject in zip(lines[::2], lines[1::2]):
+        commits.append(RangeCommit(header.split()[1], subject))
+    if not commits:
+        raise CheckoutError(f"the range {spec} holds no commit ({head_rev or 'HEAD'} is not ahead of "
+                            f"{base_rev or 'HEAD'} along its first parents)")
+    return base, commits
+
+
+@contextlib.contextmanager
+def survey_store(store: Store, options: SurveyOptions) -> Iterator[Store]:
+    """``store`` itself, or a temporary one for a selection of kinds or keys (see the module docstring)."""
+    if not (options.kinds or options.keys):
+        yield store
+        return
+    with tempfile.TemporaryDirectory(prefix="regsurvey-selection-") as tmp:
+        yield Store(Path(tmp) / "store")
+
+
+def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: SurveyOptions,
+                   progress: Progress | None = None) -> list[Survey]:
+    """The survey of each revision (None: the working tree; a ``.json`` path: that survey file).
+
+    ``store`` must be the one :func:`survey_store` gave for ``options``.
+    """
+    surveys = []
+    for rev in revs:
+        if is_survey_file(rev):
+            assert rev is not None
+            surveys.append(load_survey_file(rev, options))
+            continue
+        surveys.append(obtain_survey(start, rev, store, options, progress, reuse=True))
+    return surveys

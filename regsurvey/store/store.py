@@ -1,0 +1,86 @@
+"""The survey store: ``.regsurvey/`` at the repository root (or ``--store DIR``).
+
+Layout::
+
+    surveys/<commit sha>/<target>.json   one survey per commit and target (schema-versioned JSON)
+    surveys/<commit sha>/partial/...     the latest survey of only some kinds/keys (--kind, --key)
+    surveys/worktree/<target>.json       the latest survey of a working tree with uncommitted edits
+    objects/<sha[:2]>/<sha>.<ext>        compiled objects, content-addressed (see ObjectStore)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from ..model.results import Survey, SurveyFormatError
+from .objectstore import ObjectStore, atomic_write
+
+
+class StoreError(Exception):
+    """A stored survey that cannot be used; one-line message."""
+
+
+class Store:
+    """Stored surveys and objects under one directory."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.objects = ObjectStore(self.root / "objects")
+
+    def _dir(self, commit: str | None) -> Path:
+        return self.root / "surveys" / (commit or "worktree")
+
+    def save(self, survey: Survey, default_targets: bool = False, partial: bool = False) -> list[Path]:
+        """Store each target's rows of ``survey`` as its own file; return the paths written.
+
+        ``default_targets``: the survey covers every key on the matrices' own targets, which later
+        runs without ``--target`` may then reuse. ``partial``: only some kinds or keys were surveyed;
+        kept under ``partial/`` so it never stands in for (or replaces) a whole survey.
+        """
+        self.prepare()
+        paths = []
+        folder = self._dir(survey.commit) / "partial" if partial else self._dir(survey.commit)
+        if default_targets:
+            atomic_write(self._dir(survey.commit) / "index.json",
+                         json.dumps({"default_targets": list(survey.targets)}).encode())
+        for target in survey.targets:
+            part = replace(survey, targets=(target,),
+                           rows=tuple(r for r in survey.rows if r.target == target))
+            path = folder / f"{target}.json"
+            atomic_write(path, part.to_json(indent=None).encode())
+            paths.append(path)
+        return paths
+
+    def has(self, commit: str) -> bool:
+        """Whether any survey of ``commit`` is stored (cheap: no file is read)."""
+        return self._dir(commit).is_dir()
+
+    def prepare(self) -> None:
+        """Create the store; like .pytest_cache it ignores itself, so `git status` stays clean."""
+        marker = self.root / ".gitignore"
+        if not marker.exists():
+            atomic_write(marker, b"# created by regsurvey\n*\n")
+
+    def default_targets(self, commit: str) -> list[str] | None:
+        """The matrices' targets of ``commit``, if a full survey of it was stored."""
+        try:
+            data = json.loads((self._dir(commit) / "index.json").read_text())
+            return [str(t) for t in data["default_targets"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def load(self, commit: str | None, targets: list[str]) -> Survey | None:
+        """The stored survey of ``commit`` for all ``targets``, or None if any target is missing."""
+        merged: Survey | None = None
+        for target in targets:
+            path = self._dir(commit) / f"{target}.json"
+            if not path.exists():
+                return None
+            try:
+                part = Survey.from_json(path.read_text())
+            except (SurveyFormatError, UnicodeDecodeError) as exc:
+                raise StoreError(f"stored survey {path} is unusable: {exc}") from None
+            merged = part if merged is None else merged.merge(part)
+        return merged

@@ -1,0 +1,90 @@
+"""The import contract: presentation, comparison and the model depend downward only.
+
+- ``model/`` imports nothing of regsurvey's outside itself;
+- ``diff/`` and ``check/`` import only ``model/`` (and themselves);
+- ``output/`` imports only ``model/``, ``diff/`` and ``check/`` (and itself);
+- ``lint/`` is pure: object bytes and texts in, findings out (no store, survey, engine or output);
+- ``objects/`` (the object readers) import only ``model/`` and ``errors``;
+- nothing imports ``commands/`` but the command line itself (``cli.py``).
+
+Checked on the source (every ``import``/``from`` statement, those inside functions too), so that a
+violation fails here and in CI, not in review.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "regsurvey"
+
+# Layer -> the regsurvey modules or packages it may import besides itself.
+ALLOWED: dict[str, set[str]] = {
+    "model": set(),
+    "diff": {"model"},
+    "check": {"model"},
+    "output": {"model", "diff", "check"},
+    "lint": {"model", "errors", "objects"},
+    "objects": {"model", "errors"},
+}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, first component under regsurvey) of every regsurvey import in ``path``."""
+    module = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = module[:-1] if path.name != "__init__.py" else module[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(package[: len(package) - node.level + 1]) if node.level > 1 else list(package)
+                target = base + (node.module.split(".") if node.module else [])
+                if not node.module:
+                    found += [(node.lineno, ".".join(target + [a.name])) for a in node.names]
+                    continue
+            elif node.module and node.module.split(".")[0] == "regsurvey":
+                target = node.module.split(".")
+            else:
+                continue
+            found.append((node.lineno, ".".join(target)))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "regsurvey"]
+    out = []
+    for line, name in found:
+        parts = name.split(".")
+        if parts[0] == "regsurvey" and len(parts) > 1:
+            out.append((line, parts[1]))
+        elif parts == ["regsurvey"]:
+            out.append((line, "regsurvey"))
+    return out
+
+
+def _violations(layer: str) -> list[str]:
+    bad = []
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        for line, target in _imports(path):
+            if target != layer and target not in ALLOWED[layer]:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports regsurvey.{target}")
+    return bad
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_only_below_it(layer: str) -> None:
+    assert _violations(layer) == []
+
+
+def test_nothing_imports_the_commands_but_the_command_line() -> None:
+    bad = [f"{path.relative_to(PACKAGE.parent)}:{line}"
+           for path in sorted(PACKAGE.rglob("*.py"))
+           if "commands" not in path.relative_to(PACKAGE).parts[:1] and path.name not in ("cli.py", "__main__.py")
+           for line, target in _imports(path) if target == "commands"]
+    assert bad == []
+
+
+def test_the_checker_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
+    # A checker that finds nothing would pass everything: it must see each form.
+    source = PACKAGE / "output" / "table.py"
+    assert ("model" in {t for _, t in _imports(source)})
+    assert {t for _, t in _imports(PACKAGE / "cli.py")} >= {"commands"}
