@@ -30,6 +30,7 @@ from regsurvey.model.targets import ANY_TARGET
 from regsurvey.objects.amd_object import parse_hsaco
 from regsurvey.output.diff_json import comparison_dict
 from regsurvey.output.diff_table import TableFormat
+from regsurvey.output.gate_text import problem_message
 from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat
 from regsurvey.output.table import summary_line, survey_tables
@@ -142,7 +143,7 @@ def test_a_body_that_raises_after_launching_keeps_its_launches(worker: Worker, o
     assert marks == {"raises/w2": Mark.UNCHANGED, "raises/w2#1": Mark.NEWLY_FAILING}
     result = judge(comparison, Baseline())
     assert [(p.rule, p.row.row_id) for p in result.problems] == [(NEWLY_FAILING, "raises/w2#1")]
-    assert line in result.problems[0].message
+    assert line in problem_message(result.problems[0])
     assert line in TableFormat(width=300).format(comparison)
     assert "kind body raised after 1 launch at launcherkernels/ops.py:" in MarkdownFormat().format(comparison)
     assert f"error: {line}" in table_text(head) and "raises/w2" in table_text(head)
@@ -169,7 +170,7 @@ def test_a_compile_error_shows_its_cause_and_keeps_its_whole_text(worker: Worker
     new = compare(survey([], "base"), head)
     assert FP8_CAUSE in TableFormat(width=300).format(new)
     assert FP8_CAUSE in MarkdownFormat().format(new)
-    assert FP8_CAUSE in judge(new, Baseline()).problems[0].message
+    assert FP8_CAUSE in problem_message(judge(new, Baseline()).problems[0])
     still = compare(head, head)
     assert FP8_CAUSE in TableFormat(width=300).format(still) and FP8_CAUSE in MarkdownFormat().format(still)
     side = comparison_data(still, "x")["rows"][0]["after"]

@@ -25,9 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison, argument_label
+from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, figure
-from ..model.results import error_line
 from .baseline import Allowance, Baseline
 
 
@@ -71,38 +70,6 @@ class Problem:
     figures: tuple[FigureDelta, ...] = ()  # before: None for a build the base lacks (measured from 0)
     findings: tuple[dict[str, Any], ...] = ()
     limits: tuple[str, ...] = ()  # what matching entries allow of these figures ("entry 2 allows up to 64")
-
-    @property
-    def subject(self) -> str:
-        """``gemm/w2 on sm90 (matmul)``."""
-        row = self.row
-        config = f" config {row.config}" if row.config is not None else ""
-        return f"{row.row_id} on {row.target} ({row.kernel or 'no kernel'}{config})"
-
-    @property
-    def message(self) -> str:
-        """One sentence: the build, and what fails."""
-        if self.rule is NEWLY_FAILING:
-            error = error_line(self.row.error)
-            was = "is new and fails to build" if self.row.before is None else "no longer builds"
-            return f"{self.subject} {was}" + (f": {error[:200]}" if error else "")
-        if self.rule is KERNARG_NEVER_READ:
-            args = ", ".join(f"{argument_label(f)} (#{f.get('arg_index')}, offset {f.get('arg_offset')})"
-                             for f in self.findings)
-            plural = "s" if len(self.findings) > 1 else ""
-            return (f"{self.subject}: kernel argument{plural} {args} loaded and never read, though the source "
-                    f"uses {'them' if plural else 'it'} (a miscompile suspect)")
-        told = ", ".join(figure_change(f) for f in self.figures)
-        allowed = "; " + "; ".join(self.limits) if self.limits else "; no baseline entry allows it"
-        return f"{self.subject}: {told}{allowed}"
-
-
-def figure_change(f: FigureDelta) -> str:
-    """``spill stores 0 -> 72 B`` (a new build: ``spill stores 72 B (new build)``)."""
-    fig = figure(f.name)
-    if f.before is None:
-        return f"{fig.noun} {f.after}{fig.unit} (new build)"
-    return f"{fig.noun} {f.before} -> {f.after}{fig.unit}"
 
 
 @dataclass(frozen=True)
@@ -220,4 +187,4 @@ def judge(comparison: Comparison, baseline: Baseline) -> GateResult:
 
 
 __all__ = ["KERNARG_NEVER_READ", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP",
-           "REGISTER_INCREASE", "RULES", "Allowed", "GateResult", "Problem", "Rule", "figure_change", "judge"]
+           "REGISTER_INCREASE", "RULES", "Allowed", "GateResult", "Problem", "Rule", "judge"]

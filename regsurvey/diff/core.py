@@ -110,11 +110,13 @@ def compare(base: Survey, head: Survey) -> Comparison:
         figures = _figures(before, after)
         lint = _lint_change(before, after)
         note = None
+        backend_changes: tuple[ToolchainChange, ...] = ()
         backend = _backend(row.target)
         flaky = [r for r in (before, after) if r is not None and r.is_flaky]
         if backend in changed_backends and before is not None and after is not None:
             mark = Mark.NOT_COMPARABLE
-            note = "; ".join(c.describe() for c in changes if c.backend == backend)
+            backend_changes = tuple(c for c in changes if c.backend == backend)
+            note = "; ".join(c.describe() for c in backend_changes)
         elif flaky:  # the toolchain's intermittent failure, twice: neither a build nor a failure
             mark = Mark.NOT_COMPARABLE
             note = f"flaky on the {'base' if flaky[0] is before else 'head'}: {flaky[0].error_line}"
@@ -127,7 +129,7 @@ def compare(base: Survey, head: Survey) -> Comparison:
             target=row.target, row_id=row.row_id, key=row.key, kind=row.kind, axes=dict(row.axes),
             kernel=(after.kernel if after is not None and after.kernel else before.kernel if before else None),
             launch=row.launch, config=row.config, mark=mark, figures=figures, before=before, after=after,
-            note=note, lint_findings=lint))
+            note=note, lint_findings=lint, toolchain_changes=backend_changes))
     skipped = []
     for ref in dict.fromkeys([*skipped_before, *skipped_after]):
         was, now = skipped_before.get(ref), skipped_after.get(ref)

@@ -32,16 +32,33 @@ _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "sta
                    "occupancy_blocks": "", "vgpr_total": "unified"}
 _TOLD_WHEN_DIFFERENT = {"vgpr_total"}  # companions told only where they moved otherwise than their figure
 MAX_BREAKDOWN_PARTS = 4
+# Where a sentence has an arrow (before -> after): SummaryLine keeps the words between, a report draws it.
+ARROW = " \x00 "
 MAX_KINDS_NAMED = 5
 
 
 @dataclass(frozen=True)
 class SummaryLine:
-    """One sentence about a group of builds that share a change."""
+    """One sentence about a group of builds that share a change, as the words between its arrows
+    (``removes VGPR spills from attn on gfx950 (20-24`` | ``0)``): each report draws its own arrow."""
 
-    text: str
+    segments: tuple[str, ...]
     tone: str  # "worse", "better" or "neutral"
     rows: tuple[str, ...]  # RowComparison.ref of every build it speaks of
+
+    @classmethod
+    def of(cls, text: str, tone: str, rows: tuple[str, ...]) -> SummaryLine:
+        """A line from text whose arrows are :data:`ARROW`."""
+        return cls(tuple(text.split(ARROW)), tone, rows)
+
+    def render(self, arrow: str = "->") -> str:
+        """The sentence, with ``arrow`` between a before and an after."""
+        return f" {arrow} ".join(self.segments)
+
+    @property
+    def text(self) -> str:
+        """The sentence with ASCII arrows (the terminal's and the JSON's)."""
+        return self.render("->")
 
 
 @dataclass(frozen=True)
@@ -239,7 +256,7 @@ def _deltas(rows: list[RowComparison], name: str) -> list[FigureDelta]:
 def _arrow(deltas: list[FigureDelta], unit: str) -> str:
     before = _span([d.before for d in deltas if d.before is not None])
     after = _span([d.after for d in deltas if d.after is not None])
-    return f"{_fmt_span(before)} -> {_fmt_span(after)}{unit}"
+    return f"{_fmt_span(before)}{ARROW}{_fmt_span(after)}{unit}"
 
 
 def _spread(deltas: list[FigureDelta]) -> int:
@@ -420,7 +437,7 @@ def summarize(comparison: Comparison) -> Summary:
                 text = _status_sentence(group, effect, describer)
             else:
                 text = _figure_sentence(group, effect, describer)
-            lines.append(SummaryLine(text, effect.tone, tuple(r.ref for r in group)))
+            lines.append(SummaryLine.of(text, effect.tone, tuple(r.ref for r in group)))
     lines += _closing_lines(comparison)
     return Summary(tuple(lines))
 
@@ -429,19 +446,19 @@ def _closing_lines(comparison: Comparison) -> list[SummaryLine]:
     lines = []
     failing_before, failing_after = comparison.failing_builds
     if not failing_before and not failing_after and comparison.rows:
-        lines.append(SummaryLine("every key builds on both commits", "neutral", ()))
+        lines.append(SummaryLine.of("every key builds on both commits", "neutral", ()))
     unchanged = comparison.with_mark(Mark.UNCHANGED)
     total = len(comparison.rows)
     if unchanged and len(unchanged) == total:
-        lines.append(SummaryLine(f"no figure changed in any of the {total} builds", "neutral", ()))
+        lines.append(SummaryLine.of(f"no figure changed in any of the {total} builds", "neutral", ()))
     elif unchanged:
-        lines.append(SummaryLine(f"{len(unchanged)} of {total} builds unchanged", "neutral",
+        lines.append(SummaryLine.of(f"{len(unchanged)} of {total} builds unchanged", "neutral",
                                  tuple(r.ref for r in unchanged)))
     not_comparable = comparison.with_mark(Mark.NOT_COMPARABLE)
     if not_comparable:
         targets = _join(sorted({r.target for r in not_comparable}))
-        why = "; ".join(c.describe() for c in comparison.toolchain_changes)
-        lines.append(SummaryLine(
+        why = "; ".join(c.describe("\x00") for c in comparison.toolchain_changes)  # ARROW, unpadded
+        lines.append(SummaryLine.of(
             f"{len(not_comparable)} builds on {targets} are not comparable: the toolchain differs ({why})",
             "neutral", tuple(r.ref for r in not_comparable)))
     return lines

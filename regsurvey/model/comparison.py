@@ -170,9 +170,9 @@ class ToolchainChange:
     before: Any
     after: Any
 
-    def describe(self) -> str:
-        """``cuda ptxas: 12.8 -> 13.4``."""
-        return f"{self.backend} {self.part}: {self.before} -> {self.after}"
+    def describe(self, arrow: str = "->") -> str:
+        """``cuda ptxas: 12.8 -> 13.4`` (``arrow``: how the report draws one)."""
+        return f"{self.backend} {self.part}: {self.before} {arrow} {self.after}"
 
 
 @dataclass(frozen=True)
@@ -194,6 +194,9 @@ class RowComparison:
     # Why the row is not comparable; or, for a build only one side has, that the other skipped its key.
     note: str | None = None
     lint_findings: LintChange = LintChange()  # the kernarg lint's findings on both sides
+    # What makes a ``not comparable`` row so: its backend's toolchain parts that differ (``note`` says
+    # the same in words).
+    toolchain_changes: tuple[ToolchainChange, ...] = ()
 
     @property
     def ref(self) -> str:

@@ -63,8 +63,9 @@ def first_line(text: str | None, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def status_text(r: RowComparison) -> str:
-    """What a build-status row says instead of figures (the error, or that it is new)."""
+def status_text(r: RowComparison, arrow: str = "->") -> str:
+    """What a build-status row says instead of figures (the error, that it is new, or which toolchain
+    parts differ)."""
     if r.mark in (Mark.NEWLY_FAILING, Mark.STILL_FAILING):
         return first_line(r.after.error if r.after else None)
     if r.mark is Mark.FIXED:
@@ -75,7 +76,7 @@ def status_text(r: RowComparison) -> str:
             return "error: " + first_line(row.error)
         return r.note or ""  # the other side skipped the key, when it did
     if r.mark is Mark.NOT_COMPARABLE:
-        return r.note or ""
+        return "; ".join(c.describe(arrow) for c in r.toolchain_changes) or r.note or ""
     return ""
 
 

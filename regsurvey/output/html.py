@@ -70,9 +70,10 @@ def _lint(r: RowComparison) -> dict[str, Any] | None:
 
 
 def _row(r: RowComparison) -> dict[str, Any]:
+    note = "; ".join(c.describe("→") for c in r.toolchain_changes) or r.note
     return {"ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target,
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
-            "f": {f.name: [f.before, f.after] for f in r.figures}, "note": r.note,
+            "f": {f.name: [f.before, f.after] for f in r.figures}, "note": note,
             "lint": _lint(r), "before": _side(r.before), "after": _side(r.after)}
 
 
@@ -94,8 +95,8 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "counts": {m.value: n for m, n in comparison.counts.items()},
         "total": total_line(comparison),
         "spills": spill_totals_text(comparison),
-        "toolchain_changes": [c.describe() for c in comparison.toolchain_changes],
-        "summary": [{"text": line.text.replace(" -> ", " → "), "tone": line.tone, "rows": list(line.rows)}
+        "toolchain_changes": [c.describe("→") for c in comparison.toolchain_changes],
+        "summary": [{"text": line.render("→"), "tone": line.tone, "rows": list(line.rows)}
                     for line in summarize(comparison).lines],
         "axes": list(axes),
         "figures": sorted(present, key=lambda n: order.get(n, len(order))),

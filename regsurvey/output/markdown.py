@@ -27,7 +27,7 @@ _SPECIAL = re.compile(r"([\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 def escape(text: str) -> str:
     """Plain text safe in Markdown prose and table cells: HTML characters as entities, emphasis,
     links, code and cell separators backslash-escaped, newlines as spaces."""
-    text = " ".join(str(text).split()).replace(" -> ", " → ")
+    text = " ".join(str(text).split())
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _SPECIAL.sub(r"\\\1", text)
 
@@ -46,7 +46,7 @@ def _changes(r: RowComparison) -> str:
     if r.mark in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
         text = ", ".join(f"{figure(f.name).label} {change_text(f)}" for f in r.changed_figures)
     else:
-        text = status_text(r)
+        text = status_text(r, "→")
     lint = lint_change_text(r)
     return "; ".join(t for t in (text, lint) if t)
 
@@ -65,10 +65,10 @@ def _rows_table(rows: list[RowComparison]) -> list[str]:
 def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
     lines = [heading, ""]
     for change in comparison.toolchain_changes:
-        lines.append(f"> toolchain differs: {escape(change.describe())}")
+        lines.append(f"> toolchain differs: {escape(change.describe('→'))}")
     if comparison.toolchain_changes:
         lines.append("")
-    lines += [f"- {escape(line.text)}" for line in summarize(comparison).lines]
+    lines += [f"- {escape(line.render('→'))}" for line in summarize(comparison).lines]
     lines.append("")
     changed = [r for m in MARK_ORDER if m is not Mark.UNCHANGED for r in comparison.with_mark(m)]
     if changed:
@@ -132,7 +132,8 @@ def _gate_name(info: SurveyInfo) -> str:
 def format_gate(result: GateResult) -> str:
     """``regsurvey check``'s report: the verdict, each problem under its rule, the worse figures the
     baseline allows (and why), then the comparison's "Registers" section."""
-    from ..check.gate import RULES, Allowed, figure_change
+    from ..check.gate import RULES, Allowed
+    from .gate_text import figure_change, problem_message
 
     comparison = result.comparison
     against = f"{_gate_name(comparison.head)} against {_gate_name(comparison.base)}"
@@ -148,7 +149,7 @@ def format_gate(result: GateResult) -> str:
         if not problems:
             continue
         lines.append(f"**{escape(rule.title)}** ({code(rule.id)})")
-        lines += [f"- {escape(p.message)}" for p in problems[:MAX_TABLE_ROWS]]
+        lines += [f"- {escape(problem_message(p, '→'))}" for p in problems[:MAX_TABLE_ROWS]]
         if len(problems) > MAX_TABLE_ROWS:
             lines.append(f"- {len(problems) - MAX_TABLE_ROWS} more")
         lines.append("")
@@ -161,7 +162,7 @@ def format_gate(result: GateResult) -> str:
         for group in list(grouped.values())[:MAX_TABLE_ROWS]:
             row, entry = group[0].row, group[0].entry
             build = f"{row.row_id} on {row.target} ({row.kernel or '-'})"
-            told = ", ".join(figure_change(a.figure) for a in group)
+            told = ", ".join(figure_change(a.figure, "→") for a in group)
             lines.append(f"- {escape(build)}: {escape(told)}, by {escape(entry.describe())}: {escape(entry.reason)}")
         if len(grouped) > MAX_TABLE_ROWS:
             lines.append(f"- {len(grouped) - MAX_TABLE_ROWS} more")

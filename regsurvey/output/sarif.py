@@ -17,6 +17,7 @@ from typing import Any
 from ..check.gate import RULES, GateResult, Problem
 from ..check.sites import Site
 from ..model.version import __version__
+from .gate_text import problem_message
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -69,7 +70,7 @@ def _result(problem: Problem, site: Site) -> dict[str, Any]:
         "ruleId": problem.rule.id,
         "ruleIndex": RULES.index(problem.rule),
         "level": "error",
-        "message": {"text": problem.message},
+        "message": {"text": problem_message(problem)},
         "locations": [{"physicalLocation": location}],
         "partialFingerprints": {"regsurveyBuild/v1": _fingerprint(problem)},
         "properties": properties,

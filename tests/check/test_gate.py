@@ -16,6 +16,7 @@ from regsurvey.check.gate import (
 )
 from regsurvey.diff.core import compare
 from regsurvey.model.results import Survey
+from regsurvey.output.gate_text import problem_message
 
 from ..layer_survey import edited, row, without
 from ..lint_surveys import clean_and_mutated, findings, fixture_row, lint_survey
@@ -45,7 +46,7 @@ def test_spills_fail_unless_the_baseline_allows_them(layer: Survey) -> None:
         (NEW_SPILL.id, "attn/tp4/w2/bf16", NV, ("spill_store_bytes", "spill_load_bytes", "stack_bytes")),
         (NEW_SPILL.id, "attn/tp4/w8/e4m3", AMD, ("vgpr_spill", "scratch_bytes")),
     ]
-    assert result.problems[1].message == (
+    assert problem_message(result.problems[1]) == (
         "attn/tp4/w8/e4m3 on gfx950 (matmul): VGPR spills 0 -> 24, scratch 0 -> 96 B; no baseline entry allows it")
     # A glob entry allowing VGPR spills (scratch rides along), and one too tight for the NVIDIA spills.
     baseline = parse_baseline('''
@@ -66,7 +67,7 @@ reason = "older cap"
     # Entry 2 names spill stores: loads and stack ride with them, the stores are past its value.
     assert problems(result) == [(NEW_SPILL.id, "attn/tp4/w2/bf16", NV, ("spill_store_bytes",))]
     assert result.problems[0].limits == ('entry 2 (key "attn/tp4/*", target sm90) allows spill stores up to 64 B',)
-    assert result.problems[0].message == (
+    assert problem_message(result.problems[0]) == (
         "attn/tp4/w2/bf16 on sm90 (matmul): spill stores 0 -> 72 B; "
         "entry 2 (key \"attn/tp4/*\", target sm90) allows spill stores up to 64 B")
     assert [(a.row.row_id, a.figure.name, a.entry.number) for a in result.allowed] == [
@@ -136,10 +137,11 @@ def test_builds_that_stop_building_fail(layer: Survey) -> None:
                                 (NEWLY_FAILING.id, "proj/tp16/w2", NV, ()),
                                 (NEW_SPILL.id, "proj/tp16/w2", AMD, ("sgpr_spill",))]
     broken, new, spilling = result.problems
-    assert broken.message == "proj/tp8/w8 on sm90 (scale_rows) no longer builds: out of resource: shared memory"
-    assert new.message == "proj/tp16/w2 on sm90 (scale_rows) is new and fails to build: CompilationError: boom"
+    assert problem_message(broken) == ("proj/tp8/w8 on sm90 (scale_rows) no longer builds: out of resource: "
+                                       "shared memory")
+    assert problem_message(new) == "proj/tp16/w2 on sm90 (scale_rows) is new and fails to build: CompilationError: boom"
     # A new build's spills are measured from zero.
-    assert spilling.message.startswith("proj/tp16/w2 on gfx950 (scale_rows): SGPR spills 3 (new build)")
+    assert problem_message(spilling).startswith("proj/tp16/w2 on gfx950 (scale_rows): SGPR spills 3 (new build)")
     assert [(a.key, dict(a.figures)) for a in result.needed_allowances()] == [("proj/tp16/w2", {"sgpr_spill": 3})]
     assert problems(judge(compare(layer, head), Baseline(rules=CheckRules(newly_failing=False)))) == [
         (NEW_SPILL.id, "proj/tp16/w2", AMD, ("sgpr_spill",))]
@@ -159,7 +161,7 @@ def test_new_miscompile_suspects_fail() -> None:
     result = judge(compare(base, head), Baseline())
     assert problems(result) == [(KERNARG_NEVER_READ.id, "buffers/w8", "gfx950", ()),
                                 (KERNARG_NEVER_READ.id, "gemm/w2", "gfx950", ())]
-    assert result.problems[0].message == (
+    assert problem_message(result.problems[0]) == (
         "buffers/w8 on gfx950 (many_buffers_kernel): kernel argument out_ptr (#32, offset 256) loaded and never "
         "read, though the source uses it (a miscompile suspect)")
     assert [f["arg_name"] for f in result.problems[1].findings] == ["stride_cm"]

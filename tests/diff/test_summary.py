@@ -103,3 +103,12 @@ def test_unified_vgprs_ride_with_the_vgprs(layer: Survey) -> None:
         (f"raises VGPRs of attn (matmul) tp4 w2 bf16 on gfx950 ({vgpr} -> 126; unified {total} -> 136)", "worse"),
         ("raises AGPRs of attn (matmul) tp4 w2 bf16 on gfx950 (0 -> 8)", "worse"),
     ]
+
+
+def test_a_summary_line_keeps_its_arrows_apart(layer: Survey) -> None:
+    # The words between before and after are kept apart; each report draws the arrow.
+    head = edited(layer, {("attn/tp4/w2/bf16", AMD): {"vgpr": 96}})
+    line = next(line for line in summarize(compare(layer, head)).lines if line.tone == "worse")
+    assert len(line.segments) == 2 and not any("->" in s or "\x00" in s for s in line.segments)
+    assert line.text == line.render("->") and "38 -> 96" in line.text
+    assert "38 → 96" in line.render("→")

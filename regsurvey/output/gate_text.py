@@ -1,0 +1,41 @@
+"""The gate's sentences: what fails, said for each report (the Markdown check report, SARIF, the terminal)."""
+
+from __future__ import annotations
+
+from ..check.gate import KERNARG_NEVER_READ, NEWLY_FAILING, Problem
+from ..model.comparison import FigureDelta, argument_label
+from ..model.figures import figure
+from ..model.results import error_line
+
+
+def problem_subject(problem: Problem) -> str:
+    """``gemm/w2 on sm90 (matmul)``."""
+    row = problem.row
+    config = f" config {row.config}" if row.config is not None else ""
+    return f"{row.row_id} on {row.target} ({row.kernel or 'no kernel'}{config})"
+
+
+def problem_message(problem: Problem, arrow: str = "->") -> str:
+    """One sentence: the build, and what fails."""
+    subject = problem_subject(problem)
+    if problem.rule is NEWLY_FAILING:
+        error = error_line(problem.row.error)
+        was = "is new and fails to build" if problem.row.before is None else "no longer builds"
+        return f"{subject} {was}" + (f": {error[:200]}" if error else "")
+    if problem.rule is KERNARG_NEVER_READ:
+        args = ", ".join(f"{argument_label(f)} (#{f.get('arg_index')}, offset {f.get('arg_offset')})"
+                         for f in problem.findings)
+        plural = "s" if len(problem.findings) > 1 else ""
+        return (f"{subject}: kernel argument{plural} {args} loaded and never read, though the source "
+                f"uses {'them' if plural else 'it'} (a miscompile suspect)")
+    told = ", ".join(figure_change(f, arrow) for f in problem.figures)
+    allowed = "; " + "; ".join(problem.limits) if problem.limits else "; no baseline entry allows it"
+    return f"{subject}: {told}{allowed}"
+
+
+def figure_change(f: FigureDelta, arrow: str = "->") -> str:
+    """``spill stores 0 -> 72 B`` (a new build: ``spill stores 72 B (new build)``)."""
+    fig = figure(f.name)
+    if f.before is None:
+        return f"{fig.noun} {f.after}{fig.unit} (new build)"
+    return f"{fig.noun} {f.before} {arrow} {f.after}{fig.unit}"
