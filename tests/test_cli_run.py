@@ -295,8 +295,10 @@ def test_workers_forked_or_spawned_give_the_same_rows_and_timing(toy_repo: Path,
         assert 200 < timing["worker_peak_rss_mb"] < 4000  # torch and Triton imported, a few kernels compiled
     # Forked workers came with torch and Triton imported; spawned ones imported them.
     # (Workers survey one target each: two targets at -j 2 start two or more.)
+    # A worker started late (for a target whose keys then ran out) can be closed before it says
+    # anything, and so before it is counted as preloaded: at least the two that surveyed were.
     forked = surveys["forkserver"]["timing"]
-    assert forked["workers_preloaded"] == forked["workers_started"] >= 2
+    assert 2 <= forked["workers_preloaded"] <= forked["workers_started"]
     assert surveys["spawn"]["timing"]["workers_preloaded"] == 0
 
 
