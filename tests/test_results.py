@@ -54,3 +54,20 @@ def test_a_row_status_is_one_of_four_and_reads_back_as_such() -> None:
     data["rows"][0]["status"] = "built"
     with pytest.raises(SurveyFormatError, match="malformed survey"):
         Survey.from_json(json.dumps(data))
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"resources": {"vgpr": 8, "vgprs": 9}}, "unknown figure 'vgprs'"),
+    ({"resources": {"vgpr": "8"}}, "figure vgpr is '8', not a whole number"),
+    ({"resources": {"vgpr": 8.5}}, "figure vgpr is 8.5, not a whole number"),
+    ({"lint": {"a": 1}}, "lint is neither null nor a list of findings"),
+    ({"messages": "said"}, "messages are not a list of lines"),
+])
+def test_a_stored_row_of_another_shape_is_refused_in_one_line(edit: dict, message: str) -> None:
+    # What no survey writes (a hand-edited or damaged store) is refused on load, naming the row and the
+    # field: the store then surveys that commit again instead of crashing diff or check later.
+    data = json.loads(sample().to_json())
+    data["rows"][0].update(edit)
+    with pytest.raises(SurveyFormatError, match="malformed survey") as caught:
+        Survey.from_json(json.dumps(data))
+    assert message in str(caught.value) and "\n" not in str(caught.value)

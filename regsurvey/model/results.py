@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+from .figures import FIGURE_BY_NAME
+
 SCHEMA_VERSION = 1
 
 
@@ -149,6 +151,8 @@ class Survey:
             rows = tuple(
                 Row(**{**r, "object": ObjectRef(**r["object"]) if r.get("object") else None})
                 for r in data["rows"])
+            for row in rows:
+                _check_row(row)
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
                        created=data.get("created", ""), timing=dict(data.get("timing") or {}),
@@ -168,6 +172,20 @@ class Survey:
                       toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
                       dirty=self.dirty, created=other.created or self.created,
                       timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "")
+
+
+def _check_row(row: Row) -> None:
+    """Raise ValueError naming what a stored row holds that no survey writes: a figure the registry
+    does not know, a figure that is not a whole number, lint findings or messages of another shape."""
+    for name, value in row.resources.items():
+        if name not in FIGURE_BY_NAME:
+            raise ValueError(f"row {row.row_id} ({row.target}): unknown figure {name!r}")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"row {row.row_id} ({row.target}): figure {name} is {value!r}, not a whole number")
+    if row.lint is not None and not (isinstance(row.lint, list) and all(isinstance(f, dict) for f in row.lint)):
+        raise ValueError(f"row {row.row_id} ({row.target}): lint is neither null nor a list of findings")
+    if not (isinstance(row.messages, list) and all(isinstance(m, str) for m in row.messages)):
+        raise ValueError(f"row {row.row_id} ({row.target}): messages are not a list of lines")
 
 
 # Triton's CompilationError starts with the location ("CompilationError: at 4:29:"), quotes the source
