@@ -148,3 +148,17 @@ def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> N
     assert all(json.loads(path.read_text())["reader"] == READER_REVISION for path in stored)
     third, err = survey(toy_repo, "--commit", "HEAD")
     assert third == again and "surveying again" not in err
+
+
+def test_the_lint_of_every_build_is_kept_for_the_next_survey(toy_repo: Path) -> None:
+    # NVIDIA builds without a stack frame are linted at the survey's end; the result cache keeps their
+    # findings too, so a survey reusing them (another commit, a working tree) has them without linting.
+    first, _ = survey(toy_repo, "--target", "sm90")
+    assert [r["lint"] for r in first["rows"] if r["status"] == "ok"] == [[]] * len(first["rows"])
+    entries = [json.loads(p.read_text())["payload"] for p in (toy_repo / ".regsurvey" / "results").rglob("*.json")]
+    assert entries and all(e["extra"]["lint"] == [] for e in entries)
+    ops = toy_repo / "toykernels" / "ops.py"
+    ops.write_text(ops.read_text() + "\n# an edit that changes no kernel\n")
+    again, _ = survey(toy_repo, "--target", "sm90")
+    assert all(r["reused"] and r["lint"] == [] for r in again["rows"])
+    assert "lint_s" not in again["timing"] or again["timing"]["lint_s"] < 0.05

@@ -388,9 +388,11 @@ def _lint_the_rest(rows: list[Row], objects_dir: Path, jobs: int, timing: Survey
     from ..errors import CorruptObjectError
     from ..linting import lint_rows
     from ..store.objectstore import ObjectStore
+    from ..store.resultcache import CachedResult, ResultCache
 
+    objects = ObjectStore(objects_dir)
     try:
-        run = lint_rows(todo, ObjectStore(objects_dir), jobs)
+        run = lint_rows(todo, objects, jobs)
     except CorruptObjectError:
         return rows  # an object altered since its worker stored it: left unlinted, as lint would report
     timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + run.seconds
@@ -399,6 +401,12 @@ def _lint_the_rest(rows: list[Row], objects_dir: Path, jobs: int, timing: Survey
         findings.setdefault((finding.key, finding.target), []).append(finding.to_dict())
     linted = {(r.row_id, r.target): findings.get((r.row_id, r.target), []) for r in todo
               if r.object is not None and r.object.sha256 not in run.not_linted}
+    # The result cache keeps the findings too: a later survey reusing these builds has them at once.
+    cache = ResultCache(objects)
+    for r in {r.triton_hash: r for r in todo if (r.row_id, r.target) in linted and r.triton_hash}.values():
+        assert r.object is not None and r.triton_hash is not None
+        cache.put(r.triton_hash, CachedResult(kernel=r.kernel or "", resources=r.resources, object=r.object,
+                                              compile_s=r.compile_s, extra={"lint": linted[(r.row_id, r.target)]}))
     return [replace(r, lint=linted[(r.row_id, r.target)]) if (r.row_id, r.target) in linted else r for r in rows]
 
 
