@@ -15,28 +15,21 @@ from ..output.html import HtmlFormat
 from ..revisions.checkout import repo_root
 from ..revisions.demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
 from .common import BAD_INPUT, EXIT_OK, fail, split_csv
-from .options import make_report_dir, make_survey_options
+from .options import make_report_dir, make_survey_options, selection_options
 
 SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
 
 
 @click.command()
-@click.option("-t", "--target", "targets", multiple=True, metavar="TARGET",
-              help=f"Targets (default: {','.join(DEMO_TARGETS)}); e.g. --target gfx942,gfx950,sm90,sm100.")
-@click.option("--kind", "kinds", multiple=True, metavar="GLOB",
-              help=f"Kinds to survey (default: {','.join(DEMO_KINDS)}, the one the change touches; "
-                   "--kind '*' for the whole layer).")
-@click.option("--key", "keys", multiple=True, metavar="GLOB",
-              help="Only keys whose id matches, e.g. 'mla_decode/tp4/*' (a quicker look).")
-@click.option("-j", "--jobs", type=click.IntRange(1), default=None,
-              help="Worker processes (default: the number of usable cores).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
-              help="Seconds one key may take before it is marked error.")
+@selection_options(
+    target_help=f"Targets (default: {','.join(DEMO_TARGETS)}); e.g. --target gfx942,gfx950,sm90,sm100.",
+    kind_help=f"Kinds to survey (default: {','.join(DEMO_KINDS)}, the one the change touches; "
+              "--kind '*' for the whole layer).",
+    key_help="Only keys whose id matches, e.g. 'mla_decode/tp4/*' (a quicker look).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the HTML report (default: reports/demo.html at the repository root, "
                    "or in the current directory outside git).")
 @click.option("--keep", is_flag=True, help="Keep the throwaway repository (and say where it is).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None, timeout: float,
          output: Path | None, keep: bool, quiet: bool) -> None:
     """Show what a diff looks like: the demo suite, a kernel change, and the report.

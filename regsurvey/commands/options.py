@@ -20,28 +20,42 @@ from .common import split_csv, usable_cores
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def survey_options(command: F) -> F:
-    """``-t/--target``, ``--kind``, ``--key``, ``-j``, ``--timeout``, ``--store``, ``-C/--repo``, ``-q``:
-    the same meaning as in ``regsurvey run``."""
+_TARGET_HELP = "Targets to compile for (repeat or comma-separate); overrides the keys' matrices."
+_KIND_HELP = "Only kinds matching this pattern."
+_KEY_HELP = "Only keys whose id matches, e.g. 'mla_decode/tp8/*'."
+
+
+def selection_options(*, target_help: str = _TARGET_HELP, kind_help: str = _KIND_HELP,
+                      key_help: str = _KEY_HELP) -> Callable[[F], F]:
+    """``-t/--target``, ``--kind``, ``--key``, ``-j``, ``--timeout``, ``-q``: what every command that
+    surveys takes, declared once (a command may say what its own defaults are in the help)."""
     decorators = [
-        click.option("-t", "--target", "targets", multiple=True, metavar="TARGET",
-                     help="Targets to compile for (repeat or comma-separate); overrides the keys' matrices."),
-        click.option("--kind", "kinds", multiple=True, metavar="GLOB", help="Only kinds matching this pattern."),
-        click.option("--key", "keys", multiple=True, metavar="GLOB",
-                     help="Only keys whose id matches, e.g. 'mla_decode/tp8/*'."),
+        click.option("-t", "--target", "targets", multiple=True, metavar="TARGET", help=target_help),
+        click.option("--kind", "kinds", multiple=True, metavar="GLOB", help=kind_help),
+        click.option("--key", "keys", multiple=True, metavar="GLOB", help=key_help),
         click.option("-j", "--jobs", type=click.IntRange(1), default=None,
                      help="Worker processes (default: the number of usable cores)."),
         click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
                      help="Seconds one key may take before it is marked error."),
-        click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
-                     help="Where surveys and objects are kept (default: .regsurvey/ at the repository root)."),
-        click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
-                     default=Path("."), help="Run as if started in this directory."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
     ]
-    for decorator in reversed(decorators):
-        command = decorator(command)
-    return command
+
+    def apply(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return apply
+
+
+def survey_options(command: F) -> F:
+    """:func:`selection_options`, and ``--store`` and ``-C/--repo``: the same meaning as in ``regsurvey run``."""
+    command = click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                           default=Path("."), help="Run as if started in this directory.")(command)
+    command = click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
+                           help="Where surveys and objects are kept (default: .regsurvey/ at the repository "
+                                "root).")(command)
+    return selection_options()(command)
 
 
 def report_options(formats: tuple[str, ...]) -> Callable[[F], F]:
