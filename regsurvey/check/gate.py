@@ -27,7 +27,7 @@ from typing import Any
 
 from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, figure
-from .baseline import Allowance, Baseline
+from .baseline import Allowance, Baseline, parse_baseline, updated_baseline_text
 
 
 @dataclass(frozen=True)
@@ -186,5 +186,18 @@ def judge(comparison: Comparison, baseline: Baseline) -> GateResult:
     return GateResult(comparison, baseline, tuple(problems), tuple(allowed))
 
 
+def rebaseline(result: GateResult, text: str | None, reason: str,
+               label: str) -> tuple[str | None, GateResult, int]:
+    """``--update-baseline``: the baseline text (``text``: the current one, None if there is none) with
+    entries allowing every failing figure of ``result``, the comparison judged again with it, and how many
+    builds the new entries allow. (None, ``result``, 0) when no figure needs an allowance. ``label`` names
+    the baseline in errors."""
+    needed = list(result.needed_allowances())
+    if not needed:
+        return None, result, 0
+    new_text = updated_baseline_text(text, needed, reason, label)
+    return new_text, judge(result.comparison, parse_baseline(new_text, label)), len(needed)
+
+
 __all__ = ["KERNARG_NEVER_READ", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP",
-           "REGISTER_INCREASE", "RULES", "Allowed", "GateResult", "Problem", "Rule", "judge"]
+           "REGISTER_INCREASE", "RULES", "Allowed", "GateResult", "Problem", "Rule", "judge", "rebaseline"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..check.baseline import BASELINE_FILE, BaselineError, load_baseline, parse_baseline, updated_baseline_text
-from ..check.gate import GateResult, judge
+from ..check.baseline import BASELINE_FILE, BaselineError, load_baseline
+from ..check.gate import GateResult, judge, rebaseline
 from ..diff.core import compare
 from ..revisions.checkout import repo_root
 from ..revisions.obtain import open_store
@@ -78,21 +78,21 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
 
 
 def _update_baseline(result: GateResult, path: Path, reason: str) -> GateResult:
-    """Allow every failing figure in the baseline at ``path``; the result judged again with it."""
-    needed = list(result.needed_allowances())
-    if not needed:
-        click.echo(f"regsurvey: {path}: no figure needs an allowance; left as it was", err=True)
-        return result
+    """Write the baseline at ``path`` that allows every failing figure (check.gate.rebaseline); the result
+    judged again with it."""
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{path}: unreadable ({exc})") from None
-    new_text = updated_baseline_text(text, needed, reason, str(path))
+    new_text, judged, builds = rebaseline(result, text, reason, str(path))
+    if new_text is None:
+        click.echo(f"regsurvey: {path}: no figure needs an allowance; left as it was", err=True)
+        return result
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(new_text, encoding="utf-8")
-    click.echo(f"regsurvey: {path}: allowed the figures of {len(needed)} build"
-               f"{'s' if len(needed) > 1 else ''} ({'created' if text is None else 'updated'})", err=True)
-    return judge(result.comparison, parse_baseline(new_text, path))
+    click.echo(f"regsurvey: {path}: allowed the figures of {builds} build"
+               f"{'s' if builds > 1 else ''} ({'created' if text is None else 'updated'})", err=True)
+    return judged
 
 
 def _write_sarif(result: GateResult, path: Path, root: Path) -> None:

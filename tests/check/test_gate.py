@@ -189,3 +189,18 @@ def test_a_flaky_build_is_neither_judged_nor_failing(layer: Survey) -> None:
     assert flaky.mark is Mark.NOT_COMPARABLE and flaky.note == f"flaky on the head: RuntimeError: {why}"
     assert judge(comparison, Baseline()).passed
     assert judge(compare(head, layer), Baseline()).passed  # flaky on the base: the head is not judged either
+
+
+def test_rebaseline_allows_every_failing_figure_and_judges_again(layer: Survey) -> None:
+    from regsurvey.check.gate import rebaseline
+
+    head = edited(layer, {("attn/tp8/w8/bf16", AMD): {"vgpr_spill": 20, "scratch_bytes": 80},
+                          ("proj/tp8/w8", NV): {"spill_store_bytes": 8, "spill_load_bytes": 8}})
+    failing = judge(compare(layer, head), Baseline())
+    assert not failing.passed
+    text, judged, builds = rebaseline(failing, None, "accepted for the new tiling", "b.toml")
+    assert text is not None and builds == 2 and judged.passed
+    assert text.count("\n[[allow]]\n") == 2 and text.count('reason = "accepted for the new tiling"') == 2
+    assert judge(failing.comparison, parse_baseline(text, "b.toml")).passed  # the text alone allows them
+    # Nothing to allow: the baseline is left as it was.
+    assert rebaseline(judged, text, "again", "b.toml") == (None, judged, 0)
