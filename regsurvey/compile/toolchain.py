@@ -21,6 +21,10 @@ It makes a kind body's launches compile exactly what a real launch compiles, wit
   built from those same objects, the call ``JITFunction._do_compile`` makes.
 
 Private APIs move between Triton versions: keep every such use here.
+
+Its length (over 500 lines) is deliberate: every contact with Triton's internals (the stub driver, the
+launch hook, autotuning, compiling, the cache hash, toolchain identity) is here, so that a Triton
+upgrade is read and reviewed in one module.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Workers are processes forked from a warm server or a forkserver (or spawned) who
 at the checkout (see :mod:`regsurvey.engine.worker`). This module schedules keys over them, enforces the
 per-key time-out (a hung compile is killed and its key marked ``error``), survives a worker that dies,
 and turns the rows into a :class:`Survey`.
+
+Its length (over 500 lines): scheduling, time-outs, lost-worker handling and the end-of-survey lint
+share the pool's state; the typed message protocol of issue #11 is where it splits.
 """
 
 from __future__ import annotations

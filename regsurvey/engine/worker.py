@@ -9,6 +9,10 @@ A worker compiles on its main thread, one key at a time. Reading, storing and li
 objects ("finishing" it) is Python work that would hold the interpreter lock the compiles also need:
 on Linux it runs in a finishing process the worker forks once, beside the compiles (elsewhere, or with
 ``REGSURVEY_FINISH=thread``, on a second thread).
+
+Its length (over 500 lines): the worker's protocol, its compiling thread and its finishing process
+share the per-key state (captured launches, reuse of identical kernels, timing phases); splitting them
+is planned with issue #11's typed message protocol.
 """
 
 from __future__ import annotations

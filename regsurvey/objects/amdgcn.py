@@ -15,6 +15,9 @@ It knows what the lint (and the AMD object reader's VGPR count) needs and nothin
   scalars, which is all LLVM prints there).
 
 Syntax follows LLVM's AMDGPU assembler (AMDGPUAsmGFX9, AMDGPUOperandSyntax, AMDGPUUsage).
+
+Its length (over 500 lines) is one parser: operands, register ranges, functions, blocks and the CFG
+that both the lint and the AMD reader use.
 """
 
 from __future__ import annotations
