@@ -105,10 +105,10 @@ def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> 
     return sass
 
 
-def _lint_row_or_skip(row: Row, objects: ObjectStore, sass: dict[str, str] | None = None
-                      ) -> tuple[list[Finding], str | None]:
+def _lint_row_or_skip(row: Row, objects: ObjectStore, sass: dict[str, str]) -> tuple[list[Finding], str | None]:
+    assert row.object is not None
     try:
-        return lint_row(row, objects, (sass or {}).get(row.object.sha256) if row.object else None), None
+        return lint_row(row, objects, sass.get(row.object.sha256)), None
     except LintInputError as exc:
         return [], str(exc)
 
@@ -122,15 +122,15 @@ def lint_row(row: Row, objects: ObjectStore, sass: str | None = None) -> list[Fi
     object when this object was linted before. ``sass``: an NVIDIA object's disassembly, if the caller
     has it. Raises LintInputError, CorruptObjectError."""
     assert row.object is not None
-    objects.get(row.object.path, row.object.sha256)  # an altered object is never vouched for
-    cached = objects.text(row.object.path, _LINT_TEXT)
+    rel = row.object.path
+    binary = objects.get(rel, row.object.sha256)  # an altered object is never vouched for
+    cached = objects.text(rel, _LINT_TEXT)
     if cached is not None:
         try:
             return [Finding(**item) for item in json.loads(cached)]
         except (ValueError, TypeError):
             pass  # a damaged cache entry: lint again and rewrite it
-    rel = row.object.path
-    found = lint_object(row.target, objects.get(rel, row.object.sha256), lambda name: objects.text(rel, name), sass)
+    found = lint_object(row.target, binary, lambda name: objects.text(rel, name), sass)
     objects.put_text(rel, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
     return found
 

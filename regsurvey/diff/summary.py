@@ -33,7 +33,8 @@ _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "sta
 _TOLD_WHEN_DIFFERENT = {"vgpr_total"}  # companions told only where they moved otherwise than their figure
 MAX_BREAKDOWN_PARTS = 4
 # Where a sentence has an arrow (before -> after): SummaryLine keeps the words between, a report draws it.
-ARROW = " \x00 "
+_ARROW_MARK = "\x00"
+ARROW = f" {_ARROW_MARK} "
 MAX_KINDS_NAMED = 5
 
 
@@ -457,7 +458,7 @@ def _closing_lines(comparison: Comparison) -> list[SummaryLine]:
     not_comparable = comparison.with_mark(Mark.NOT_COMPARABLE)
     if not_comparable:
         targets = _join(sorted({r.target for r in not_comparable}))
-        why = "; ".join(c.describe("\x00") for c in comparison.toolchain_changes)  # ARROW, unpadded
+        why = "; ".join(c.describe(_ARROW_MARK) for c in comparison.toolchain_changes)
         lines.append(SummaryLine.of(
             f"{len(not_comparable)} builds on {targets} are not comparable: the toolchain differs ({why})",
             "neutral", tuple(r.ref for r in not_comparable)))

@@ -24,13 +24,12 @@ from types import MappingProxyType
 from typing import Any
 
 import msgpack
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from ..errors import CorruptObjectError
 from ..model.targets import Target
-from .elfcheck import check_extent, first_line
+from .elfcheck import PARSE_ERRORS, check_extent, first_line
 
 # The AMDGPU vendor note that carries the code object V3+ metadata (msgpack).
 _NOTE_NAME = "AMDGPU"
@@ -211,7 +210,7 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
         kernels = tuple(_kernel(meta, symbols) for meta in kinds)
     except CorruptObjectError:
         raise
-    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+    except PARSE_ERRORS as exc:
         # pyelftools and msgpack report a cut or altered object in many ways; all mean "corrupt".
         raise CorruptObjectError(f"not a readable HSACO: {first_line(exc)}") from None
     # "amdgpu9.50-amd-amdhsa-unknown-gfx950" or "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".

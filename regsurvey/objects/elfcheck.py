@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import struct
+
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from ..errors import CorruptObjectError
+
+# How pyelftools reports a cut or altered object: every one means "corrupt".
+PARSE_ERRORS = (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError)
 
 
 def check_extent(elf: ELFFile, size: int, what: str) -> None:

@@ -20,13 +20,12 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ..errors import CorruptObjectError
 from ..model.targets import Target
-from .elfcheck import check_extent, first_line
+from .elfcheck import PARSE_ERRORS, check_extent, first_line
 
 # .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
 # EIFMT_SVAL, a u16 size and that many bytes. Global .nv.info entries start with a u32 symbol index.
@@ -100,7 +99,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
         static_shared = _static_shared(elf, kernel, target)
     except CorruptObjectError:
         raise
-    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+    except PARSE_ERRORS as exc:
         # pyelftools reports a cut or altered object in many ways; all mean "corrupt".
         raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
     if sm != int(target.arch):
@@ -229,15 +228,14 @@ def disassemble_many(cubins: list[bytes]) -> list[str]:
                     code += bytes(-len(code) % 128)
         except CorruptObjectError as exc:
             raise CorruptObjectError(f"cubin {index} of {len(cubins)}: {exc}") from None
-        except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+        except PARSE_ERRORS as exc:
             raise CorruptObjectError(
                 f"cubin {index} of {len(cubins)}: not a readable cubin: {first_line(exc)}") from None
         if arch is not None and sm != arch:
             raise CorruptObjectError(f"cubin {index} of {len(cubins)} is for sm_{sm}, the first for sm_{arch}")
         arch = sm
         spans.append((len(blob), len(code)))
-        blob += code
-        blob += bytes(-len(blob) % 128)
+        blob += code  # a multiple of 128 bytes: the next cubin's code starts aligned
     with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
         path = os.path.join(tmp, "kernels.bin")
         with open(path, "wb") as f:
@@ -360,7 +358,7 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
         sizes = _block_sizes(section.data() if section is not None else b"")
     except CorruptObjectError:
         raise
-    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError) as exc:
+    except PARSE_ERRORS as exc:
         raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
     regs = info.get((_EIATTR_REGCOUNT, symbol_index), 0)
     local = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)

@@ -10,13 +10,15 @@ from ..diff.summary import summarize
 from ..model.comparison import Comparison, RowComparison, Stack
 
 
+def _header(report: str, data: Comparison | Stack) -> dict[str, Any]:
+    return {"schema_version": data.schema_version, "report": report, "base": asdict(data.base),
+            "head": asdict(data.head)}
+
+
 def comparison_dict(comparison: Comparison) -> dict[str, Any]:
     """The comparison as JSON-ready data (the schema is in README, "The comparison JSON")."""
     return {
-        "schema_version": comparison.schema_version,
-        "report": "comparison",
-        "base": asdict(comparison.base),
-        "head": asdict(comparison.head),
+        **_header("comparison", comparison),
         "toolchain_changes": [asdict(c) for c in comparison.toolchain_changes],
         "counts": {m.value: n for m, n in comparison.counts.items()},
         "totals": {
@@ -51,10 +53,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
 def stack_dict(stack: Stack) -> dict[str, Any]:
     """JSON-ready data: each step's comparison and the overall one (see README)."""
     return {
-        "schema_version": stack.schema_version,
-        "report": "stack",
-        "base": asdict(stack.base),
-        "head": asdict(stack.head),
+        **_header("stack", stack),
         "steps": [{"commit": s.commit, "subject": s.subject,
                    "builds": dict(zip(("ok", "total"), s.builds)),
                    "keys_built": dict(zip(("ok", "total"), s.keys_built)),

@@ -63,6 +63,12 @@ def first_line(text: str | None, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def note_text(r: RowComparison, arrow: str = "->") -> str:
+    """A row's note: the toolchain parts that make it not comparable (with ``arrow``), else why the
+    other side has no such build (it skipped the key, or the build was flaky)."""
+    return "; ".join(c.describe(arrow) for c in r.toolchain_changes) or r.note or ""
+
+
 def status_text(r: RowComparison, arrow: str = "->") -> str:
     """What a build-status row says instead of figures (the error, that it is new, or which toolchain
     parts differ)."""
@@ -74,9 +80,9 @@ def status_text(r: RowComparison, arrow: str = "->") -> str:
         row = r.after if r.mark is Mark.ADDED else r.before
         if row is not None and not row.ok:
             return "error: " + first_line(row.error)
-        return r.note or ""  # the other side skipped the key, when it did
+        return note_text(r, arrow)  # the other side skipped the key, when it did
     if r.mark is Mark.NOT_COMPARABLE:
-        return "; ".join(c.describe(arrow) for c in r.toolchain_changes) or r.note or ""
+        return note_text(r, arrow)
     return ""
 
 

@@ -30,6 +30,7 @@ from .figure_text import (
     figure_total_delta,
     lint_change_text,
     lint_counts_text,
+    note_text,
     spill_totals_text,
     total_line,
 )
@@ -70,10 +71,9 @@ def _lint(r: RowComparison) -> dict[str, Any] | None:
 
 
 def _row(r: RowComparison) -> dict[str, Any]:
-    note = "; ".join(c.describe("→") for c in r.toolchain_changes) or r.note
     return {"ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target,
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
-            "f": {f.name: [f.before, f.after] for f in r.figures}, "note": note,
+            "f": {f.name: [f.before, f.after] for f in r.figures}, "note": note_text(r, "→") or None,
             "lint": _lint(r), "before": _side(r.before), "after": _side(r.after)}
 
 
