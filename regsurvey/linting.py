@@ -9,17 +9,17 @@ and ``llir`` (the evidence whether the source uses an argument). A loose file is
 from __future__ import annotations
 
 import gzip
-import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .analysis import lint_object
 from .errors import CorruptObjectError
-from .lint import LintInputError, arg_names_from_ttir, lint_amdgcn, lint_nvidia
+from .lint import LintInputError, lint_amdgcn
 from .lint.disassembler import disassemble
-from .lint.finding import Finding
+from .model.findings import Finding
 from .model.results import Row, Survey
 from .model.targets import get_target
 from .store.objectstore import ObjectStore
@@ -80,7 +80,7 @@ def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> 
     batches: dict[str, list[tuple[str, bytes]]] = {}
     for row in rows:
         assert row.object is not None
-        if not get_target(row.target).is_nvidia or objects.text(row.object.path, _LINT_TEXT) is not None:
+        if not get_target(row.target).is_nvidia or row.lint is not None:
             continue
         try:
             data = objects.get(row.object.path, row.object.sha256)
@@ -105,67 +105,26 @@ def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> 
     return sass
 
 
-def _lint_row_or_skip(row: Row, objects: ObjectStore, sass: dict[str, str]) -> tuple[list[Finding], str | None]:
+def _lint_row_or_skip(row: Row, objects: ObjectStore, sass: dict[str, str]
+                      ) -> tuple[tuple[Finding, ...], str | None]:
     assert row.object is not None
     try:
         return lint_row(row, objects, sass.get(row.object.sha256)), None
     except LintInputError as exc:
-        return [], str(exc)
+        return (), str(exc)
 
 
-# Findings are a pure function of the object and its texts: kept beside the object, linted once.
-_LINT_TEXT = "lint"
-
-
-def lint_row(row: Row, objects: ObjectStore, sass: str | None = None) -> list[Finding]:
-    """The findings of a row's stored object (without key and target), from the cache beside the
-    object when this object was linted before. ``sass``: an NVIDIA object's disassembly, if the caller
-    has it. Raises LintInputError, CorruptObjectError."""
+def lint_row(row: Row, objects: ObjectStore, sass: str | None = None) -> tuple[Finding, ...]:
+    """The findings of a row's build (without key and target): those the survey recorded (``Row.lint``,
+    made by this reader revision: a stored survey of another is never reused), else those of its
+    stored object, linted now. ``sass``: an NVIDIA object's disassembly, if the caller has it. Raises
+    LintInputError, CorruptObjectError (a stored object that is missing or altered is never vouched for)."""
     assert row.object is not None
     rel = row.object.path
-    binary = objects.get(rel, row.object.sha256)  # an altered object is never vouched for
-    cached = objects.text(rel, _LINT_TEXT)
-    if cached is not None:
-        try:
-            return [Finding(**item) for item in json.loads(cached)]
-        except (ValueError, TypeError):
-            pass  # a damaged cache entry: lint again and rewrite it
-    found = lint_object(row.target, binary, lambda name: objects.text(rel, name), sass)
-    objects.put_text(rel, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
-    return found
-
-
-def lint_object(target: str, binary: bytes, text: Callable[[str], str | None], sass: str | None = None
-                ) -> list[Finding]:
-    """Lint one compiled object of ``target`` given a way to its texts (``amdgcn``/``ptx``, ``llir``,
-    ``ttir``; None where absent) and, for a cubin, its SASS if already disassembled. Raises
-    LintInputError, CorruptObjectError."""
-    ttir = text("ttir")
-    names = arg_names_from_ttir(ttir) if ttir else None
-    if get_target(target).is_amd:
-        asm = text("amdgcn")
-        if asm is None:
-            try:
-                asm = disassemble(binary)
-            except ValueError as exc:
-                raise LintInputError(str(exc)) from None
-        return lint_amdgcn(asm, hsaco=binary, llir=text("llir"), arg_names=names)
-    ptx = text("ptx")
-    if ptx is None:
-        raise LintInputError("no PTX stored beside the cubin")
-    try:
-        return lint_nvidia(ptx, binary, arg_names=names, sass=sass)
-    except ValueError as exc:
-        raise LintInputError(str(exc)) from None
-
-
-def lint_compiled(target: str, binary: bytes, texts: dict[str, str], objects: ObjectStore,
-                  rel: str) -> list[Finding]:
-    """Lint an object just compiled, from its texts in memory, and keep the findings beside the
-    stored object at ``rel`` (where :func:`lint_row` finds them). Raises LintInputError."""
-    found = lint_object(target, binary, texts.get)
-    objects.put_text(rel, _LINT_TEXT, json.dumps([asdict(f) for f in found]))
-    return found
+    binary = objects.get(rel, row.object.sha256)
+    if row.lint is not None:
+        return tuple(replace(f, key=None) for f in row.lint)
+    return tuple(lint_object(row.target, binary, lambda name: objects.text(rel, name), sass))
 
 
 def lint_file(path: Path) -> LintRun:

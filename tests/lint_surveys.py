@@ -5,16 +5,18 @@ asked), so these rows are made from the lint's committed fixtures (``tests/fixtu
 ``regenerate.py``): real Triton objects for gfx950 and textual mutations of their amdgcn that lose an
 argument. Each row's resources are read from the fixture's real HSACO; its findings come from
 :func:`regsurvey.lint.lint_amdgcn` on the fixture's text, with the base kernel's LLVM IR and argument
-names, stored as a survey stores them (``Finding.to_dict()`` with the row's key).
+names, as a survey's row holds them (typed findings naming the row).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from regsurvey.lint import lint_amdgcn
+from regsurvey.model.findings import Finding
 from regsurvey.model.results import Row, Survey
 from regsurvey.model.targets import get_target
 from regsurvey.objects.amd_object import read_hsaco
@@ -28,23 +30,23 @@ KEYS = {"many_buffers-gfx950": ("buffers", "buffers/w8", {"width": 8}),
         "matmul-gfx950": ("gemm", "gemm/w2", {"width": 2})}
 
 
-def findings(text_file: str, base: str, *, with_ir: bool = True) -> list[dict[str, Any]]:
+def findings(text_file: str, base: str, *, with_ir: bool = True) -> tuple[Finding, ...]:
     """The lint's findings on fixture ``text_file`` (amdgcn of base kernel ``base`` or a mutant of it), as
     a survey row stores them (without the key)."""
     entry = MANIFEST["bases"][base]
     llir = (LINT_FIXTURES / f"{base}.llir").read_text() if with_ir else None
     found = lint_amdgcn((LINT_FIXTURES / text_file).read_text(), llir=llir, arg_names=entry["arg_names"])
-    return [f.to_dict() for f in found]
+    return tuple(found)
 
 
-def fixture_row(base: str, lint: list[dict[str, Any]] | None, **fields: Any) -> Row:
+def fixture_row(base: str, lint: tuple[Finding, ...] | list[Finding] | None, **fields: Any) -> Row:
     """The row of base kernel ``base`` on gfx950: real resources, ``lint`` keyed by the row."""
     kind, key, axes = KEYS[base]
     binary = (LINT_FIXTURES / f"{base}.hsaco").read_bytes()
     resources = read_hsaco(binary, lds_bytes=0, num_warps=4, target=get_target("gfx950")).as_dict()
     row = Row(key=key, kind=kind, axes=axes, target="gfx950", kernel=MANIFEST["bases"][base]["kernel"], status="ok",
               resources=resources, where="kernels/fixture.py:10", **fields)
-    return Row(**{**row.__dict__, "lint": None if lint is None else [{**f, "key": row.row_id} for f in lint]})
+    return replace(row, lint=None if lint is None else tuple(replace(f, key=row.row_id) for f in lint))
 
 
 def lint_survey(rows: list[Row], commit: str, label: str) -> Survey:

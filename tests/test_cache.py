@@ -125,7 +125,7 @@ def test_slowest_keys_are_scheduled_first(tmp_path: Path) -> None:
 
 
 def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> None:
-    from regsurvey.store.resultcache import READER_REVISION
+    from regsurvey.model.version import READER_REVISION
 
     first, _ = survey(toy_repo, "--commit", "HEAD")
     assert first["reader"] == READER_REVISION
@@ -156,7 +156,7 @@ def test_the_lint_of_every_build_is_kept_for_the_next_survey(toy_repo: Path) -> 
     first, _ = survey(toy_repo, "--target", "sm90")
     assert [r["lint"] for r in first["rows"] if r["status"] == "ok"] == [[]] * len(first["rows"])
     entries = [json.loads(p.read_text())["payload"] for p in (toy_repo / ".regsurvey" / "results").rglob("*.json")]
-    assert entries and all(e["extra"]["lint"] == [] for e in entries)
+    assert entries and all(e["report"]["findings"] == [] for e in entries)
     ops = toy_repo / "toykernels" / "ops.py"
     ops.write_text(ops.read_text() + "\n# an edit that changes no kernel\n")
     again, _ = survey(toy_repo, "--target", "sm90")

@@ -193,6 +193,7 @@ def test_starting_a_server_retires_the_superseded_ones(toy_repo: Path, tmp_path:
     or torch changed since it started) is retired when a new one starts: no new survey would use it,
     and it exits once the workers of the surveys still running on it are done."""
     from regsurvey.engine import server
+    from regsurvey.engine.protocol import Stop, WorkerStarted
 
     directory = Path(env["REGSURVEY_SERVER_DIR"]) / f"regsurvey-{os.getuid()}"
     directory.mkdir(mode=0o700)
@@ -204,11 +205,11 @@ def test_starting_a_server_retires_the_superseded_ones(toy_repo: Path, tmp_path:
         worker = server._connect(stale)
         worker.send({"op": "worker", "args": [str(toy_repo), str(toy_repo / "keys"), str(tmp_path / "objects"),
                                               None, env]})
-        assert worker.poll(30) and "pid" in worker.recv()
+        assert worker.poll(30) and isinstance(worker.recv(), WorkerStarted)
         assert cli("server", "start", env=env).returncode == 0
         time.sleep(1)
         assert old.poll() is None  # still serving its worker
-        worker.send({"op": "stop"})
+        worker.send(Stop())
         assert old.wait(timeout=30) == 0
         assert not stale.exists()
         assert cli("server", "status", env=env).returncode == 0  # the new one runs on

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from regsurvey.model.results import SCHEMA_VERSION
+
 from .readings import TRITON_39_CODEGEN, amd_occupancy_reading, check_row, stored_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +108,7 @@ def test_survey_records_the_toolchain(toy_survey: tuple[Path, dict]) -> None:
         assert survey["toolchain"]["hip"]["amd_codegen_revision"]
     assert set(survey["toolchain"]["cuda"]["ptxas"]) == {"sm90", "sm100"}
     assert all(v.startswith("Build cuda_") for v in survey["toolchain"]["cuda"]["ptxas"].values())
-    assert survey["schema_version"] == 1 and len(survey["commit"]) == 40
+    assert survey["schema_version"] == SCHEMA_VERSION and len(survey["commit"]) == 40
 
 
 def test_waves_per_eu_and_agprs_are_read(toy_survey: tuple[Path, dict]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from regsurvey.engine.protocol import Failed, KeyFinished
 from regsurvey.engine.worker import Compiled, Duplicate, Finishing, Worker
 from regsurvey.keys.keyfiles import expand_keys
 from regsurvey.model.keys import Key
@@ -40,18 +41,20 @@ class Replies:
     """What a :class:`Finishing` answers, by key id."""
 
     def __init__(self) -> None:
-        self.answers: dict[str, dict[str, Any]] = {}
+        self.answers: dict[str, KeyFinished | Failed] = {}
         self.arrived = threading.Condition()
 
-    def __call__(self, key: Key, answer: dict[str, Any]) -> None:
+    def __call__(self, key: Key, answer: KeyFinished | Failed) -> None:
         with self.arrived:
             self.answers[key.id] = answer
             self.arrived.notify_all()
 
-    def wait(self, *ids: str) -> list[dict[str, Any]]:
+    def wait(self, *ids: str) -> list[KeyFinished]:
         with self.arrived:
             assert self.arrived.wait_for(lambda: all(i in self.answers for i in ids), timeout=120), self.answers
-            return [self.answers[i] for i in ids]
+        answers = [self.answers[i] for i in ids]
+        assert all(isinstance(a, KeyFinished) for a in answers), answers
+        return answers  # type: ignore[return-value]
 
 
 def test_a_kernel_still_being_finished_is_taken_from_it(worker: Worker) -> None:
@@ -63,12 +66,12 @@ def test_a_kernel_still_being_finished_is_taken_from_it(worker: Worker) -> None:
     (a,), (b,) = worker.finish(first), worker.finish(second)
     assert a.ok and not a.reused and b.ok and b.reused
     assert (b.object, b.resources, b.triton_hash, b.compile_s) == (a.object, a.resources, a.triton_hash, a.compile_s)
-    assert a.lint == [] and b.lint == []  # linted once; AMD rows always carry their findings
+    assert a.lint == () and b.lint == ()  # linted once; AMD rows always carry their findings
     # Finished, it is in the result cache: a third key reuses it from there.
     (third,) = worker.compile_key(keys["scale/w2/stop"])
     assert isinstance(third, Row) and third.reused and third.object == a.object
     timing = worker.take_timing()
-    assert timing["compile_s"] > 0 and timing["read_store_s"] > 0 and timing["lint_s"] > 0
+    assert timing["compile_s"] > 0 and timing["analyze_s"] > 0 and timing["store_s"] > 0
 
 
 def test_survey_key_compiles_and_finishes(worker: Worker) -> None:
@@ -91,12 +94,12 @@ def test_finishing_answers_every_key_in_order(worker: Worker, use_process: bool)
         first, second, gemm = replies.wait(*ids)
     finally:
         finishing.close(wait=True)
-    (a,), (b,), (g,) = first["rows"], second["rows"], gemm["rows"]
-    assert a["status"] == b["status"] == g["status"] == "ok" and not a["reused"] and b["reused"]
-    assert (b["object"], b["resources"], b["triton_hash"]) == (a["object"], a["resources"], a["triton_hash"])
-    assert g["resources"]["vgpr"] > 0
+    (a,), (b,), (g,) = first.rows, second.rows, gemm.rows
+    assert a.status == b.status == g.status == "ok" and not a.reused and b.reused
+    assert (b.object, b.resources, b.triton_hash) == (a.object, a.resources, a.triton_hash)
+    assert g.resources["vgpr"] > 0
     if use_process:  # the finishing process's own seconds and memory came with each answer
-        assert first["timing"]["read_store_s"] > 0 and first["peak_rss_mb"] > 100
+        assert first.timing["analyze_s"] > 0 and first.peak_rss_mb > 100
     assert not worker._in_flight  # every kernel finished: later launches find them in the result cache
 
 
@@ -111,26 +114,25 @@ def test_a_finishing_process_that_dies_loses_nothing(worker: Worker, tmp_path: P
         duplicate = worker.compile_key(keys["scale/w8/stop"])  # a Duplicate of the first, in flight
         assert isinstance(duplicate[0], Duplicate)
         finishing.submit(keys["scale/w2/stop"], first)
-        (a,) = replies.wait("scale/w2/stop")[0]["rows"]
+        (a,) = replies.wait("scale/w2/stop")[0].rows
         assert finishing.pid is not None
         os.kill(finishing.pid, signal.SIGKILL)
         finishing.submit(keys["scale/w8/stop"], duplicate)  # sent to a dead process, or after it was seen gone
         gemm = worker.compile_key(keys["gemm/w8"])
         finishing.submit(keys["gemm/w8"], gemm)
-        (b,), (g,) = (answer["rows"] for answer in replies.wait("scale/w8/stop", "gemm/w8"))
+        (b,), (g,) = (answer.rows for answer in replies.wait("scale/w8/stop", "gemm/w8"))
         deadline = time.monotonic() + 30
         while finishing.conn is not None:  # the relay noticed
             assert time.monotonic() < deadline
             time.sleep(0.05)
     finally:
         finishing.close(wait=True)
-    assert b["status"] == "ok" and b["reused"] and b["object"] == a["object"] and b["resources"] == a["resources"]
-    assert g["status"] == "ok" and g["resources"]["vgpr"] > 0
+    assert b.status == "ok" and b.reused and b.object == a.object and b.resources == a.resources
+    assert g.status == "ok" and g.resources["vgpr"] > 0
     # The same rows as a worker that finished everything itself.
     fresh = Worker(TOY, TOY / "keys", tmp_path / "fresh" / "objects", "gfx950")
     rows = [fresh.survey_key(keys[i])[0] for i in ("scale/w2/stop", "scale/w8/stop", "gemm/w8")]
-    assert [(r.status, r.resources, r.object.sha256) for r in rows] == [
-        (x["status"], x["resources"], x["object"]["sha256"]) for x in (a, b, g)]
+    assert [(r.status, r.resources, r.object) for r in rows] == [(x.status, x.resources, x.object) for x in (a, b, g)]
 
 
 def test_a_worker_that_cannot_fork_finishes_on_its_thread(worker: Worker, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,7 +149,7 @@ def test_a_worker_that_cannot_fork_finishes_on_its_thread(worker: Worker, monkey
         (answer,) = replies.wait("gemm/w8")
     finally:
         finishing.close(wait=True)
-    assert answer["ok"] and answer["rows"][0]["status"] == "ok"
+    assert answer.rows[0].status == "ok"
 
 
 @pytest.mark.parametrize("failures", [1, 2])

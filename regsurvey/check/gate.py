@@ -23,10 +23,10 @@ a miscompile suspect is fixed, or the rule is switched off.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, figure
+from ..model.findings import Finding
 from .baseline import Allowance, Baseline, parse_baseline, updated_baseline_text
 
 
@@ -68,7 +68,7 @@ class Problem:
     rule: Rule
     row: RowComparison
     figures: tuple[FigureDelta, ...] = ()  # before: None for a build the base lacks (measured from 0)
-    findings: tuple[dict[str, Any], ...] = ()
+    findings: tuple[Finding, ...] = ()
     limits: tuple[str, ...] = ()  # what matching entries allow of these figures ("entry 2 allows up to 64")
 
 

@@ -11,7 +11,6 @@ compiling, no reading objects, no linting).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from ..model.comparison import (
     Comparison,
@@ -26,6 +25,7 @@ from ..model.comparison import (
     ToolchainChange,
 )
 from ..model.figures import FIGURE_ORDER
+from ..model.findings import Finding
 from ..model.results import Row, Survey
 from ..model.targets import TARGETS
 
@@ -57,8 +57,8 @@ def _figures(before: Row | None, after: Row | None) -> tuple[FigureDelta, ...]:
 
 
 def _lint_change(before: Row | None, after: Row | None) -> LintChange:
-    def side(row: Row | None) -> tuple[dict[str, Any], ...] | None:
-        return tuple(row.lint) if row is not None and row.ok and row.lint is not None else None
+    def side(row: Row | None) -> tuple[Finding, ...] | None:
+        return row.lint if row is not None and row.ok else None
     return LintChange(side(before), side(after))
 
 

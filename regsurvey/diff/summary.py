@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.comparison import LINT_ERROR, Comparison, FigureDelta, Mark, RowComparison, argument_label
+from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, figure
 
 # Shown beside a companion's values in its parent's line.
@@ -115,7 +115,7 @@ def _lint_effects(row: RowComparison) -> list[_Effect]:
     effects = []
     for verb, found in (("adds", lint.new), ("removes", lint.fixed)):
         for error in (True, False):
-            if any((f.get("severity") == LINT_ERROR) == error for f in found):
+            if any(f.is_error == error for f in found):
                 effects.append(_LINT_EFFECTS[(verb, error)])
     return effects
 
@@ -390,8 +390,8 @@ def _lint_sentence(rows: list[RowComparison], effect: _Effect, describer: _Descr
     verb, kind = effect.verb.split()
     error = kind == "suspect"
     found = [f for r in rows for f in (r.lint_findings.new if verb == "adds" else r.lint_findings.fixed)
-             if (f.get("severity") == LINT_ERROR) == error]
-    names = list(dict.fromkeys(argument_label(f) for f in found))
+             if f.is_error == error]
+    names = list(dict.fromkeys(f.argument for f in found))
     what = ("a miscompile suspect" if len(names) == 1 else "miscompile suspects") if error else \
         ("a kernarg lint note" if len(names) == 1 else "kernarg lint notes")
     arguments = f"argument{'s' if len(names) > 1 else ''} {', '.join(names)}"

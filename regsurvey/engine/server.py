@@ -21,10 +21,12 @@ directory only its user can enter; a lock file there makes two servers of one id
 end up as one.
 
 Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` framing):
-the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends ``{"pid": ...}`` and then
-speaks :func:`regsurvey.engine.worker.serve`'s protocol; when it exits, the server sends ``{"exit": code}`` and
-closes the connection. ``{"op": "ping"}``, ``{"op": "stop"}`` (which kills the workers) and
-``{"op": "retire"}`` (exit once the last worker has) are answered at once.
+the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends
+:class:`~.protocol.WorkerStarted` and then speaks :func:`regsurvey.engine.worker.serve`'s protocol
+(:mod:`.protocol`); when it exits, the server sends :class:`~.protocol.WorkerExited` and closes the
+connection. ``{"op": "ping"}``, ``{"op": "stop"}`` (which kills the workers) and ``{"op": "retire"}``
+(exit once the last worker has) are answered at once. The server's requests stay plain dicts: a
+server of an older regsurvey must still understand the ping and the retirement a newer one sends.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NoReturn
+
+from .protocol import WorkerExited, WorkerStarted
 
 DEFAULT_IDLE_S = 30 * 60.0  # `regsurvey server start`
 AUTO_IDLE_S = 10 * 60.0  # a server a survey started by itself
@@ -266,8 +270,8 @@ class ServerWorker:
         with contextlib.suppress(OSError, EOFError):
             while self.exitcode is None and self._conn.poll(max(0.0, deadline - time.monotonic())):
                 message = self._conn.recv()
-                if isinstance(message, dict) and "exit" in message:
-                    self.exitcode = int(message["exit"])
+                if isinstance(message, WorkerExited):
+                    self.exitcode = message.code
 
 
 _launched: list[subprocess.Popen] = []  # the server this process launched, until it has answered
@@ -311,10 +315,10 @@ def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | N
     except (OSError, EOFError):
         conn.close()
         return None
-    if not isinstance(first, dict) or "pid" not in first:
+    if not isinstance(first, WorkerStarted):
         conn.close()
         return None
-    return ServerWorker(int(first["pid"]), conn, path), conn
+    return ServerWorker(first.pid, conn, path), conn
 
 
 # -- the server process ------------------------------------------------------------------------------
@@ -433,7 +437,7 @@ def _be_worker(conn: Connection, args: list[Any], inherited: list[Callable[[], N
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
-        conn.send({"pid": os.getpid()})
+        conn.send(WorkerStarted(os.getpid()))
         worker.serve(conn, *args)
         code = 0
     finally:
@@ -454,7 +458,7 @@ def _reap(children: dict[int, Connection]) -> None:
             continue
         code = os.waitstatus_to_exitcode(status)
         with contextlib.suppress(OSError):
-            conn.send({"exit": code})
+            conn.send(WorkerExited(code))
         conn.close()
 
 

@@ -24,16 +24,32 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.progress import Progress
-from ..model.results import Row, Status, Survey
+from ..model.results import ObjectReport, Row, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
+from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
 from ..store.objectstore import atomic_write
-from ..store.resultcache import READER_REVISION
+from .protocol import (
+    Answer,
+    Failed,
+    KeyCompiled,
+    KeyFinished,
+    KeysListed,
+    ListKeys,
+    Request,
+    SurveyKey,
+    ToolchainInfo,
+    ToolchainOf,
+    WorkerExited,
+)
 from .server import ServerWorker
+
+A = TypeVar("A", KeysListed, ToolchainInfo)
 
 
 class SurveyError(Exception):
@@ -79,10 +95,12 @@ class SurveyTiming:
     """Where a survey's wall time went, as seconds summed over workers (``Survey.timing``).
 
     ``compile_s`` is the toolchain's own work; ``capture_s`` (kind bodies), ``hash_s`` (Triton cache
-    keys and result-cache look-ups), ``read_store_s`` (object reading and storage) and ``lint_s`` are
-    regsurvey's per-key work; ``idle_s`` is the time the N compile slots spent not compiling once the
-    keys were listed (start-up still running, waiting for a key, or the tail; reading and linting run
-    beside compiling, in each worker's finishing process); ``list_s`` is the wall time until the key
+    keys and result-cache look-ups), ``analyze_s`` (reading and linting each object:
+    ``analysis.analyze``), ``store_s`` (storing objects and results) and ``lint_s`` (the lint of the
+    cubins the workers left, at the survey's end) are regsurvey's own work; ``idle_s`` is the time
+    the N compile slots spent not compiling once the keys were listed (start-up still running,
+    waiting for a key, or the tail; reading and linting run beside compiling, in each worker's
+    finishing process); ``list_s`` is the wall time until the key
     list arrived; ``worker_peak_rss_mb`` is the largest worker's (or finishing process's) peak
     resident memory; ``workers_preloaded`` counts the workers that were forked with torch and Triton
     already imported, ``workers_from_server`` those a running ``regsurvey server`` forked;
@@ -99,16 +117,16 @@ class SurveyTiming:
     from_server: set[int] = field(default_factory=set)  # workers a `regsurvey server` forked
     workers_started: int = 0
 
-    def answered(self, w: _Worker, answer: dict[str, Any]) -> None:
-        self.peak_rss_mb = max(self.peak_rss_mb, answer.get("peak_rss_mb") or 0.0)
-        if answer.get("preloaded"):
+    def answered(self, w: _Worker, answer: KeyFinished) -> None:
+        self.peak_rss_mb = max(self.peak_rss_mb, answer.peak_rss_mb)
+        if answer.preloaded:
             self.preloaded.add(id(w))
         if isinstance(w.process, ServerWorker):
             self.from_server.add(id(w))
-        for phase, seconds in (answer.get("timing") or {}).items():
+        for phase, seconds in answer.timing.items():
             self.phases[phase] = self.phases.get(phase, 0.0) + seconds
-        if w.ready_s is None and answer.get("ready_at"):
-            w.ready_s = answer["ready_at"] - w.spawned
+        if w.ready_s is None and answer.ready_at:
+            w.ready_s = answer.ready_at - w.spawned
 
     def as_dict(self, workers_ready: list[float]) -> dict[str, float]:
         end = time.monotonic()
@@ -283,20 +301,26 @@ def _main_module_hidden() -> Iterator[None]:
         main.__dict__.update(saved)
 
 
-def _request(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _request(w: _Worker, message: Request, expected: type[A], timeout: float) -> A:
     w.conn.send(message)
-    return _answer(w, message, timeout)
+    return _answer(w, message, expected, timeout)
 
 
-def _answer(w: _Worker, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """The worker's answer to ``message`` (already sent)."""
+def _answer(w: _Worker, message: Request, expected: type[A], timeout: float) -> A:
+    """The worker's answer to ``message`` (already sent): an ``expected``; SurveyError for a Failed
+    (its message), a silent or dead worker."""
     if not w.conn.poll(timeout):
-        raise SurveyError(f"worker did not answer {message['op']!r} within {timeout:.0f} s")
+        raise SurveyError(f"worker did not answer {type(message).__name__} within {timeout:.0f} s")
     try:
-        return w.conn.recv()
+        answer = w.conn.recv()
     except EOFError:
         raise SurveyError(
             f"worker process died while loading the keys (exit code {w.process.exitcode})") from None
+    if isinstance(answer, Failed):
+        raise SurveyError(answer.error)
+    if not isinstance(answer, expected):
+        raise SurveyError(f"worker answered {type(message).__name__} with {type(answer).__name__}")
+    return answer
 
 
 def _selected(key: Key, options: SurveyOptions) -> bool:
@@ -340,25 +364,18 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         if shared_import():
             listing_target = ANY_TARGET
         first = pool.spawn(listing_target)
-        listing = {"op": "list", "targets": list(options.targets or []) or None}
+        listing = ListKeys(tuple(options.targets) if options.targets else None)
         first.conn.send(listing)
         asked = [get_target(t).name for t in options.targets or ()]
         for i in range(1, max(1, options.jobs) if asked else 1):
             pool.spawn(ANY_TARGET if shared_import() else asked[i % len(asked)])
-        answer = _answer(first, listing, timeout=max(options.timeout, 120))
-        if not answer["ok"]:
-            raise SurveyError(answer["error"])
-        keys = [Key(kind=k["kind"], axes=tuple(tuple(p) for p in k["axes"]), target=k["target"], id=k["id"])
-                for k in answer["keys"]]
-        keys = [k for k in keys if _selected(k, options)]
+        listed = _answer(first, listing, KeysListed, timeout=max(options.timeout, 120))
+        keys = [k for k in listed.keys if _selected(k, options)]
         if not keys:
             raise SurveyError("no key matches the selection (--kind/--key)")
         toolchain = {}
         for backend in sorted({get_target(k.target).backend for k in keys}):
-            info = _request(first, {"op": "toolchain", "backend": backend}, timeout=120)
-            if not info["ok"]:
-                raise SurveyError(info["error"])
-            toolchain[backend] = info["toolchain"]
+            toolchain[backend] = _request(first, ToolchainOf(backend), ToolchainInfo, timeout=120).toolchain
         progress.on_start(len(keys))
         timing.listed = time.monotonic()
         ordered = costs.longest_first(keys)
@@ -399,17 +416,18 @@ def _lint_the_rest(rows: list[Row], objects_dir: Path, jobs: int, timing: Survey
     except CorruptObjectError:
         return rows  # an object altered since its worker stored it: left unlinted, as lint would report
     timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + run.seconds
-    findings: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
+    findings: dict[tuple[str | None, str | None], list[Finding]] = {}
     for finding in run.findings:
-        findings.setdefault((finding.key, finding.target), []).append(finding.to_dict())
-    linted = {(r.row_id, r.target): findings.get((r.row_id, r.target), []) for r in todo
+        findings.setdefault((finding.key, finding.target), []).append(finding)
+    linted = {(r.row_id, r.target): tuple(findings.get((r.row_id, r.target), ())) for r in todo
               if r.object is not None and r.object.sha256 not in run.not_linted}
     # The result cache keeps the findings too: a later survey reusing these builds has them at once.
     cache = ResultCache(objects)
     for r in {r.triton_hash: r for r in todo if (r.row_id, r.target) in linted and r.triton_hash}.values():
         assert r.object is not None and r.triton_hash is not None
-        cache.put(r.triton_hash, CachedResult(kernel=r.kernel or "", resources=r.resources, object=r.object,
-                                              compile_s=r.compile_s, extra={"lint": linted[(r.row_id, r.target)]}))
+        own = tuple(replace(f, key=None) for f in linted[(r.row_id, r.target)])
+        cache.put(r.triton_hash, CachedResult(kernel=r.kernel or "", report=ObjectReport(r.resources, own),
+                                              object=r.object, compile_s=r.compile_s))
     return [replace(r, lint=linted[(r.row_id, r.target)]) if (r.row_id, r.target) in linted else r for r in rows]
 
 
@@ -537,27 +555,32 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 return pending.pop(i)
         return None
 
-    def heard(w: _Worker, message: dict[str, Any]) -> None:
+    def heard(w: _Worker, message: Answer) -> None:
         w.heard = time.monotonic()
-        if "exit" in message:  # a server's worker has exited: its exit code, then the end of the connection
-            w.process.exitcode = message["exit"]
-            return
-        ident = (message.get("id"), message.get("target"))
-        if message.get("free"):
-            if w.key is not None and (w.key.id, w.key.target) == ident:
-                w.finishing.append(w.key)
-                w.key = None
-            return
-        if w.key is not None and (w.key.id, w.key.target) == ident:
-            key, w.key = w.key, None
-        else:
-            found = [k for k in w.finishing if (k.id, k.target) == ident]
-            if not found:
-                return  # not a key this worker holds (cannot happen): ignore
-            key = found[0]
+        match message:
+            case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
+                w.process.exitcode = code
+                return
+            case KeyCompiled(key=key):
+                if w.key == key:
+                    w.finishing.append(key)
+                    w.key = None
+                return
+            case KeyFinished(key=key) | Failed(key=Key() as key):
+                pass
+            case _:
+                return  # an answer to no key this worker holds (cannot happen): ignore
+        if w.key == key:
+            w.key = None
+        elif key in w.finishing:
             w.finishing.remove(key)
-        timing.answered(w, message)
-        finish(key, [_row(r) for r in message["rows"]] if message["ok"] else [_error_row(key, message["error"])])
+        else:
+            return
+        if isinstance(message, KeyFinished):
+            timing.answered(w, message)
+            finish(key, list(message.rows))
+        else:
+            finish(key, [_error_row(key, message.error)])
 
     while pending or any(w.key is not None or w.finishing for w in pool.workers):
         for w in list(pool.workers):
@@ -570,9 +593,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                     continue
                 w.key, w.started = nxt, time.monotonic()
                 w.heard = timing.last_dispatch = w.started
-                w.conn.send({"op": "survey", "reuse": options.reuse_results,
-                             "key": {"kind": nxt.kind, "axes": [list(p) for p in nxt.axes],
-                                     "target": nxt.target, "id": nxt.id}})
+                w.conn.send(SurveyKey(nxt, reuse=options.reuse_results))
         busy = [w for w in pool.workers if w.key is not None or w.finishing]
         if not busy:
             if pending and not pool.workers:  # every worker was lost: start one
@@ -592,10 +613,3 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             elif time.monotonic() >= w.deadline(options.timeout):
                 lose(w, f"timed out after {options.timeout:g} s (--timeout)")
     return results
-
-
-def _row(data: dict[str, Any]) -> Row:
-    from ..model.results import ObjectRef
-
-    obj = data.get("object")
-    return Row(**{**data, "object": ObjectRef(**obj) if obj else None})

@@ -28,39 +28,37 @@ import traceback
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from ..analysis import analyze
 from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
 from ..compile import toolchain
 from ..errors import CorruptObjectError
 from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
 from ..keys.matrix import Kind
+from ..model.findings import Finding
 from ..model.keys import Key
-from ..model.results import ObjectRef, Row, Status, error_line, error_text
+from ..model.results import ObjectRef, ObjectReport, Row, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from . import launcher_messages
-
-
-def read_resources(binary: bytes, target: Target, shared: int, num_warps: int,
-                   code_text: str | None = None) -> dict[str, int]:
-    """Resource figures of one object, from the vendor's object reader.
-
-    ``code_text``: the same compile's amdgcn text, from which the AMD reader counts VGPRs exactly where
-    the object holds only a rounded figure.
-    """
-    if target.is_amd:
-        from ..objects.amd_object import read_hsaco
-
-        return read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target,
-                          code_text=code_text).as_dict()
-    from ..objects.nvidia_object import read_cubin
-
-    return read_cubin(binary, shared_bytes=shared, num_warps=num_warps, target=target).as_dict()
+from .protocol import (
+    Answer,
+    Failed,
+    KeyCompiled,
+    KeyFinished,
+    KeysListed,
+    ListKeys,
+    Request,
+    Stop,
+    SurveyKey,
+    ToolchainInfo,
+    ToolchainOf,
+)
 
 
 @dataclass
@@ -87,19 +85,22 @@ class Duplicate:
             return Row(**self.common, status=Status.ERROR, triton_hash=self.triton_hash,
                        error=done.error if done is not None else "the identical kernel compiled before was lost")
         return _reused_row(self.common, self.triton_hash,
-                           CachedResult(kernel=done.kernel or "", resources=done.resources, object=done.object,
-                                        compile_s=done.compile_s, extra={"lint": done.lint}))
+                           CachedResult(kernel=done.kernel or "", report=ObjectReport(done.resources, done.lint),
+                                        object=done.object, compile_s=done.compile_s))
 
 
 Item = Row | Compiled | Duplicate
 
 
 def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -> Row:
-    lint = cached.extra.get("lint")
-    if lint is not None:  # findings name the row they were first found on
-        lint = [{**f, "key": Row(**common, status=Status.OK).row_id} for f in lint]
-    return Row(**common, status=Status.OK, resources=cached.resources, compile_s=cached.compile_s,
-               object=cached.object, triton_hash=cache_hash, reused=True, lint=lint)
+    row = Row(**common, status=Status.OK, resources=cached.resources, compile_s=cached.compile_s,
+              object=cached.object, triton_hash=cache_hash, reused=True)
+    return replace(row, lint=_own_findings(row, cached.report.findings))
+
+
+def _own_findings(row: Row, findings: tuple[Finding, ...] | None) -> tuple[Finding, ...] | None:
+    """``findings`` as this row's: each names the row (its ``key``)."""
+    return None if findings is None else tuple(replace(f, key=row.row_id) for f in findings)
 
 
 class Worker:
@@ -149,11 +150,9 @@ class Worker:
             self.ready_at = time.time()
         return self._kinds
 
-    def list_keys(self, targets: list[str] | None) -> list[dict[str, Any]]:
-        """Every key, as plain data for the parent (the keys files imported for this worker's target)."""
-        kinds = list(self.kinds().values())
-        order = {k.name: i for i, k in enumerate(kinds)}
-        return [{**asdict(k), "kind_index": order[k.kind]} for k in expand_keys(kinds, targets)]
+    def list_keys(self, targets: list[str] | tuple[str, ...] | None) -> tuple[Key, ...]:
+        """Every key (the keys files imported for this worker's target), in the keys files' order."""
+        return tuple(expand_keys(list(self.kinds().values()), list(targets) if targets else None))
 
     def survey_key(self, key: Key, reuse: bool = True) -> list[Row]:
         """Run the key's kind body under capture, compile each launch, read its resources."""
@@ -305,44 +304,22 @@ class Worker:
         common, compiled, target, compile_s = item.common, item.compiled, item.target, item.compile_s
         phase = time.perf_counter()
         try:
-            resources = read_resources(compiled.binary, target, compiled.shared, compiled.num_warps,
-                                       compiled.asm.get("amdgcn"))
+            report = analyze(target, compiled.binary, compiled.asm, shared=compiled.shared,
+                             num_warps=compiled.num_warps)
         except CorruptObjectError as exc:
             return Row(**common, status=Status.ERROR, compile_s=compile_s, triton_hash=compiled.triton_hash,
                        error=f"unreadable object: {exc}")
+        phase = self._spent("analyze_s", phase)
         ext = "hsaco" if target.is_amd else "cubin"
         sha, path = self.objects.put(compiled.binary, ext, extras={
             name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir", "ttir") if name in compiled.asm})
         ref = ObjectRef(path=path, sha256=sha)
-        row = Row(**common, status=Status.OK, resources=resources, compile_s=compile_s, object=ref,
+        self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], report=report, object=ref,
+                                                            compile_s=compile_s))
+        row = Row(**common, status=Status.OK, resources=report.resources, compile_s=compile_s, object=ref,
                   triton_hash=compiled.triton_hash)
-        phase = self._spent("read_store_s", phase)
-        lint = self._lint(row, target, compiled.binary, compiled.asm)
-        phase = self._spent("lint_s", phase)
-        self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], resources=resources, object=ref,
-                                                            compile_s=compile_s, extra={"lint": lint}))
-        self._spent("read_store_s", phase)
-        return replace(row, lint=lint)
-
-    def _lint(self, row: Row, target: Target, binary: bytes, texts: dict[str, str]) -> list[dict[str, Any]] | None:
-        """The row's lint findings, or None where the survey does not lint.
-
-        AMD objects are linted from their amdgcn text (milliseconds). An NVIDIA object needs its SASS,
-        and one nvdisasm run costs more than many compiles: a worker lints the kernels it disassembles
-        anyway (those with a stack frame, for their spills) and leaves the rest (None) to the survey,
-        which lints them all together once the keys are compiled (``survey._lint_the_rest``).
-        """
-        if target.is_nvidia and not row.resources.get("stack_bytes"):
-            return None
-        from ..lint import LintInputError
-        from ..linting import lint_compiled
-
-        assert row.object is not None
-        try:
-            found = lint_compiled(target.name, binary, texts, self.objects, row.object.path)
-        except (LintInputError, ValueError):
-            return None
-        return [{**f.to_dict(), "key": row.row_id} for f in found]
+        self._spent("store_s", phase)
+        return replace(row, lint=_own_findings(row, report.findings))
 
 
 def peak_rss_mb() -> float:
@@ -381,7 +358,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
         os.chdir(root)
     except OSError as exc:  # the checkout is gone: the survey was interrupted while this worker started
         with contextlib.suppress(OSError):
-            conn.send({"ok": False, "error": f"cannot enter the checkout {root}: {exc.strerror}"})
+            conn.send(Failed(f"cannot enter the checkout {root}: {exc.strerror}"))
         return
     # The checkout first on the import path: its kernels, not anyone else's. regsurvey itself is
     # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
@@ -395,73 +372,70 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
         worker._kinds = None
     send_lock = threading.Lock()
 
-    def send(message: dict[str, Any]) -> None:
+    def send(message: Answer) -> None:
         with send_lock:
             conn.send(message)
 
-    def reply(key: Key, answer: dict[str, Any]) -> None:
+    def reply(key: Key, answer: KeyFinished | Failed) -> None:
         """Send a finished key's rows (or why it failed) with the timing and memory of both halves."""
-        ident = {"id": key.id, "target": key.target}
-        theirs, their_peak = answer.pop("timing", None) or {}, answer.pop("peak_rss_mb", 0.0)
-        if not answer.get("ok"):
-            send({**answer, **ident})
+        if isinstance(answer, Failed):
+            send(answer)
             return
         timing = worker.take_timing()
-        for phase, seconds in theirs.items():
+        for phase, seconds in answer.timing.items():
             timing[phase] = round(timing.get(phase, 0.0) + seconds, 4)
-        send({**answer, **ident, "timing": timing, "ready_at": worker.ready_at,
-              "peak_rss_mb": max(peak_rss_mb(), their_peak), "preloaded": preloaded})
+        send(replace(answer, timing=timing, ready_at=worker.ready_at,
+                     peak_rss_mb=max(peak_rss_mb(), answer.peak_rss_mb), preloaded=preloaded))
 
     # Keys are compiled on this thread, one at a time; each compiled key is finished (its objects read,
-    # stored and linted) by the finishing process or thread while the next key compiles. "free" tells
-    # the parent to send the next.
+    # stored and linted) by the finishing process or thread while the next key compiles. KeyCompiled
+    # tells the parent to send the next.
     finishing = Finishing(worker, reply, use_process=finishing_mode() == "process", inherited=[conn])
     try:
         while True:
             try:
-                request = conn.recv()
+                request: Request = conn.recv()
             except (EOFError, OSError):
                 return
-            op = request.get("op")
             try:
-                if op == "stop":
-                    finishing.close(wait=True)
-                    return
-                if op == "list":
-                    send({"ok": True, "keys": worker.list_keys(request.get("targets")), "target": worker.target})
-                elif op == "toolchain":
-                    send({"ok": True, "toolchain": toolchain.toolchain_info(request["backend"])})
-                elif op == "survey":
-                    key = Key(**{**request["key"], "axes": tuple(tuple(p) for p in request["key"]["axes"])})
-                    try:
-                        items = worker.compile_key(key, reuse=request.get("reuse", True))
-                    except Exception as exc:
-                        send({**_failure(exc), "id": key.id, "target": key.target})
-                        continue
-                    send({"free": True, "id": key.id, "target": key.target})
-                    finishing.submit(key, items)
-                else:
-                    send({"ok": False, "error": f"unknown request {op!r}"})
+                match request:
+                    case Stop():
+                        finishing.close(wait=True)
+                        return
+                    case ListKeys(targets=targets):
+                        send(KeysListed(worker.list_keys(targets), worker.target))
+                    case ToolchainOf(backend=backend):
+                        send(ToolchainInfo(toolchain.toolchain_info(backend)))
+                    case SurveyKey(key=key, reuse=reuse):
+                        try:
+                            items = worker.compile_key(key, reuse=reuse)
+                        except Exception as exc:
+                            send(_failure(exc, key))
+                            continue
+                        send(KeyCompiled(key))
+                        finishing.submit(key, items)
+                    case _:
+                        send(Failed(f"unknown request {request!r}"))
             except Exception as exc:
                 send(_failure(exc))
     finally:
         finishing.close(wait=False)
 
 
-def _failure(exc: BaseException) -> dict[str, Any]:
+def _failure(exc: BaseException, key: Key | None = None) -> Failed:
     """The answer to a request that raised."""
     if isinstance(exc, KeysFileError):
-        return {"ok": False, "error": str(exc)}
+        return Failed(str(exc), key)
     # a bug of ours: report it rather than hang the parent
-    return {"ok": False, "error": f"worker failed: {one_line(exc)}", "traceback": traceback.format_exc()}
+    return Failed(f"worker failed: {one_line(exc)}", key, traceback.format_exc())
 
 
-def _rows_answer(finish: Callable[[list[Item]], list[Row]], items: list[Item]) -> dict[str, Any]:
+def _rows_answer(finish: Callable[[list[Item]], list[Row]], key: Key, items: list[Item]) -> KeyFinished | Failed:
     """The answer for a finished key: its rows, or why finishing it failed."""
     try:
-        return {"ok": True, "rows": [asdict(r) for r in finish(items)]}
+        return KeyFinished(key, tuple(finish(items)))
     except Exception as exc:
-        return _failure(exc)
+        return _failure(exc, key)
 
 
 FINISHING_MODES = ("process", "thread")
@@ -479,7 +453,7 @@ def finishing_mode() -> str:
     return value or "process"
 
 
-Reply = Callable[[Key, dict[str, Any]], None]
+Reply = Callable[[Key, "KeyFinished | Failed"], None]
 
 
 class Finishing:
@@ -497,7 +471,7 @@ class Finishing:
         """``inherited``: the worker's connections the finishing process must not keep open (the
         survey would not see the worker's end while it lives)."""
         self.worker = worker
-        self.reply = reply  # reply(key, {"ok", "rows" | "error", "timing"?, "peak_rss_mb"?})
+        self.reply = reply
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="regsurvey-finish")
         self.lock = threading.Lock()
         self.emptied = threading.Condition(self.lock)
@@ -545,19 +519,22 @@ class Finishing:
         # Sent without the lock, which the relay takes for each answer. Should the process be gone,
         # the relay hands what it held, this one too, to the thread.
         with contextlib.suppress(OSError):
-            conn.send((key.id, key.target, items))
+            conn.send((key, items))
 
     def _here(self, key: Key, items: list[Item]) -> None:
-        self.reply(key, _rows_answer(self.worker.finish, items))
+        self.reply(key, _rows_answer(self.worker.finish, key, items))
 
     def _relay(self, conn: Connection) -> None:
         while True:
             try:
-                ident, answer = conn.recv()
+                answer = conn.recv()
             except (EOFError, OSError):
                 break
+            ident = (answer.key.id, answer.key.target) if answer.key is not None else None
             with self.lock:
-                key, items = self.held.pop(tuple(ident))
+                if ident not in self.held:
+                    continue  # cannot happen: every answer names a key the process was sent
+                key, items = self.held.pop(ident)
             self.worker.finished(items)
             with contextlib.suppress(OSError):  # the survey is gone: the worker's loop sees it and ends
                 self.reply(key, answer)
@@ -601,12 +578,13 @@ def _finishing_loop(worker: Worker, conn: Connection) -> None:
     worker.take_timing()  # only its own work from here on
     while True:
         try:
-            key_id, target, items = conn.recv()
+            key, items = conn.recv()
         except (EOFError, OSError):
             return
-        answer = _rows_answer(worker.finish_rows, items)
-        answer.update(timing=worker.take_timing(), peak_rss_mb=peak_rss_mb())
+        answer = _rows_answer(worker.finish_rows, key, items)
+        if isinstance(answer, KeyFinished):
+            answer = replace(answer, timing=worker.take_timing(), peak_rss_mb=peak_rss_mb())
         try:
-            conn.send(((key_id, target), answer))
+            conn.send(answer)
         except OSError:  # the worker is gone
             return

@@ -32,7 +32,8 @@ class LintInputError(ValueError):
 
 
 def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = None,
-                arg_names: Sequence[str] | None = None, kernel: str | None = None) -> list[Finding]:
+                arg_names: Sequence[str] | None = None, kernel: str | None = None,
+                info: HsacoInfo | None = None) -> list[Finding]:
     """Lint AMDGCN code: Triton's ``amdgcn`` text, or ``llvm-objdump -d`` of an HSACO (then ``hsaco``
     is required: a disassembly carries neither the kernel descriptor nor the metadata).
 
@@ -42,13 +43,15 @@ def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = Non
     a ``note``; without it, an argument loaded in the body (or spilled) and never read is an ``error``
     and one only preloaded is a ``note``. ``arg_names`` are the Python parameters that are not
     constexpr, in order (Triton's two appended scratch pointers are never reported). ``kernel``
-    restricts the lint to one function. Raises :class:`LintInputError` or
-    :class:`~regsurvey.errors.CorruptObjectError` (``hsaco`` unreadable).
+    restricts the lint to one function; ``info`` is ``parse_hsaco(hsaco)`` if the caller has it.
+    Raises :class:`LintInputError` or :class:`~regsurvey.errors.CorruptObjectError` (``hsaco``
+    unreadable).
     """
     functions = amdgcn.parse_functions(text)
     if kernel is not None:
         functions = [f for f in functions if f.name == kernel]
-    info: HsacoInfo | None = parse_hsaco(hsaco) if hsaco is not None else None
+    if info is None and hsaco is not None:
+        info = parse_hsaco(hsaco)
     layouts = _layouts(text, info)
     if not layouts:
         if amdgcn.is_objdump(text):

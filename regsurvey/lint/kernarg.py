@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..objects.amd_object import HsacoKernel, KernelArg
 from ..objects.amdgcn import Block, Function, Instruction, Register, reachable
-from .finding import ERROR, NOTE, Finding
+from .finding import ERROR, NOTE, Finding, Severity
 
 # User SGPRs in the order the hardware sets them up, with their sizes (AMDGPUUsage, "Initial Kernel
 # Execution State"); the preloaded kernargs follow the last one enabled. Names are the
@@ -769,7 +769,7 @@ def findings(function: Function, layout: KernargLayout, *, target: str, ir_uses:
     return out
 
 
-def _judge(fate: ArgumentFate, ir_used: bool | None) -> tuple[str | None, str]:
+def _judge(fate: ArgumentFate, ir_used: bool | None) -> tuple[Severity | None, str]:
     if fate.read:  # then a spilled copy is lost, and the value is read on other paths only
         what = "read on some paths, but a spilled copy of it is never restored"
         if ir_used is False:

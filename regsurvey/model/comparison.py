@@ -13,15 +13,13 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
+from .findings import Finding
 from .results import Row, Survey
 
 if TYPE_CHECKING:
     from .rebuild import RebuildCheck
 
 DIFF_SCHEMA_VERSION = 1
-# A lint finding's severity that means a miscompile suspect (regsurvey.lint.finding.ERROR, as the survey
-# JSON spells it); read from the data so that comparing never imports the lint.
-LINT_ERROR = "error"
 
 
 class Mark(str, Enum):
@@ -72,31 +70,18 @@ class FigureDelta:
         return self.before is not None and self.after is not None and self.before != self.after
 
 
-def finding_identity(finding: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """What makes two lint findings of one build the same finding: kernel, argument offset, severity.
-
-    Not the load's line or instruction: unrelated edits move those while the same argument stays unread.
-    """
-    return finding.get("kernel"), finding.get("arg_offset"), finding.get("severity")
-
-
-def _is_error(finding: dict[str, Any]) -> bool:
-    return finding.get("severity") == LINT_ERROR
-
-
 @dataclass(frozen=True)
 class LintChange:
     """The kernarg lint's findings on one build, before and after, as the surveys recorded them.
 
     A side is None where the survey did not lint the build: it failed or is missing, or its object
     could not be linted (surveys made before every NVIDIA build was linted also left those without a
-    stack frame unlinted). Findings are ``Row.lint`` dicts
-    (see :meth:`regsurvey.lint.Finding.to_dict`), matched by :func:`finding_identity`. A finding of a
+    stack frame unlinted). Findings are ``Row.lint``'s, matched by :attr:`Finding.identity`. A finding of a
     build the base did not lint counts as new; a build the head did not lint has fixed nothing.
     """
 
-    before: tuple[dict[str, Any], ...] | None = None
-    after: tuple[dict[str, Any], ...] | None = None
+    before: tuple[Finding, ...] | None = None
+    after: tuple[Finding, ...] | None = None
 
     @property
     def linted(self) -> bool:
@@ -104,30 +89,30 @@ class LintChange:
         return self.before is not None or self.after is not None
 
     @property
-    def new(self) -> tuple[dict[str, Any], ...]:
+    def new(self) -> tuple[Finding, ...]:
         """Findings of the head that the base does not have."""
         if self.after is None:
             return ()
-        known = {finding_identity(f) for f in self.before or ()}
-        return tuple(f for f in self.after if finding_identity(f) not in known)
+        known = {f.identity for f in self.before or ()}
+        return tuple(f for f in self.after if f.identity not in known)
 
     @property
-    def fixed(self) -> tuple[dict[str, Any], ...]:
+    def fixed(self) -> tuple[Finding, ...]:
         """Findings of the base that the head, linted too, does not have."""
         if self.before is None or self.after is None:
             return ()
-        now = {finding_identity(f) for f in self.after}
-        return tuple(f for f in self.before if finding_identity(f) not in now)
+        now = {f.identity for f in self.after}
+        return tuple(f for f in self.before if f.identity not in now)
 
     @property
-    def new_errors(self) -> tuple[dict[str, Any], ...]:
+    def new_errors(self) -> tuple[Finding, ...]:
         """New miscompile suspects (severity ``error``): what makes a build worse."""
-        return tuple(f for f in self.new if _is_error(f))
+        return tuple(f for f in self.new if f.is_error)
 
     @property
-    def fixed_errors(self) -> tuple[dict[str, Any], ...]:
+    def fixed_errors(self) -> tuple[Finding, ...]:
         """Miscompile suspects the head no longer has: what makes a build better."""
-        return tuple(f for f in self.fixed if _is_error(f))
+        return tuple(f for f in self.fixed if f.is_error)
 
     @property
     def changed(self) -> bool:
@@ -139,9 +124,10 @@ class LintChange:
         when neither side was linted."""
         if not self.linted:
             return None
-        return {"before": list(self.before) if self.before is not None else None,
-                "after": list(self.after) if self.after is not None else None,
-                "new": list(self.new), "fixed": list(self.fixed)}
+        def items(found: tuple[Finding, ...] | None) -> list[dict[str, Any]] | None:
+            return [f.to_dict() for f in found] if found is not None else None
+        return {"before": items(self.before), "after": items(self.after),
+                "new": items(self.new), "fixed": items(self.fixed)}
 
 
 @dataclass(frozen=True)
@@ -317,7 +303,7 @@ class Comparison:
             return None
         after = [f for change in linted for f in change.after or ()]
         changes = [r.lint_findings for r in self.rows]
-        return LintCounts(findings=len(after), errors=sum(map(_is_error, after)),
+        return LintCounts(findings=len(after), errors=sum(f.is_error for f in after),
                           new=sum(len(c.new) for c in changes), new_errors=sum(len(c.new_errors) for c in changes),
                           fixed=sum(len(c.fixed) for c in changes),
                           fixed_errors=sum(len(c.fixed_errors) for c in changes), linted=len(linted))
@@ -326,7 +312,7 @@ class Comparison:
     def lint_errors(self) -> tuple[int, int]:
         """Miscompile suspects on all linted builds, before and after."""
         def errors(row: Row | None) -> int:
-            return sum(map(_is_error, row.lint or ())) if row is not None else 0
+            return sum(f.is_error for f in row.lint or ()) if row is not None else 0
         return (sum(errors(r.before) for r in self.rows), sum(errors(r.after) for r in self.rows))
 
     @property
@@ -380,11 +366,6 @@ def axis_segments(key: str, axes: dict[str, Any]) -> dict[str, str]:
     from .keys import axis_label
 
     return {a: axis_label(a, v, {}) for a, v in axes.items()}  # a key id of another shape: unlabelled
-
-
-def argument_label(finding: dict[str, Any]) -> str:
-    """A lint finding's argument as a kernel engineer names it: its Python name, else its position."""
-    return finding.get("arg_name") or f"#{finding.get('arg_index')}"
 
 
 @dataclass(frozen=True)

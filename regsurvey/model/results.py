@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
 from .figures import FIGURE_BY_NAME
+from .findings import Finding, findings_from_json
 
-SCHEMA_VERSION = 1
-
+# 2: rows carry the reader revision's typed findings (Row.lint) and the survey its ``reader``; a version 1
+# survey has the same shape (findings were already Finding.to_dict) and is read, never reused for a new one.
+SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 
 class SurveyFormatError(ValueError):
@@ -44,6 +47,37 @@ class ObjectRef:
 
 
 @dataclass(frozen=True)
+class ObjectReport:
+    """What one compiled object is found to be (:func:`regsurvey.analysis.analyze`): its figures, and the
+    kernarg lint's findings (None where it was not linted; ``why_not_linted`` then says why, when a
+    lint was tried and could not run)."""
+
+    resources: dict[str, int]
+    findings: tuple[Finding, ...] | None = None
+    why_not_linted: str | None = None
+
+    @property
+    def linted(self) -> bool:
+        """True when the lint ran on the object (``findings`` holds what it found, maybe nothing)."""
+        return self.findings is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the result cache's)."""
+        return {"resources": dict(self.resources),
+                "findings": [f.to_dict() for f in self.findings] if self.findings is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ObjectReport:
+        """Parse :meth:`to_dict`'s form; KeyError, TypeError or ValueError for anything else."""
+        found = data["findings"]
+        resources = data["resources"]
+        if not isinstance(resources, dict) or not all(
+                name in FIGURE_BY_NAME and type(value) is int for name, value in resources.items()):
+            raise ValueError("object report's resources are not figures")
+        return cls(resources=resources, findings=findings_from_json(found) if found is not None else None)
+
+
+@dataclass(frozen=True)
 class Row:
     """One kernel launch of one key on one target: does it build, and what it costs."""
 
@@ -66,7 +100,7 @@ class Row:
     num_stages: int | None = None
     where: str | None = None  # file:line of the launch in the project's code
     reused: bool = False  # True when the result came from an earlier compile of the same Triton key
-    lint: list[dict[str, Any]] | None = None  # kernarg lint findings; None where the survey did not lint
+    lint: tuple[Finding, ...] | None = None  # kernarg lint findings; None where the build was not linted
     flaky: str | None = None  # a known-intermittent toolchain failure this build hit before it built
     # What the kind body said while it ran (warnings, log records of level INFO and up, printed lines),
     # the same on every row of the key.
@@ -76,6 +110,36 @@ class Row:
     def __post_init__(self) -> None:
         if not isinstance(self.status, Status):
             object.__setattr__(self, "status", Status(self.status))
+        if self.lint is not None and not isinstance(self.lint, tuple):
+            object.__setattr__(self, "lint", tuple(self.lint))
+
+    @property
+    def linted(self) -> bool:
+        """True when the build was linted (``lint`` holds its findings, maybe none)."""
+        return self.lint is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of the row, in field order (the one serializer of rows)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["status"] = self.status.value
+        data["object"] = {"path": self.object.path, "sha256": self.object.sha256} if self.object else None
+        data["lint"] = [f.to_dict() for f in self.lint] if self.lint is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Row:
+        """Parse :meth:`to_dict`'s form, checked (:func:`_check_row`); KeyError, TypeError or ValueError
+        naming what is wrong."""
+        obj = data.get("object")
+        row = cls(**{**data, "object": ObjectRef(**obj) if obj else None, "lint": None})
+        if data.get("lint") is not None:
+            try:
+                row = replace(row, lint=findings_from_json(data["lint"]))
+            except ValueError as exc:
+                raise ValueError(f"row {row.row_id} ({row.target}): lint is neither null nor a list of "
+                                 f"findings ({exc})") from None
+        _check_row(row)
+        return row
 
     @property
     def row_id(self) -> str:
@@ -124,7 +188,7 @@ class Survey:
     created: str = ""
     # Where the survey's wall time went (seconds; see survey.SurveyTiming): not compared by diff.
     timing: dict[str, float] = field(default_factory=dict)
-    # The revision of regsurvey's object readers and lint that made the rows (resultcache.READER_REVISION;
+    # The revision of regsurvey's object readers and lint that made the rows (model.version.READER_REVISION;
     # "" when unknown, or mixed in a merge): a stored survey is reused only by the same revision.
     reader: str = ""
     schema_version: int = SCHEMA_VERSION
@@ -132,7 +196,9 @@ class Survey:
     def to_json(self, indent: int | None = 1) -> str:
         """Serialise with a schema version; key order is stable. ``indent=None``: one line (what the
         store keeps: the C encoder, several times faster than an indented dump)."""
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["targets"] = list(self.targets)
+        data["rows"] = [row.to_dict() for row in self.rows]
         return json.dumps(data, indent=indent, sort_keys=False)
 
     @classmethod
@@ -144,19 +210,15 @@ class Survey:
             raise SurveyFormatError(f"not JSON ({exc})") from None
         if not isinstance(data, dict) or "schema_version" not in data:
             raise SurveyFormatError("no schema_version: not a regsurvey survey")
-        if data["schema_version"] != SCHEMA_VERSION:
-            raise SurveyFormatError(
-                f"schema version {data['schema_version']} (this regsurvey reads {SCHEMA_VERSION})")
+        if data["schema_version"] not in READABLE_SCHEMA_VERSIONS:
+            raise SurveyFormatError(f"schema version {data['schema_version']} (this regsurvey reads "
+                                    f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
         try:
-            rows = tuple(
-                Row(**{**r, "object": ObjectRef(**r["object"]) if r.get("object") else None})
-                for r in data["rows"])
-            for row in rows:
-                _check_row(row)
+            rows = tuple(Row.from_dict(r) for r in data["rows"])
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
                        created=data.get("created", ""), timing=dict(data.get("timing") or {}),
-                       reader=str(data.get("reader") or ""), schema_version=data["schema_version"])
+                       reader=str(data.get("reader") or ""))
         except (KeyError, TypeError, ValueError) as exc:
             raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
 
@@ -182,7 +244,7 @@ def _check_row(row: Row) -> None:
             raise ValueError(f"row {row.row_id} ({row.target}): unknown figure {name!r}")
         if not isinstance(value, int) or isinstance(value, bool):
             raise ValueError(f"row {row.row_id} ({row.target}): figure {name} is {value!r}, not a whole number")
-    if row.lint is not None and not (isinstance(row.lint, list) and all(isinstance(f, dict) for f in row.lint)):
+    if row.lint is not None and not all(isinstance(f, Finding) for f in row.lint):
         raise ValueError(f"row {row.row_id} ({row.target}): lint is neither null nor a list of findings")
     if not (isinstance(row.messages, list) and all(isinstance(m, str) for m in row.messages)):
         raise ValueError(f"row {row.row_id} ({row.target}): messages are not a list of lines")

@@ -1,3 +1,10 @@
-"""regsurvey's version, where every layer may read it."""
+"""regsurvey's version, and the revision of its object readers and lint, where every layer may read them."""
 
 __version__ = "0.1.0"
+
+# Bump when what the object readers or the lint report changes: result-cache entries, the object
+# reports cached beside stored objects and stored surveys made by another revision then stop matching.
+# readers3: NVIDIA shared memory without the reserve; exact AMD vgpr, vgpr_total; AMD occupancy with waves_per_eu
+# lint2: every NVIDIA build is linted in a survey (before: only those with a stack frame)
+# report1: one analysis per object (resources, findings, linted) cached beside it under this revision
+READER_REVISION = f"{__version__}+readers3+lint2+report1"

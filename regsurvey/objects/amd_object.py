@@ -219,7 +219,7 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
 
 
 def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
-               code_text: str | None = None) -> AmdResources:
+               code_text: str | None = None, info: HsacoInfo | None = None) -> AmdResources:
     """Read the resource row of the one kernel in a Triton HSACO compiled for ``target``.
 
     ``lds_bytes`` is Triton's compiled metadata ``shared``: Triton allocates LDS dynamically, so the
@@ -229,10 +229,12 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
     ``llvm-objdump -d`` of this object). With AGPRs in use the object holds ``NumVgprs`` only rounded
     up to 4 (the AGPR offset); the code gives it exactly: one past the highest VGPR its instructions
     name. Without it (or if the code does not fit the object) ``vgpr`` is that rounded figure.
+    ``info``: ``parse_hsaco(data)`` if the caller has it.
     """
     if not target.is_amd:
         raise ValueError(f"read_hsaco needs an AMD target, not {target.name}")
-    info = parse_hsaco(data)
+    if info is None:
+        info = parse_hsaco(data)
     if info.arch != str(target.arch):
         raise CorruptObjectError(f"HSACO is for {info.arch}, not the target {target.arch}")
     if len(info.kernels) != 1:

@@ -80,12 +80,21 @@ class NvidiaResources:
         return asdict(self)
 
 
-def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target) -> NvidiaResources:
+def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target,
+               sass: str | None = None) -> NvidiaResources:
     """Read the resource row of the one kernel in a Triton cubin compiled for ``target``.
 
     ``shared_bytes`` is Triton's compiled metadata ``shared`` (dynamic shared memory per block);
-    ``num_warps`` is the warps per block (Triton's compiled metadata ``num_warps``).
+    ``num_warps`` is the warps per block (Triton's compiled metadata ``num_warps``). ``sass``: the
+    cubin's ``nvdisasm -c`` if the caller has it (see :func:`read_cubin_sass`).
     """
+    return read_cubin_sass(data, shared_bytes=shared_bytes, num_warps=num_warps, target=target, sass=sass)[0]
+
+
+def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: Target, sass: str | None = None,
+                    want_sass: bool = False) -> tuple[NvidiaResources, str | None]:
+    """:func:`read_cubin`, and the SASS it read: disassembled when the kernel has a stack frame (its
+    spills are counted there) or ``want_sass``; otherwise ``sass`` as given (maybe None)."""
     if not target.is_nvidia:
         raise ValueError(f"read_cubin needs an NVIDIA target, not {target.name}")
     try:
@@ -110,7 +119,9 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
     stack = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
     # Spills go to local memory, which is the stack frame: with no frame there is no STL/LDL to
     # count, and nvdisasm (about 0.4 s a run, more than many compiles) is skipped.
-    stores, loads = spill_bytes(disassemble(data)) if stack else (0, 0)
+    if sass is None and (stack or want_sass):
+        sass = disassemble(data)
+    stores, loads = spill_bytes(sass) if stack and sass is not None else (0, 0)
     # What the driver reports as the kernel's shared memory: static (SHARED_SIZE_BYTES) + dynamic.
     shared = shared_bytes + static_shared
     blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
@@ -122,7 +133,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
         shared_bytes=shared,
         occupancy_blocks=blocks,
         occupancy_warps=blocks * num_warps,
-    )
+    ), sass
 
 
 def _static_shared(elf: ELFFile, kernel: str, target: Target) -> int:

@@ -45,8 +45,8 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
         "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
         "figures": [{"name": f.name, "before": f.before, "after": f.after, "delta": f.delta,
                      "verdict": f.verdict} for f in r.figures],
-        "before": asdict(r.before) if r.before is not None else None,
-        "after": asdict(r.after) if r.after is not None else None,
+        "before": r.before.to_dict() if r.before is not None else None,
+        "after": r.after.to_dict() if r.after is not None else None,
     }
 
 

@@ -3,10 +3,9 @@ alike."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..model.comparison import LINT_ERROR, Comparison, FigureDelta, LintCounts, Mark, RowComparison, argument_label
+from ..model.comparison import Comparison, FigureDelta, LintCounts, Mark, RowComparison
 from ..model.figures import FIGURE_ORDER, figure
+from ..model.findings import Finding
 from ..model.results import error_line
 
 
@@ -93,9 +92,9 @@ def figure_total_delta(comparison: Comparison, arrow: str = "→") -> str:
     return ", ".join(parts) if parts else "unchanged"
 
 
-def finding_text(finding: dict[str, Any]) -> str:
+def finding_text(finding: Finding) -> str:
     """``out_ptr (#2, offset 16)``: a lint finding's argument."""
-    return f"{argument_label(finding)} (#{finding.get('arg_index')}, offset {finding.get('arg_offset')})"
+    return f"{finding.argument} (#{finding.arg_index}, offset {finding.arg_offset})"
 
 
 def lint_change_text(r: RowComparison) -> str:
@@ -104,7 +103,7 @@ def lint_change_text(r: RowComparison) -> str:
     parts = []
     for word, found in (("new", r.lint_findings.new), ("fixed", r.lint_findings.fixed)):
         for error, noun in ((True, "miscompile suspect"), (False, "lint note")):
-            names = [argument_label(f) for f in found if (f.get("severity") == LINT_ERROR) == error]
+            names = [f.argument for f in found if f.is_error == error]
             if names:
                 plural = "s" if len(names) > 1 else ""
                 parts.append(f"{word} {noun}{plural} {', '.join(names)}")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ..check.gate import KERNARG_NEVER_READ, NEWLY_FAILING, Problem
-from ..model.comparison import FigureDelta, argument_label
+from ..model.comparison import FigureDelta
 from ..model.figures import figure
 from ..model.results import error_line
+from .figure_text import finding_text
 
 
 def problem_subject(problem: Problem) -> str:
@@ -23,8 +24,7 @@ def problem_message(problem: Problem, arrow: str = "->") -> str:
         was = "is new and fails to build" if problem.row.before is None else "no longer builds"
         return f"{subject} {was}" + (f": {error[:200]}" if error else "")
     if problem.rule is KERNARG_NEVER_READ:
-        args = ", ".join(f"{argument_label(f)} (#{f.get('arg_index')}, offset {f.get('arg_offset')})"
-                         for f in problem.findings)
+        args = ", ".join(map(finding_text, problem.findings))
         plural = "s" if len(problem.findings) > 1 else ""
         return (f"{subject}: kernel argument{plural} {args} loaded and never read, though the source "
                 f"uses {'them' if plural else 'it'} (a miscompile suspect)")

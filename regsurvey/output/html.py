@@ -2,9 +2,11 @@
 
 The page holds the data as JSON and a small script renders the table from it, a page of rows at a
 time, so thousands of builds stay fast; it sorts by any column and filters by mark, kind, target and
-every axis. Text from kernels and compilers never becomes markup: the JSON is escaped for a
-``<script>`` element (``<``, ``>`` and ``&`` as ``\\u`` escapes) and the script only ever sets
-``textContent``. The template is ``regsurvey/templates/report.html.j2``.
+every axis. Each figure's verdict, change and text, the headings and the notices come computed here:
+the script shows, sorts and filters them and derives none (the lint detail's sentences it still puts
+together from the findings' fields). Text from kernels and compilers never becomes markup: the JSON is
+escaped for a ``<script>`` element (``<``, ``>`` and ``&`` as ``\\u`` escapes) and the script only ever
+sets ``textContent``. The template is ``regsurvey/templates/report.html.j2``.
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from ..diff.summary import summarize
 from ..model.comparison import (
     MARK_ORDER,
     Comparison,
+    FigureDelta,
     LintChange,
     RowComparison,
     Stack,
-    argument_label,
-    finding_identity,
+    SurveyInfo,
 )
-from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER
+from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, figure
+from ..model.findings import Finding
+from ..model.rebuild import RebuildCheck
 from .figure_text import (
+    change_text,
     changed_names,
     figure_total_delta,
     lint_change_text,
@@ -47,11 +52,9 @@ def _side(row: Any) -> dict[str, Any] | None:
             "where": row.where, "compile_s": row.compile_s, "messages": list(row.messages)}
 
 
-def _finding(f: dict[str, Any], new: bool) -> dict[str, Any]:
-    load = f.get("load") or {}
-    return {"arg": argument_label(f), "index": f.get("arg_index"), "offset": f.get("arg_offset"),
-            "severity": f.get("severity"), "kernel": f.get("kernel"), "load": load.get("instruction"),
-            "line": load.get("line"), "reason": f.get("reason"), "new": new}
+def _finding(f: Finding, new: bool) -> dict[str, Any]:
+    return {"arg": f.argument, "index": f.arg_index, "offset": f.arg_offset, "severity": f.severity.value,
+            "kernel": f.kernel, "load": f.load, "line": f.line, "reason": f.reason, "new": new}
 
 
 def _lint(r: RowComparison) -> dict[str, Any] | None:
@@ -60,21 +63,46 @@ def _lint(r: RowComparison) -> dict[str, Any] | None:
     change: LintChange = r.lint_findings
     if not change.linted:
         return None
-    new = {finding_identity(f) for f in change.new}
+    new = {f.identity for f in change.new}
     return {"before": None if change.before is None else len(change.before),
             "after": None if change.after is None else len(change.after),
-            "findings": [_finding(f, finding_identity(f) in new) for f in change.after or ()],
+            "findings": [_finding(f, f.identity in new) for f in change.after or ()],
             "fixed": [_finding(f, False) for f in change.fixed],
             "change": lint_change_text(r),
             "score": len(change.new_errors) - len(change.fixed_errors),
             "tone": "worse" if change.new_errors else "better" if change.fixed_errors else ""}
 
 
+def _figure(f: FigureDelta) -> dict[str, Any]:
+    """One figure of a row as the page shows it: the sides, the change (a number to sort by, and its
+    text), the verdict (``worse``, ``better``, ``same``, ``changed`` or ``n/a``) and the cell's text."""
+    delta = f.delta
+    return {"before": f.before, "after": f.after, "delta": delta,
+            "delta_text": "" if delta is None else f"{delta:+d}" if delta else "0",
+            "verdict": f.verdict, "text": change_text(f, "→")}
+
+
 def _row(r: RowComparison) -> dict[str, Any]:
     return {"ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target,
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
-            "f": {f.name: [f.before, f.after] for f in r.figures}, "note": note_text(r, "→") or None,
+            "kernel_text": (r.kernel or "") + (f" cfg{r.config}" if r.config is not None else ""),
+            "f": {f.name: _figure(f) for f in r.figures}, "note": note_text(r, "→") or None,
             "lint": _lint(r), "before": _side(r.before), "after": _side(r.after)}
+
+
+def _side_text(word: str, side: SurveyInfo) -> str:
+    return f"{word} {side.short}" + (f" · {side.commit[:12]}" if side.commit else "")
+
+
+def _rebuild(check: RebuildCheck | None) -> dict[str, Any] | None:
+    """The rebuild check's notice: its verdict, then a line per build that differed."""
+    if check is None:
+        return None
+    verdict = (f"all {check.builds} builds identical" if check.deterministic
+               else f"{len(check.differences)} of {check.builds} builds differ")
+    return {"text": f"rebuild check of {check.label}: {verdict} from a cold Triton cache",
+            "differences": [f"{d.key} {d.target} {d.kernel or '-'}: {d.section}: {d.detail}"
+                            for d in check.differences]}
 
 
 def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
@@ -92,6 +120,8 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
                  "targets": comparison.base.targets, "toolchain": comparison.base.toolchain},
         "head": {"label": comparison.head.label, "short": comparison.head.short, "commit": comparison.head.commit,
                  "targets": comparison.head.targets, "toolchain": comparison.head.toolchain},
+        "heading": f"{_side_text('base', comparison.base)}  →  {_side_text('head', comparison.head)}"
+                   f"  ·  targets {', '.join(comparison.targets)}",
         "counts": {m.value: n for m, n in comparison.counts.items()},
         "total": total_line(comparison),
         "spills": spill_totals_text(comparison),
@@ -103,18 +133,21 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "changed": changed_names(comparison.rows),
         "lint_changed": any(r.lint_findings.changed for r in comparison.rows),
         "rows": [_row(r) for r in comparison.rows],
-        "rebuild": comparison.rebuild.to_dict() if comparison.rebuild is not None else None,
+        "rebuild": _rebuild(comparison.rebuild),
     }
 
 
 def _page_data(title: str, comparisons: list[dict[str, Any]], steps: list[dict[str, Any]] | None,
                note: str | None) -> dict[str, Any]:
+    # Every figure the rows have, a newer survey's unknown ones too (neutral: figures.figure).
+    names = dict.fromkeys([*(f.name for f in BY_IMPORTANCE), *(n for c in comparisons for n in c["figures"])])
     return {
         "title": title,
         "note": note,
         "marks": [m.value for m in MARK_ORDER],
-        "figures": {f.name: {"label": f.label, "noun": f.noun, "unit": f.unit.strip(), "worse": f.worse,
-                             "vendor": f.vendor} for f in BY_IMPORTANCE},
+        "figures": {f.name: {"label": f.label, "noun": f.noun, "unit": f.unit.strip(), "vendor": f.vendor,
+                             "heading": f.noun + (f" ({f.unit.strip()})" if f.unit.strip() else "")}
+                    for f in map(figure, names)},
         "page_rows": PAGE_ROWS,
         "comparisons": comparisons,
         "steps": steps,

@@ -65,7 +65,7 @@ def _result(problem: Problem, site: Site) -> dict[str, Any]:
     if problem.figures:
         properties["figures"] = {f.name: {"before": f.before, "after": f.after} for f in problem.figures}
     if problem.findings:
-        properties["findings"] = list(problem.findings)
+        properties["findings"] = [f.to_dict() for f in problem.findings]
     return {
         "ruleId": problem.rule.id,
         "ruleIndex": RULES.index(problem.rule),

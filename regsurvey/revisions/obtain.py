@@ -10,7 +10,7 @@ from ..engine.survey import SurveyOptions, start_workers_early, survey_checkout
 from ..model.progress import Progress
 from ..model.results import Survey
 from ..model.targets import get_target
-from ..store.resultcache import READER_REVISION
+from ..model.version import READER_REVISION
 from ..store.store import Store, StoreError
 from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
 

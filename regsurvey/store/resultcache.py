@@ -17,25 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptObjectError
-from ..model.results import ObjectRef
-from ..model.version import __version__
+from ..model.results import ObjectRef, ObjectReport
+from ..model.version import READER_REVISION
 from .objectstore import ObjectStore, atomic_write
-
-# Bump when what the object readers report changes: older entries then stop matching.
-# readers3: NVIDIA shared memory without the reserve; exact AMD vgpr, vgpr_total; AMD occupancy with waves_per_eu
-# lint2: every NVIDIA build is linted in a survey (before: only those with a stack frame)
-READER_REVISION = f"{__version__}+readers3+lint2"
 
 
 @dataclass(frozen=True)
 class CachedResult:
-    """What a survey row keeps of one compiled launch."""
+    """What a survey row keeps of one compiled launch: the kernel, its object and what the object was
+    found to be (its :class:`~regsurvey.model.results.ObjectReport`: figures and lint findings)."""
 
     kernel: str
-    resources: dict[str, int]
+    report: ObjectReport
     object: ObjectRef
     compile_s: float
-    extra: dict[str, Any]  # e.g. lint findings; opaque to the cache
+
+    @property
+    def resources(self) -> dict[str, int]:
+        """The object's figures."""
+        return self.report.resources
 
 
 class ResultCache:
@@ -67,8 +67,8 @@ class ResultCache:
                 return None
             ref = ObjectRef(**payload["object"])
             self.objects.get(ref.path, ref.sha256)
-            return CachedResult(kernel=payload["kernel"], resources=payload["resources"], object=ref,
-                                compile_s=payload["compile_s"], extra=payload.get("extra", {}))
+            return CachedResult(kernel=payload["kernel"], report=ObjectReport.from_dict(payload["report"]), object=ref,
+                                compile_s=payload["compile_s"])
         except CorruptObjectError as exc:
             _warn(path, str(exc))
         except (ValueError, KeyError, TypeError) as exc:
@@ -78,9 +78,9 @@ class ResultCache:
     def put(self, triton_hash: str, result: CachedResult) -> None:
         """Store a result (atomically)."""
         payload = {"triton_hash": triton_hash, "reader": READER_REVISION, "kernel": result.kernel,
-                   "resources": result.resources,
+                   "report": result.report.to_dict(),
                    "object": {"path": result.object.path, "sha256": result.object.sha256},
-                   "compile_s": result.compile_s, "extra": result.extra}
+                   "compile_s": result.compile_s}
         atomic_write(self._path(triton_hash),
                      json.dumps({"sha256": _checksum(payload), "payload": payload}).encode())
 

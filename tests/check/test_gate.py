@@ -164,7 +164,7 @@ def test_new_miscompile_suspects_fail() -> None:
     assert problem_message(result.problems[0]) == (
         "buffers/w8 on gfx950 (many_buffers_kernel): kernel argument out_ptr (#32, offset 256) loaded and never "
         "read, though the source uses it (a miscompile suspect)")
-    assert [f["arg_name"] for f in result.problems[1].findings] == ["stride_cm"]
+    assert [f.arg_name for f in result.problems[1].findings] == ["stride_cm"]
     assert result.needed_allowances() == ()  # no baseline entry silences a miscompile suspect
     assert judge(compare(base, head), Baseline(rules=CheckRules(lint_errors=False))).passed
     # Fixing them passes; so does an old suspect still there (it is not new).

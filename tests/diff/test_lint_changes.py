@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from regsurvey.diff.core import compare, stack
 from regsurvey.diff.summary import summarize
-from regsurvey.model.comparison import LintChange, LintCounts, Mark, finding_identity
+from regsurvey.model.comparison import LintChange, LintCounts, Mark
 from regsurvey.output.diff_json import comparison_dict, stack_dict
 
 from ..lint_surveys import clean_and_mutated, findings, fixture_row, lint_survey
@@ -26,7 +26,7 @@ def test_new_suspects_make_builds_worse() -> None:
     assert buffers.changed_figures == ()  # the same object figures: only the lint tells
     assert buffers.lint_findings.before == ()
     (new,) = buffers.lint_findings.new_errors
-    assert (new["arg_name"], new["arg_index"], new["arg_offset"], new["key"]) == ("out_ptr", 32, 256, "buffers/w8")
+    assert (new.arg_name, new.arg_index, new.arg_offset, new.key) == ("out_ptr", 32, 256, "buffers/w8")
     assert buffers.lint_findings.fixed == ()
     assert summarize(c).texts == (
         "adds a miscompile suspect to buffers w8 on gfx950: argument out_ptr (never read)",
@@ -42,7 +42,7 @@ def test_fixed_suspects_make_builds_better() -> None:
     c = compare(head, base)
     assert {r.key: r.mark for r in c.rows} == {"buffers/w8": Mark.BETTER, "gemm/w2": Mark.BETTER}
     assert c.regressions == ()
-    assert [f["arg_name"] for r in c.rows for f in r.lint_findings.fixed_errors] == ["out_ptr", "stride_cm"]
+    assert [f.arg_name for r in c.rows for f in r.lint_findings.fixed_errors] == ["out_ptr", "stride_cm"]
     assert summarize(c).texts[:2] == (
         "removes a miscompile suspect from buffers w8 on gfx950: argument out_ptr",
         "removes a miscompile suspect from gemm w2 on gfx950: argument stride_cm",
@@ -51,12 +51,12 @@ def test_fixed_suspects_make_builds_better() -> None:
 
 def test_findings_match_by_kernel_offset_and_severity() -> None:
     found = findings("restore-removed.amdgcn", BUFFERS)
-    moved = [{**f, "load": {**f["load"], "line": f["load"]["line"] + 40}, "reason": "elsewhere"} for f in found]
-    assert finding_identity(found[0]) == ("many_buffers_kernel", 256, "error")
+    moved = [replace(f, line=(f.line or 0) + 40, reason="elsewhere") for f in found]
+    assert found[0].identity == ("many_buffers_kernel", 256, "error")
     assert LintChange(tuple(found), tuple(moved)).new == ()  # an edit that moved the load: the same finding
-    as_note = [{**f, "severity": "note"} for f in found]
+    as_note = [replace(f, severity="note") for f in found]
     change = LintChange(tuple(as_note), tuple(found))
-    assert [f["severity"] for f in change.new] == ["error"] and [f["severity"] for f in change.fixed] == ["note"]
+    assert [f.severity for f in change.new] == ["error"] and [f.severity for f in change.fixed] == ["note"]
 
 
 def test_not_linted_is_never_fixed() -> None:
@@ -73,7 +73,7 @@ def test_not_linted_is_never_fixed() -> None:
     assert (row.mark, row.lint_findings.fixed) == (Mark.NEWLY_FAILING, ())
     # The base not linted: the head's suspect is new.
     (row,) = compare(lint_survey([unlinted], "a" * 40, "a"), lint_survey([suspect], "b" * 40, "b")).rows
-    assert row.mark is Mark.WORSE and [f["arg_name"] for f in row.lint_findings.new] == ["out_ptr"]
+    assert row.mark is Mark.WORSE and [f.arg_name for f in row.lint_findings.new] == ["out_ptr"]
     # Neither side linted: null in the JSON, as before the lint existed.
     both = compare(lint_survey([unlinted], "a" * 40, "a"), lint_survey([unlinted], "b" * 40, "b"))
     assert comparison_dict(both)["rows"][0]["lint_findings"] is None
@@ -94,8 +94,9 @@ def test_json_rows_and_totals() -> None:
     row = data["rows"][0]
     assert set(row["lint_findings"]) == {"before", "after", "new", "fixed"}
     assert row["lint_findings"]["before"] == [] and row["lint_findings"]["fixed"] == []
-    assert row["lint_findings"]["new"] == row["lint_findings"]["after"] == head.rows[0].lint
-    assert row["after"]["lint"] == head.rows[0].lint  # the survey's own row, in full
+    assert row["lint_findings"]["new"] == row["lint_findings"]["after"] == [
+        f.to_dict() for f in head.rows[0].lint or ()]
+    assert row["after"] == head.rows[0].to_dict()  # the survey's own row, in full
     assert data["totals"]["lint"] == {"findings": 2, "errors": 2, "new": 2, "new_errors": 2, "fixed": 0,
                                       "fixed_errors": 0, "linted": 2}
 

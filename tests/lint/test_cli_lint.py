@@ -111,8 +111,8 @@ def test_survey_of_the_toy_project_is_clean(toy_repo: Path, tmp_path: Path) -> N
 def stored_survey(repo: Path, store: Store) -> Survey:
     """A stored survey of HEAD whose one row is the restore-removed mutant: the object Triton built for
     the base kernel, stored with the mutant's amdgcn text and the base's IR."""
+    from regsurvey.model.version import READER_REVISION
     from regsurvey.revisions.obtain import current_toolchain
-    from regsurvey.store.resultcache import READER_REVISION
 
     mutant = MANIFEST["mutants"]["restore-removed"]
     base = MANIFEST["bases"][mutant["base"]]

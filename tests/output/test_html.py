@@ -7,23 +7,25 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
 from regsurvey.diff.core import compare, stack
 from regsurvey.model.comparison import Comparison
+from regsurvey.model.rebuild import RebuildCheck, RebuildDifference
 from regsurvey.model.results import Survey
 from regsurvey.output.formats import get_format
-from regsurvey.output.html import script_json
+from regsurvey.output.html import comparison_data, script_json
 
 from ..layer_survey import edited
 from .chromium import CHROMIUM, Chromium, Page
 
 MALICIOUS = "</script><img src=x onerror=alert(1)><!-- & \u2028"
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="needs Debian's chromium (.ci/run installs it)")
+needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                    reason="needs Debian's chromium (.ci/run installs it)")
 
 
 def open_report(browser: Chromium, path: Path, text: str) -> Page:
@@ -55,12 +57,80 @@ def changed(layer: Survey) -> Comparison:
     return compare(base, head)
 
 
+def base_figure(layer: Survey, row_id: str, target: str, name: str) -> int:
+    """A figure of the unedited survey's build."""
+    return next(r.resources[name] for r in layer.rows if (r.row_id, r.target) == (row_id, target))
+
+
 def test_script_json_cannot_close_its_element() -> None:
     text = script_json({"e": MALICIOUS})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text) == {"e": MALICIOUS}
 
 
+def test_figures_come_with_verdict_and_text(layer: Survey) -> None:
+    # What the page shows of each figure is computed here, by the reports' own rules.
+    data = comparison_data(changed(layer), "x")
+    rows = {r["ref"]: r for r in data["rows"]}
+    base = {(r.row_id, r.target): r.resources for r in layer.rows}
+    spilled = rows["gfx950:attn/tp8/w8/e4m3"]["f"]
+    assert spilled["vgpr_spill"] == {"before": 0, "after": 12, "delta": 12, "delta_text": "+12", "verdict": "worse",
+                                     "text": "0 → 12 (+12)"}
+    vgpr = base[("attn/tp8/w8/e4m3", "gfx950")]["vgpr"]
+    assert spilled["vgpr"]["text"] == f"{vgpr} → 120 ({120 - vgpr:+d})" and spilled["vgpr"]["verdict"] == "worse"
+    occupancy = base[("attn/tp4/w2/bf16", "gfx950")]["occupancy"]
+    assert occupancy > 6  # fewer waves per SIMD is worse, though the number went down
+    assert rows["gfx950:attn/tp4/w2/bf16"]["f"]["occupancy"] == {
+        "before": occupancy, "after": 6, "delta": 6 - occupancy, "delta_text": f"{6 - occupancy:+d}",
+        "verdict": "worse", "text": f"{occupancy} → 6 ({6 - occupancy:+d})"}
+    regs = base[("attn/tp4/w8/bf16", "sm90")]["regs"]
+    assert regs > 40
+    assert rows["sm90:attn/tp4/w8/bf16"]["f"]["regs"] == {
+        "before": regs, "after": 40, "delta": 40 - regs, "delta_text": f"{40 - regs:+d}", "verdict": "better",
+        "text": f"{regs} → 40 ({40 - regs:+d})"}
+    same = base[("attn/tp4/w2/bf16#1", "gfx950")]["vgpr"]
+    assert rows["gfx950:attn/tp4/w2/bf16#1"]["f"]["vgpr"] == {
+        "before": same, "after": same, "delta": 0, "delta_text": "0", "verdict": "same", "text": str(same)}
+    failed = base[("proj/tp8/w8", "sm90")]["regs"]
+    assert rows["sm90:proj/tp8/w8"]["f"]["regs"] == {
+        "before": failed, "after": None, "delta": None, "delta_text": "", "verdict": "n/a", "text": f"{failed} → -"}
+    assert rows["sm90:proj/tp8/w8"]["kernel_text"] == "scale_rows"
+    assert data["heading"] == "base main · aaaaaaaaaaaa  →  head HEAD · bbbbbbbbbbbb  ·  targets gfx950, sm90"
+    # A figure that is neither better nor worse (the argument segment) only changed.
+    kernarg = base[("proj/tp4/w2", "gfx950")]["kernarg_bytes"]
+    neutral = compare(layer, edited(layer, {("proj/tp4/w2", "gfx950"): {"kernarg_bytes": kernarg + 8}}))
+    row = next(r for r in comparison_data(neutral, "x")["rows"] if r["ref"] == "gfx950:proj/tp4/w2")
+    assert row["mark"] == "changed"
+    assert row["f"]["kernarg_bytes"] == {"before": kernarg, "after": kernarg + 8, "delta": 8, "delta_text": "+8",
+                                         "verdict": "changed", "text": f"{kernarg} → {kernarg + 8} (+8)"}
+
+
+def test_page_data_names_every_figure_and_tells_the_rebuild_check(layer: Survey) -> None:
+    comparison = changed(layer)
+    difference = RebuildDifference("gfx950", "attn/tp4/w2/bf16", "attn/tp4/w2/bf16", None, "a" * 64, "b" * 64,
+                                   ".text", "12 bytes differ")
+    check = replace(comparison, rebuild=RebuildCheck("HEAD", "b" * 40, 40, (difference,)))
+    page = get_format("html").format(check)
+    data = json.loads(page.split('<script id="report-data" type="application/json">')[1].split("</script>")[0])
+    assert data["comparisons"][0]["rebuild"] == {
+        "text": "rebuild check of HEAD: 1 of 40 builds differ from a cold Triton cache",
+        "differences": ["attn/tp4/w2/bf16 gfx950 -: .text: 12 bytes differ"]}
+    figures = data["figures"]
+    assert figures["scratch_bytes"]["heading"] == "scratch (B)" and figures["vgpr"]["heading"] == "VGPRs"
+    assert all("worse" not in f for f in figures.values())  # the page is told verdicts, not directions
+
+
+def test_the_script_only_shows_sorts_and_filters() -> None:
+    template = (files("regsurvey") / "templates" / "report.html.j2").read_text(encoding="utf-8")
+    script = template.split("<script>", 1)[1]
+    # No verdict from a figure's direction, no change or its sign worked out, no sentence put together
+    # with an arrow: Python sends them.
+    for recomputed in ("function verdict", "changeText", ".worse", "p[1] - p[0]", "d > 0", "→",
+                       "builds identical", "new Set(c.base.targets", '" cfg"'):
+        assert recomputed not in script, recomputed
+
+
+@needs_chromium
 def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     page = open_report(browser, tmp_path / "report.html", get_format("html").format(changed(layer)))
     assert page.errors() == []
@@ -76,6 +146,16 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     # Worst first: the default order is by mark.
     assert visible(page, "tr.cells[0].textContent")[:4] == ["worse", "worse", "newly failing", "better"]
     assert len(visible(page, "1")) == 40
+    assert page.evaluate("document.getElementById('meta').textContent") == (
+        "base main · aaaaaaaaaaaa  →  head HEAD · bbbbbbbbbbbb  ·  targets gfx950, sm90")
+    # A figure's cell: the change's text, coloured by its verdict (fewer waves per SIMD is worse).
+    cells = page.evaluate(
+        "(() => { const tr = document.querySelector('#rows tr.row[data-ref=\"gfx950:attn/tp4/w2/bf16\"]');"
+        " const cols = Array.from(document.querySelectorAll('#rows thead th')).map(th => th.dataset.col);"
+        " return ['f:occupancy', 'f:vgpr_spill'].map(c => [tr.cells[cols.indexOf(c)].textContent,"
+        " tr.cells[cols.indexOf(c)].className]); })()")
+    occupancy = base_figure(layer, "attn/tp4/w2/bf16", "gfx950", "occupancy")
+    assert cells == [[f"{occupancy} → 6 ({6 - occupancy:+d})", "num worse"], ["0", "num"]]
     # Sorting by a figure column orders by its change, biggest growth first; again: smallest first.
     page.evaluate("document.querySelector('#rows th[data-col=\"f:vgpr\"]').click()")
     assert visible(page, "tr.dataset.ref")[:2] == ["gfx950:attn/tp8/w8/e4m3", "gfx950:attn/tp4/w2/bf16"]
@@ -95,6 +175,10 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     # The detail of the failing build shows the compiler's text as text.
     page.evaluate("document.querySelector('#rows tbody tr.row').click()")
     assert page.evaluate("document.querySelector('tr.detail pre.error').textContent") == MALICIOUS
+    figures = page.evaluate("Array.from(document.querySelectorAll('tr.detail .detail-grid > table tr')).slice(0, 2)"
+                            ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
+    stores = base_figure(layer, "proj/tp8/w8", "sm90", "spill_store_bytes")
+    assert figures == [["figure", "before", "after", "Δ"], ["spill stores (B)", str(stores), "-", ""]]
     assert "lint findings: not linted" in page.evaluate("document.querySelector('tr.detail').textContent")
     assert page.evaluate("document.images.length") == 0
     page.screenshot(tmp_path / "report-detail.png")
@@ -103,6 +187,13 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
         choose(page, label, "")
     page.evaluate("document.querySelectorAll('#summary li')[1].click()")
     assert visible(page, "tr.dataset.ref") == ["gfx950:attn/tp8/w8/e4m3"]
+    page.evaluate("document.querySelector('#rows tbody tr.row').click()")
+    spills = page.evaluate("Array.from(document.querySelectorAll('tr.detail .detail-grid > table tr'))[1]"
+                           ".cells[3].className")
+    assert spills == "num worse"
+    assert ["VGPR spills", "0", "12", "+12"] in page.evaluate(
+        "Array.from(document.querySelectorAll('tr.detail .detail-grid > table tr'))"
+        ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
     page.evaluate("document.getElementById('focus-clear').click()")
     assert len(visible(page, "1")) == 40
     page.evaluate("window.scrollTo(0, 0)")
@@ -111,6 +202,7 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     assert page.errors() == []
 
 
+@needs_chromium
 def test_thousands_of_rows(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     # 5,000 builds: real rows repeated at 125 tp values, a tenth of them with more VGPRs.
     rows = []
@@ -140,6 +232,7 @@ def test_thousands_of_rows(browser: Chromium, layer: Survey, tmp_path: Path) -> 
     page.screenshot(tmp_path / "big.png")
 
 
+@needs_chromium
 def test_stack_page(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     second = edited(layer, {("attn/tp4/w2/bf16", "gfx950"): {"vgpr": 64}}, commit="b" * 40, label="bbbbbbbbbb")
     third = edited(second, {("proj/tp4/w2", "sm90"): {"regs": 10}}, commit="c" * 40, label="HEAD (cccccccccc)")

@@ -1,0 +1,89 @@
+"""One analysis per compiled object: :func:`analyze` reads its figures and lints it, parsing each part
+once (the HSACO's note and descriptors; the cubin's ELF and, where needed, its SASS), and returns an
+:class:`~regsurvey.model.results.ObjectReport`. The survey keeps the report in its result cache, under the
+reader revision (:data:`regsurvey.model.version.READER_REVISION`), and on each row.
+
+When it lints: an AMD object always (its amdgcn text is at hand: milliseconds). An NVIDIA object needs
+its SASS, and one nvdisasm run costs more than many compiles: :func:`analyze` lints a cubin when its
+SASS is read anyway (a stack frame, whose spills are counted there) or when told to; the survey lints
+the other cubins together at its end (``linting.lint_rows``, one nvdisasm run over many), so that every
+build is linted, as ``regsurvey lint`` lints it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from .lint import LintInputError, arg_names_from_ttir, lint_amdgcn, lint_nvidia
+from .lint.disassembler import disassemble
+from .model.findings import Finding
+from .model.results import ObjectReport
+from .model.targets import Target, get_target
+
+if TYPE_CHECKING:
+    from .objects.amd_object import HsacoInfo
+
+
+def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: int, num_warps: int,
+            sass: str | None = None, lint: bool | None = None) -> ObjectReport:
+    """The figures and lint findings of one object compiled for ``target``.
+
+    ``texts`` are the compile's texts (``amdgcn`` or ``ptx``, ``llir``, ``ttir``); ``shared`` and
+    ``num_warps`` Triton's compiled metadata. ``sass``: a cubin's ``nvdisasm -c``, if the caller has
+    it. ``lint``: True always lints, False never; None lints where it is cheap (see the module).
+    Raises CorruptObjectError for an object the readers cannot read; a lint that cannot run leaves
+    ``findings`` None and says why.
+    """
+    if target.is_amd:
+        from .objects.amd_object import parse_hsaco, read_hsaco
+
+        info = parse_hsaco(binary)
+        resources = read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target,
+                               code_text=texts.get("amdgcn"), info=info).as_dict()
+        if lint is False:
+            return ObjectReport(resources)
+        try:
+            return ObjectReport(resources, tuple(_lint_amd(binary, texts.get, info=info)))
+        except LintInputError as exc:
+            return ObjectReport(resources, why_not_linted=str(exc))
+    from .objects.nvidia_object import read_cubin_sass
+
+    figures, sass = read_cubin_sass(binary, shared_bytes=shared, num_warps=num_warps, target=target,
+                                    sass=sass, want_sass=bool(lint))
+    resources = figures.as_dict()
+    if lint is False or sass is None:
+        return ObjectReport(resources)
+    try:
+        return ObjectReport(resources, tuple(lint_object(target.name, binary, texts.get, sass)))
+    except LintInputError as exc:
+        return ObjectReport(resources, why_not_linted=str(exc))
+
+
+def lint_object(target: str, binary: bytes, text: Callable[[str], str | None], sass: str | None = None
+                ) -> list[Finding]:
+    """Lint one compiled object of ``target`` given a way to its texts (``amdgcn``/``ptx``, ``llir``,
+    ``ttir``; None where absent) and, for a cubin, its SASS if already disassembled. Raises
+    LintInputError, CorruptObjectError."""
+    if get_target(target).is_amd:
+        return _lint_amd(binary, text)
+    ttir = text("ttir")
+    ptx = text("ptx")
+    if ptx is None:
+        raise LintInputError("no PTX stored beside the cubin")
+    try:
+        return lint_nvidia(ptx, binary, arg_names=arg_names_from_ttir(ttir) if ttir else None, sass=sass)
+    except ValueError as exc:
+        raise LintInputError(str(exc)) from None
+
+
+def _lint_amd(binary: bytes, text: Callable[[str], str | None], info: HsacoInfo | None = None) -> list[Finding]:
+    ttir = text("ttir")
+    asm = text("amdgcn")
+    if asm is None:
+        try:
+            asm = disassemble(binary)
+        except ValueError as exc:
+            raise LintInputError(str(exc)) from None
+    return lint_amdgcn(asm, hsaco=binary, llir=text("llir"), arg_names=arg_names_from_ttir(ttir) if ttir else None,
+                       info=info)

@@ -1,0 +1,119 @@
+"""The messages of the survey engine: frozen dataclasses, pickled over ``multiprocessing`` connections.
+
+A survey (:mod:`.survey`) sends its workers (:mod:`.worker`) requests: :class:`ListKeys`,
+:class:`ToolchainOf`, :class:`SurveyKey` and :class:`Stop`. A worker answers :class:`KeysListed`,
+:class:`ToolchainInfo` or, for each key, :class:`KeyCompiled` (the toolchain is done with it: send the
+next) and then :class:`KeyFinished` (its rows); :class:`Failed` says why a request could not be met.
+A worker a ``regsurvey server`` forked (:mod:`.server`) ends with :class:`WorkerExited`.
+
+A worker the server forks first says :class:`WorkerStarted`. The server's own requests (a worker, a
+ping, stop, retire, kill) stay plain dicts: a server of an older regsurvey (another identity) must
+still understand the ping and the retirement a newer one sends it.
+
+Each message is matched by its type (``match`` / ``isinstance``), never by a string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.keys import Key
+from ..model.results import Row
+
+# -- a survey's requests to a worker ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListKeys:
+    """Every key of the checkout's keys files, on ``targets`` (None: every target)."""
+
+    targets: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ToolchainOf:
+    """The toolchain block of one backend (``hip`` or ``cuda``): Triton, codegen revision or ptxas."""
+
+    backend: str
+
+
+@dataclass(frozen=True)
+class SurveyKey:
+    """Compile the launches of ``key``; ``reuse``: take results from the result cache."""
+
+    key: Key
+    reuse: bool = True
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Finish what is held, then exit."""
+
+
+Request = ListKeys | ToolchainOf | SurveyKey | Stop
+
+# -- a worker's answers -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeysListed:
+    """The answer to :class:`ListKeys`, from a worker that imported the keys for ``target``."""
+
+    keys: tuple[Key, ...]
+    target: str
+
+
+@dataclass(frozen=True)
+class ToolchainInfo:
+    """The answer to :class:`ToolchainOf`."""
+
+    toolchain: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class KeyCompiled:
+    """The key's launches are compiled (its objects are being read): the worker takes the next key."""
+
+    key: Key
+
+
+@dataclass(frozen=True)
+class KeyFinished:
+    """A key's rows, with the time both halves of the worker spent on it by phase, and their memory."""
+
+    key: Key
+    rows: tuple[Row, ...]
+    timing: dict[str, float] = field(default_factory=dict)
+    ready_at: float | None = None  # time.time() when the worker had loaded the keys
+    peak_rss_mb: float = 0.0
+    preloaded: bool = False  # the worker was forked with torch and Triton already imported
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A request that could not be met: the keys files raised, or a bug of ours (then ``traceback``).
+    ``key``: the key it was about, if any (its row is then an error row)."""
+
+    error: str
+    key: Key | None = None
+    traceback: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerExited:
+    """A server's worker has exited, with this exit status (its connection ends next)."""
+
+    code: int
+
+
+Answer = KeysListed | ToolchainInfo | KeyCompiled | KeyFinished | Failed | WorkerExited
+
+# -- a worker the server forks -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerStarted:
+    """The first message of a worker a ``regsurvey server`` forked: its process id."""
+
+    pid: int

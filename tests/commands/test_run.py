@@ -1,0 +1,145 @@
+"""``regsurvey run`` in this process: a real survey of the tiny project and its exit statuses (0, 1 with
+--strict and a key that fails, 2 on bad input, in one line), and a damaged stored survey surveyed again."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from regsurvey.model.results import Survey
+
+from ..conftest import git
+from .conftest import Tiny
+from .runner import NO_KEY_MATCHES, UNKNOWN_TARGET, assert_one_line_error, assert_usage_error, invoke
+
+USAGE = "Usage: regsurvey run [OPTIONS]"
+
+
+def test_a_survey_of_the_tiny_project(tiny: Tiny, tiny_survey: dict[str, Any]) -> None:
+    data = tiny_survey["data"]
+    assert (data["commit"], data["targets"], data["dirty"]) == (tiny.sha, ["sm90"], False)
+    rows = {r["key"]: r for r in data["rows"]}
+    assert [(k, r["status"], r["kernel"]) for k, r in rows.items()] == [
+        ("scale/width2", "ok", "scale_rows"), ("idle/width2", "error", None)]
+    assert rows["scale/width2"]["resources"]["regs"] > 0
+    assert rows["idle/width2"]["error"].endswith("launched no kernel")
+    # Stored per commit and target, with the object the row names.
+    stored = Survey.from_json((tiny.store / "surveys" / tiny.sha / "sm90.json").read_text())
+    assert [(r.key, r.status.value) for r in stored.rows] == [("scale/width2", "ok"), ("idle/width2", "error")]
+    assert (tiny.store / rows["scale/width2"]["object"]["path"]).is_file()
+
+
+def test_the_table_reuses_the_stored_survey_and_strict_exits_1(tiny: Tiny, tiny_survey: dict[str, Any]) -> None:
+    table = invoke("run", *tiny.survey_args())
+    assert table.exit_code == 0, table.stderr
+    lines = table.stdout.strip().splitlines()
+    assert lines[-2].startswith("2 keys (2 rows) on sm90: 1 build, 1 fail;")
+    # The stored survey itself: made when the JSON survey was.
+    assert lines[-1].startswith(f"made {tiny_survey['data']['created']} on ")
+    strict = invoke("run", *tiny.survey_args(), "--strict")
+    assert (strict.exit_code, strict.stdout) == (1, table.stdout)
+
+
+def test_strict_passes_when_every_selected_key_builds(tiny: Tiny, tiny_survey: dict[str, Any]) -> None:
+    result = invoke("run", *tiny.survey_args(), "--strict", "--kind", "scale", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert [(r["key"], r["status"]) for r in json.loads(result.stdout)["rows"]] == [("scale/width2", "ok")]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--target", "gfx999"), UNKNOWN_TARGET),
+    (("--target", "sm90,gfx999"), UNKNOWN_TARGET),
+    (("--commit", "no-such-rev"), "unknown revision 'no-such-rev' in {repo}"),
+    (("--commit", "HEAD~1"), "unknown revision 'HEAD~1' in {repo}"),  # a one-commit repository
+    (("--kind", "no_such_kind"), NO_KEY_MATCHES),
+    (("--key", "scale/width3"), NO_KEY_MATCHES),
+])
+def test_bad_input_is_one_line(tiny: Tiny, tiny_survey: dict[str, Any], args: tuple[str, ...], message: str) -> None:
+    assert_one_line_error(invoke("run", *tiny.survey_args(), *args), message.format(repo=tiny.repo))
+
+
+def test_an_unknown_kind_in_a_commit_leaves_no_worktree(tiny: Tiny) -> None:
+    result = invoke("run", *tiny.survey_args(), "--commit", "HEAD", "--kind", "no_such_kind")
+    assert_one_line_error(result, NO_KEY_MATCHES)
+    (main,) = git(tiny.repo, "worktree", "list", "--porcelain").split("\n\n")  # the main worktree only
+    assert main.startswith(f"worktree {tiny.repo}\n")
+
+
+def test_a_bad_finishing_mode_is_one_line(tiny: Tiny) -> None:
+    # --kind: a selection is always surveyed (never taken from the store), so the variable is read.
+    result = invoke("run", *tiny.survey_args(), "--kind", "scale", env={"REGSURVEY_FINISH": "later"})
+    assert_one_line_error(result, "REGSURVEY_FINISH='later': expected one of process, thread")
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("REGSURVEY_SERVER", "sometimes", "REGSURVEY_SERVER='sometimes': expected one of auto, use, off"),
+    ("REGSURVEY_WORKER_START", "fork", "REGSURVEY_WORKER_START='fork': expected one of server, forkserver, spawn"),
+])
+def test_a_bad_worker_start_variable_is_one_line(tiny: Tiny, variable: str, value: str, message: str) -> None:
+    """A smoke test in a fresh interpreter: how workers start is decided once per process (cached), so in
+    this one, after the first survey, the variable would no longer be read."""
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "run", *tiny.survey_args(), "--kind", "scale"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, variable: value})
+    assert (out.returncode, out.stdout, out.stderr) == (2, "", f"regsurvey: error: {message}\n")
+
+
+def test_a_keys_file_that_raises_names_file_and_line(outside_git: Path) -> None:
+    (outside_git / "keys").mkdir()
+    (outside_git / "keys" / "broken.py").write_text("import regsurvey as rs\n\nx = 1 / 0\n")
+    result = invoke("run", "-q", "-C", outside_git, "--store", outside_git.parent / "store")
+    assert_one_line_error(result, "keys file keys/broken.py:3 raised ZeroDivisionError: division by zero")
+
+
+def test_no_keys_directory(outside_git: Path) -> None:
+    result = invoke("run", "-q", "-C", outside_git, "--store", outside_git.parent / "store")
+    assert_one_line_error(result, f"no keys/ directory in working tree ({outside_git}): nothing to survey")
+
+
+def test_a_commit_needs_a_git_repository(outside_git: Path) -> None:
+    result = invoke("run", "-q", "-C", outside_git, "--commit", "HEAD")
+    assert_one_line_error(result, f"--commit needs a git repository, and {outside_git} is not in one")
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (("--format", "xml"), "Invalid value for '--format': 'xml' is not one of 'table', 'json'."),
+    (("--timeout", "0"), "Invalid value for '--timeout': 0.0 is not in the range x>=1."),
+    (("--color",), "No such option '--color'."),
+    (("extra",), "Got unexpected extra argument (extra)"),
+])
+def test_bad_arguments_are_usage_errors(args: tuple[str, ...], error: str) -> None:
+    assert_usage_error(invoke("run", *args), USAGE, error)
+
+
+def test_a_missing_repository_directory_is_a_usage_error(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    assert_usage_error(invoke("run", "-C", missing), USAGE,
+                       f"Invalid value for '-C' / '--repo': Directory '{missing}' does not exist.")
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    (lambda text: text[: len(text) // 2], "not JSON ("),
+    (lambda text: json.dumps({**json.loads(text), "schema_version": 99}), "schema version 99 (this regsurvey reads "),
+], ids=["truncated", "future-schema"])
+def test_a_damaged_stored_survey_is_reported_and_surveyed_again(tiny: Tiny, tiny_survey: dict[str, Any],
+                                                                tmp_path: Path, damage: Any, problem: str) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(tiny.store, store)
+    stored = store / "surveys" / tiny.sha / "sm90.json"
+    stored.write_text(damage(stored.read_text()))
+    result = invoke("run", "-C", tiny.repo, "--store", store, "-q", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    warning = result.stderr.removesuffix("\n")
+    assert warning.startswith(f"regsurvey: warning: stored survey {stored} is unusable: {problem}")
+    assert warning.endswith("; surveying again") and "\n" not in warning
+    survey = json.loads(result.stdout)
+    assert [(r["key"], r["status"]) for r in survey["rows"]] == [("scale/width2", "ok"), ("idle/width2", "error")]
+    assert survey["created"] != tiny_survey["data"]["created"]  # surveyed now, not read back
+    # ... and stored again, whole.
+    assert [r.key for r in Survey.from_json(stored.read_text()).rows] == ["scale/width2", "idle/width2"]

@@ -1,0 +1,76 @@
+"""``regsurvey stack BASE..HEAD`` in this process: a one-commit range on a clone of the tiny project
+(exit 0), and ranges that are not ranges, hold no commit or name unknown revisions (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import commit_all, git
+from .conftest import Tiny
+from .runner import UNKNOWN_TARGET, assert_one_line_error, assert_usage_error, invoke
+
+USAGE = "Usage: regsurvey stack [OPTIONS] BASE..HEAD"
+
+
+def test_a_range_of_one_commit(tiny: Tiny, tiny_survey: dict[str, Any], tmp_path: Path) -> None:
+    clone = tiny.clone(tmp_path / "clone")
+    (clone / "NOTES.md").write_text("no kernel changes\n")
+    head = commit_all(clone, "notes")
+    store = tmp_path / "store"
+    shutil.copytree(tiny.store, store)  # the base's survey is stored; the new commit is surveyed
+    result = invoke("stack", "HEAD~1..HEAD", "-C", clone, "--store", store, "-q", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["report"] == "stack"
+    assert [(s["commit"], s["subject"]) for s in report["steps"]] == [(head, "notes")]
+    (step,) = report["steps"]
+    assert step["comparison"]["base"]["label"] == f"HEAD~1 ({tiny.sha[:10]})"
+    assert step["comparison"]["head"]["label"] == f"HEAD ({head[:10]})"
+    assert {m: n for m, n in step["comparison"]["counts"].items() if n} == {"unchanged": 1, "still failing": 1}
+    assert step["keys_built"] == {"ok": 1, "total": 2}
+    assert (store / "surveys" / head / "sm90.json").is_file()
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("HEAD", "expected a range BASE..HEAD, got 'HEAD'"),
+    ("HEAD...HEAD", "expected a range BASE..HEAD, got 'HEAD...HEAD'"),
+    ("a..b..c", "expected a range BASE..HEAD, got 'a..b..c'"),
+    ("HEAD..HEAD", "the range HEAD..HEAD holds no commit (HEAD is not ahead of HEAD along its first parents)"),
+    ("..", "the range .. holds no commit (HEAD is not ahead of HEAD along its first parents)"),
+    ("no-such-rev..HEAD", "unknown revision 'no-such-rev' in {repo}"),
+    ("HEAD..no-such-rev", "unknown revision 'no-such-rev' in {repo}"),
+])
+def test_a_range_that_is_no_range_is_one_line(tiny: Tiny, spec: str, message: str) -> None:
+    assert_one_line_error(invoke("stack", spec, *tiny.survey_args()), message.format(repo=tiny.repo))
+
+
+def test_an_unknown_target_is_one_line(tiny: Tiny) -> None:
+    assert_one_line_error(invoke("stack", "HEAD~1..HEAD", "-t", "gfx999", *tiny.survey_args()), UNKNOWN_TARGET)
+
+
+def test_a_range_needs_a_git_repository(outside_git: Path) -> None:
+    assert_one_line_error(invoke("stack", "HEAD~1..HEAD", "-C", outside_git, "-q"),
+                          f"a commit range needs a git repository, and {outside_git} is not in one")
+
+
+def test_nothing_is_surveyed_for_a_range_refused(tiny: Tiny, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert_one_line_error(invoke("stack", "HEAD..HEAD", "-C", tiny.repo, "--store", store, "-q"),
+                          "the range HEAD..HEAD holds no commit (HEAD is not ahead of HEAD along its first parents)")
+    assert not store.exists()
+    assert git(tiny.repo, "worktree", "list").count("\n") == 0  # the main worktree only
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ((), "Missing argument 'BASE..HEAD'."),
+    (("a..b", "c"), "Got unexpected extra argument (c)"),
+    (("a..b", "--format", "csv"), "Invalid value for '--format': 'csv' is not one of 'table', 'json', 'markdown', "
+                                  "'html'."),
+])
+def test_bad_arguments_are_usage_errors(args: tuple[str, ...], error: str) -> None:
+    assert_usage_error(invoke("stack", *args), USAGE, error)

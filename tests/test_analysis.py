@@ -1,0 +1,75 @@
+"""One analysis per object (:func:`regsurvey.analysis.analyze`): the same figures as the vendor readers
+and the same findings as the lint, each part of the object parsed once, on real compiled objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from regsurvey import analysis
+from regsurvey.lint import lint_amdgcn, lint_nvidia
+from regsurvey.model.targets import get_target
+from regsurvey.objects import amd_object, nvidia_object
+
+from .objects_kernels import compile_kernel
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lint"
+
+
+def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    """Count the calls of ``module.name`` (still calling it)."""
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def wrapper(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapper)
+    return calls
+
+
+def test_an_amd_object_is_read_and_linted_from_one_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    binary = (FIXTURES / "many_buffers-gfx950.hsaco").read_bytes()
+    texts = {"amdgcn": (FIXTURES / "restore-removed.amdgcn").read_text(),
+             "llir": (FIXTURES / "many_buffers-gfx950.llir").read_text()}
+    target = get_target("gfx950")
+    expected = amd_object.read_hsaco(binary, lds_bytes=0, num_warps=4, target=target).as_dict()
+    expected_findings = tuple(lint_amdgcn(texts["amdgcn"], hsaco=binary, llir=texts["llir"]))
+    parses = counted(monkeypatch, amd_object, "parse_hsaco")
+    report = analysis.analyze(target, binary, texts, shared=0, num_warps=4)
+    assert report.resources == expected and report.findings == expected_findings and report.linted
+    assert [f.arg_offset for f in report.findings or ()] == [256]  # the restore the mutant removed
+    assert len(parses) == 1
+
+
+def test_an_amd_object_the_lint_cannot_read_keeps_its_figures() -> None:
+    binary = (FIXTURES / "many_buffers-gfx950.hsaco").read_bytes()
+    report = analysis.analyze(get_target("gfx950"), binary, {"amdgcn": "s_endpgm\n"}, shared=0, num_warps=4)
+    assert report.resources["sgpr_spill"] == 156 and not report.linted
+    assert report.why_not_linted == "no kernel function in the code"
+
+
+def test_a_cubin_with_a_stack_frame_is_disassembled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = compile_kernel("hold_tile_kernel", "sm90", options=(("num_warps", 1),), BLOCK=4096)
+    cubin, target = compiled.asm["cubin"], get_target("sm90")
+    expected = nvidia_object.read_cubin(cubin, shared_bytes=compiled.metadata.shared, num_warps=1,
+                                        target=target).as_dict()
+    expected_findings = tuple(lint_nvidia(compiled.asm["ptx"], cubin))
+    runs = counted(monkeypatch, nvidia_object, "disassemble")
+    report = analysis.analyze(target, cubin, compiled.asm, shared=compiled.metadata.shared, num_warps=1)
+    assert expected["stack_bytes"] > 0 and expected["spill_store_bytes"] > 0
+    assert report.resources == expected and report.findings == expected_findings
+    assert len(runs) == 1  # the spills and the lint read the same SASS
+
+
+def test_a_frameless_cubin_is_left_to_the_batch_lint_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = compile_kernel("add_kernel", "sm90", options=(("num_warps", 4),), BLOCK=1024)
+    cubin, target = compiled.asm["cubin"], get_target("sm90")
+    runs = counted(monkeypatch, nvidia_object, "disassemble")
+    cheap = analysis.analyze(target, cubin, compiled.asm, shared=compiled.metadata.shared, num_warps=4)
+    assert cheap.resources["stack_bytes"] == 0 and not cheap.linted and cheap.why_not_linted is None
+    assert runs == []  # nvdisasm costs more than the compile: not run for a cubin without a frame
+    asked = analysis.analyze(target, cubin, compiled.asm, shared=compiled.metadata.shared, num_warps=4, lint=True)
+    assert asked.linted and asked.findings == () and asked.resources == cheap.resources and len(runs) == 1
