@@ -13,7 +13,7 @@ import pytest
 from regsurvey.model.results import Survey
 
 # Surveys the tests make (in this process and in the CLIs they run) start their own forkserver rather
-# than a background worker server that would outlive the test run; tests/test_server.py opts in.
+# than a background worker server that would outlive the test run; tests/engine/test_server.py opts in.
 os.environ["REGSURVEY_SERVER"] = "off"
 
 FIXTURES = Path(__file__).parent / "fixtures"

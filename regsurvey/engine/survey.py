@@ -510,6 +510,24 @@ def _wanted_target(pending: list[Key], workers: list[_Worker], cost: Callable[[K
     return max(load, key=lambda t: load[t] / (1 + serving.get(t, 0)))
 
 
+def run_keys(keys: list[Key], checkout: Checkout, objects_dir: Path, options: SurveyOptions, *,
+             worker_main: Callable[..., None] | None = None, progress: Progress | None = None,
+             timing: SurveyTiming | None = None) -> dict[tuple[str, str], list[Row]]:
+    """The rows of each of ``keys`` (by key id and target), from a pool of ``options.jobs`` workers: the
+    scheduler on its own, without listing keys or storing a survey (:func:`survey_checkout` does both).
+
+    ``worker_main``: the workers' main loop, :func:`.worker.serve` by default; a stand-in speaking the
+    same protocol (:mod:`.protocol`) drives the scheduler's handling of workers that die or fall silent.
+    """
+    pool = _Pool(checkout, objects_dir, options.triton_cache_dir, target=worker_main)
+    timing = timing or SurveyTiming(jobs=max(1, options.jobs))
+    try:
+        pool.spawn(keys[0].target if keys else DEFAULT_LIST_TARGET)
+        return _run_keys(pool, keys, options, progress or Progress(), timing)
+    finally:
+        pool.close()
+
+
 def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
               timing: SurveyTiming, cost: Callable[[Key], float] = lambda key: 1.0,
               ) -> dict[tuple[str, str], list[Row]]:

@@ -2,9 +2,9 @@
 
 The page holds the data as JSON and a small script renders the table from it, a page of rows at a
 time, so thousands of builds stay fast; it sorts by any column and filters by mark, kind, target and
-every axis. Each figure's verdict, change and text, the headings and the notices come computed here:
-the script shows, sorts and filters them and derives none (the lint detail's sentences it still puts
-together from the findings' fields). Text from kernels and compilers never becomes markup: the JSON is
+every axis. Each figure's verdict, change and text, the lint findings' sentences and tones, the
+headings and the notices come computed here: the script shows, sorts and filters them and derives none.
+Text from kernels and compilers never becomes markup: the JSON is
 escaped for a ``<script>`` element (``<``, ``>`` and ``&`` as ``\\u`` escapes) and the script only ever
 sets ``textContent``. The template is ``regsurvey/templates/report.html.j2``.
 """
@@ -33,6 +33,7 @@ from .figure_text import (
     change_text,
     changed_names,
     figure_total_delta,
+    finding_text,
     lint_change_text,
     lint_counts_text,
     note_text,
@@ -52,9 +53,19 @@ def _side(row: Any) -> dict[str, Any] | None:
             "where": row.where, "compile_s": row.compile_s, "messages": list(row.messages)}
 
 
-def _finding(f: Finding, new: bool) -> dict[str, Any]:
-    return {"arg": f.argument, "index": f.arg_index, "offset": f.arg_offset, "severity": f.severity.value,
-            "kernel": f.kernel, "load": f.load, "line": f.line, "reason": f.reason, "new": new}
+def _finding(f: Finding, state: str) -> dict[str, Any]:
+    """One finding of the detail panel: its sentence, the reason under it, and its tone. ``state``:
+    ``new``, ``fixed`` or ``""``."""
+    load = f" · {f'line {f.line}: ' if f.line is not None else ''}{f.load}" if f.load else ""
+    return {"text": f"{state + ' ' if state else ''}{f.severity}: {finding_text(f)} of {f.kernel} loaded and "
+                    f"never read{load}",
+            "reason": f.reason,
+            "tone": "better" if state == "fixed" else "worse" if f.is_error else ""}
+
+
+def _lint_heading(change: LintChange) -> str:
+    head = "not linted on the head" if change.after is None else str(len(change.after)) if change.after else "none"
+    return f"lint findings: {head}" + (" (base not linted)" if change.before is None else "")
 
 
 def _lint(r: RowComparison) -> dict[str, Any] | None:
@@ -66,8 +77,9 @@ def _lint(r: RowComparison) -> dict[str, Any] | None:
     new = {f.identity for f in change.new}
     return {"before": None if change.before is None else len(change.before),
             "after": None if change.after is None else len(change.after),
-            "findings": [_finding(f, f.identity in new) for f in change.after or ()],
-            "fixed": [_finding(f, False) for f in change.fixed],
+            "heading": _lint_heading(change),
+            "findings": [_finding(f, "new" if f.identity in new else "") for f in change.after or ()]
+                        + [_finding(f, "fixed") for f in change.fixed],
             "change": lint_change_text(r),
             "score": len(change.new_errors) - len(change.fixed_errors),
             "tone": "worse" if change.new_errors else "better" if change.fixed_errors else ""}

@@ -1,5 +1,5 @@
 """``regsurvey demo`` in this process: bad input in one line (exit 2), and the throwaway repository gone
-afterwards, --keep or not. (A whole demo surveys a kind of the decode layer twice: tests/test_demo.py.)"""
+afterwards, --keep or not. (A whole demo surveys a kind of the decode layer twice: tests/demo/test_demo.py.)"""
 
 from __future__ import annotations
 

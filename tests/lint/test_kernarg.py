@@ -26,7 +26,7 @@ MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
 needs_objdump = pytest.mark.skipif(find_objdump() is None, reason="no llvm-objdump of LLVM >= 20 installed")
 
 MATMUL = {"BM": 128, "BN": 128, "BK": 64}
-# name: (kernel, target, options, constexprs); the cases tests/test_amd_object.py compiles, and gfx942's
+# name: (kernel, target, options, constexprs); the cases tests/objects/test_amd_object.py compiles, and gfx942's
 # SGPR-spilling one.
 REAL = {
     "add-gfx950": ("add_kernel", "gfx950", (("num_warps", 4),), {"BLOCK": 1024}),

@@ -79,7 +79,11 @@ def test_html_lint_column_and_detail(browser: Chromium, tmp_path: Path) -> None:
     data = json.loads(path.read_text().split('<script id="report-data" type="application/json">')[1]
                       .split("</script>")[0])
     row = data["comparisons"][0]["rows"][0]
-    assert row["lint"]["after"] == 1 and row["lint"]["findings"][0]["new"] is True
+    # The sentence and its tone come made: the page's script only shows them.
+    assert row["lint"]["after"] == 1 and row["lint"]["heading"] == "lint findings: 1"
+    assert [(f["tone"], f["text"]) for f in row["lint"]["findings"]] == [(
+        "worse", "new error: out_ptr (#32, offset 256) of many_buffers_kernel loaded and never read · "
+                 "line 28: s_load_dwordx2 s[12:13], s[0:1], 0x100")]
 
 
 @needs_chromium

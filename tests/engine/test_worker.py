@@ -22,7 +22,7 @@ from regsurvey.keys.keyfiles import expand_keys
 from regsurvey.model.keys import Key
 from regsurvey.model.results import Row
 
-from .conftest import TOY
+from ..conftest import TOY
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 
 from regsurvey.model.results import SCHEMA_VERSION
 
-from .conftest import commit_all, git
+from ..conftest import commit_all, git
 
 BROKEN_KERNELS = '''
 import triton

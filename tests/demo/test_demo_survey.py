@@ -14,10 +14,10 @@ import pytest
 
 from regsurvey.keys.keyfiles import expand_keys, load_kinds
 
-from .readings import check_row
-from .test_toolchain import reference
+from ..compile.test_toolchain import reference
+from ..readings import check_row
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("gfx950", "sm90")
 
 

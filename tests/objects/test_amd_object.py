@@ -19,8 +19,8 @@ from regsurvey.errors import CorruptObjectError
 from regsurvey.model.targets import TARGETS
 from regsurvey.objects.amd_object import AmdResources, amd_occupancy, parse_hsaco, read_hsaco
 
-from .objects_kernels import SIGNATURES, compile_kernel
-from .readings import TRITON_39_CODEGEN
+from ..objects_kernels import SIGNATURES, compile_kernel
+from ..readings import TRITON_39_CODEGEN
 
 # Facts of Triton 3.9's compiler (its async-copy pipeline on gfx950, its LLVM's SGPR occupancy model);
 # Triton 3.6 builds these kernels differently, and regsurvey supports both.

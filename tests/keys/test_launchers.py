@@ -35,7 +35,7 @@ from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat
 from regsurvey.output.table import summary_line, survey_tables
 
-from .conftest import FIXTURES
+from ..conftest import FIXTURES
 
 PROJECT = FIXTURES / "launchers"
 FP8_CAUSE = "type fp8e4b8 not supported in this architecture"

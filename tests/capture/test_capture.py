@@ -16,7 +16,7 @@ from regsurvey.compile import toolchain
 from regsurvey.keys.keyfiles import expand_keys, load_kinds
 from regsurvey.model.targets import get_target
 
-from .conftest import TOY
+from ..conftest import TOY
 
 PROGRAM = '''
 import torch

@@ -30,7 +30,7 @@ from regsurvey.objects.nvidia_object import (
     tool_path,
 )
 
-from .objects_kernels import compile_kernel
+from ..objects_kernels import compile_kernel
 
 MATMUL = {"BM": 128, "BN": 128, "BK": 64}
 

@@ -16,9 +16,9 @@ import pytest
 
 from regsurvey.model.results import SCHEMA_VERSION
 
-from .readings import TRITON_39_CODEGEN, amd_occupancy_reading, check_row, stored_text
+from ..readings import TRITON_39_CODEGEN, amd_occupancy_reading, check_row, stored_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 OCCUPANCY_KEYS = '''
 """GEMMs that set waves_per_eu, or whose accumulators spill into AGPRs."""
@@ -62,7 +62,7 @@ DEMO_KEYS = ("front_proj/w8/nostop", "q_b/tp8/w8/nostop", "q_absorb/w8/nostop", 
 def toy_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     import shutil
 
-    from .conftest import TOY, commit_all, git
+    from ..conftest import TOY, commit_all, git
 
     repo = tmp_path_factory.mktemp("readings") / "toy"
     shutil.copytree(TOY, repo, ignore=shutil.ignore_patterns("__pycache__"))

@@ -16,7 +16,7 @@ import pytest
 
 from regsurvey.model.results import Survey
 
-from .conftest import TOY
+from ..conftest import TOY
 
 # Fixed dates: a clone that adds a commit shares the first two commits' shas, so their stored surveys
 # are reused by the stack test.

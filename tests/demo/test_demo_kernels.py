@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHECKS: dict[str, Callable[[], None]] = {}
 
 
@@ -44,7 +44,7 @@ def check(fn: Callable[[], None]) -> Callable[[], None]:
 # Helpers (run in the subprocess only: torch is imported lazily).
 
 FP8 = "float8_e4m3fn"  # the CPU checks use the OCP format (gfx950 / NVIDIA)
-DEVICE = "cpu"  # "cuda" when the checks run on a GPU (``python tests/test_demo_kernels.py --device cuda``)
+DEVICE = "cpu"  # "cuda" when the checks run on a GPU (``python tests/demo/test_demo_kernels.py --device cuda``)
 
 
 def _torch():
@@ -554,7 +554,7 @@ def _widen_bf16_dot_operands() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python tests/test_demo_kernels.py [--device cuda] [CHECK ...]``: run checks, print verdicts.
+    """``python tests/demo/test_demo_kernels.py [--device cuda] [CHECK ...]``: run checks, print verdicts.
 
     On the CPU (default) the kernels run under TRITON_INTERPRET=1; with ``--device cuda`` they are
     compiled and run on the GPU, against the same references. Exit status 1 if any check failed.

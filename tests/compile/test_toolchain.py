@@ -14,7 +14,7 @@ from regsurvey.capture.session import CaptureSession
 from regsurvey.compile import toolchain
 from regsurvey.model.targets import get_target
 
-from .conftest import TOY
+from ..conftest import TOY
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def _launcher_view_table() -> dict[str, dict[str, Any]]:
     import ast
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = text.split("### What a launcher sees", 1)[1].split("\n- a:", 1)[0]
     rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")]
     header, body = rows[0], rows[2:]
@@ -248,7 +248,7 @@ _TORCH_DEVICE_FIELDS = (
 def test_fidelity_device_check_runs_without_a_gpu() -> None:
     # The GPU fidelity check's step 0 (stand-in device vs the real one), run with the stand-in on both
     # sides: the script works before its one run on a GPU, and it reads every property the table lists.
-    from .gpu.fidelity import device_check, stand_in_view
+    from ..gpu.fidelity import device_check, stand_in_view
 
     assert device_check("sm90", dry_run=True) == []
     view = stand_in_view("sm90")

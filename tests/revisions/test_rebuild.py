@@ -14,7 +14,7 @@ from regsurvey.objects.object_sections import first_difference
 from regsurvey.revisions.rebuild import compare_builds
 from regsurvey.store.objectstore import ObjectStore
 
-from .layer_survey import layer_survey, row
+from ..layer_survey import layer_survey, row
 
 
 @pytest.fixture(scope="module")

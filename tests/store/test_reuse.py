@@ -12,7 +12,7 @@ from pathlib import Path
 from regsurvey.engine.survey import KeyCosts
 from regsurvey.model.keys import Key
 
-from .conftest import commit_all
+from ..conftest import commit_all
 
 
 def survey(repo: Path, *args: str) -> tuple[dict, str]:

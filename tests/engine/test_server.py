@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli_run import BAD_KEYS, BROKEN_KERNELS
+from ..commands.test_cli_run import BAD_KEYS, BROKEN_KERNELS
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""The scheduler against workers that die or fall silent with keys in flight (fake workers).
+"""The scheduler against workers that die or fall silent with keys in flight (fake workers), through its
+public seam (``survey.run_keys``).
 
-A worker says "free" once a key is compiled and gets the next one while it still reads and stores
+A worker says KeyCompiled once a key is compiled and gets the next one while it still reads and stores
 the first: a worker lost then takes the key it was compiling with it, and the keys it was finishing
 are sent again, once.
 """
@@ -9,24 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from regsurvey.engine.survey import SurveyOptions, SurveyTiming, _Pool, _run_keys
+from regsurvey.engine.survey import SurveyOptions, run_keys
 from regsurvey.model.keys import Key
-from regsurvey.model.progress import Progress
 from regsurvey.model.results import Row
 from regsurvey.revisions.checkout import Checkout
 
-from . import survey_fakes
+from .. import survey_fakes
 
 
 def run(tmp_path: Path, kinds: list[str], timeout: float = 60.0) -> dict[str, Row]:
     checkout = Checkout(root=tmp_path, repo=tmp_path, commit=None, label="fake", dirty=False)
-    pool = _Pool(checkout, tmp_path / "objects", target=survey_fakes.serve)
     keys = [Key(kind=kind, axes=(("n", i),), target="sm90", id=f"{kind}/n{i}") for i, kind in enumerate(kinds)]
-    pool.spawn("sm90")
-    try:
-        results = _run_keys(pool, keys, SurveyOptions(jobs=1, timeout=timeout), Progress(), SurveyTiming(jobs=1))
-    finally:
-        pool.close()
+    results = run_keys(keys, checkout, tmp_path / "objects", SurveyOptions(jobs=1, timeout=timeout),
+                       worker_main=survey_fakes.serve)
     assert sorted(results) == sorted((k.id, k.target) for k in keys)  # every key has its rows
     return {key_id: rows[0] for (key_id, _), rows in results.items()}
 
