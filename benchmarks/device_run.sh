@@ -2,7 +2,8 @@
 # What this session ran on the H200 device machine (16 cores, Triton 3.6 there), in one call:
 # the GPU fidelity check on the demo, the LLD study of issue #10 item 10, the isolation cost, and the
 # fidelity check on the real-world corpus's sm90 keys (step `corpus`; its wheels: tests/realworld/requirements.txt's
-# libraries and pyelftools, in .whl/ too).
+# libraries and pyelftools, in .whl/ too). Step `speed11` (not in `all`): issue #11's speed criterion, 4faced4
+# against this tree side by side (benchmarks/before_after.py; ~7 minutes).
 # Wheels for regsurvey's dependencies travel in .whl/ (see the device tool's notes).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -44,4 +45,23 @@ if [ "$step" = all ] || [ "$step" = corpus ]; then
     echo "== fidelity ($lib, sm90)"
     timeout 240 python3 tests/gpu/fidelity.py --project tests/realworld/$lib --jobs 16 --out "$OUT/$lib-fidelity.json" 2>&1 | tail -30
   done
+fi
+if [ "$step" = speed11 ]; then
+  # Issue #11's speed criterion: cold -j 1, warm re-run, diff, and a cold -j 16 with a warm server, each
+  # side by side with 4faced4 (the commit before the change), interleaved (benchmarks/before_after.py).
+  # The old checkout is a worktree of this repository's history (the device's copy of .git; if it has
+  # none, carry .git); OLD_RS names another checkout instead. Not part of `all`: alone it takes ~7 minutes.
+  OLD=${OLD_RS:-/tmp/old-rs}
+  git() { command git -c safe.directory='*' "$@"; }  # the copied tree belongs to another user
+  if [ ! -f "$OLD/regsurvey/__init__.py" ]; then
+    if ! timeout 30 git rev-parse -q --verify '4faced4^{commit}' >/dev/null; then
+      echo "speed11: no git history of 4faced4 here (carry .git, or set OLD_RS to a checkout of it)"; exit 1
+    fi
+    timeout 30 git worktree prune
+    timeout 120 git worktree add -q -f --detach "$OLD" 4faced4 || { echo "speed11: git worktree add failed"; exit 1; }
+  fi
+  timeout 60 python3 -m compileall -q "$OLD/regsurvey" >/dev/null
+  echo "== issue #11 speed: 4faced4 ($OLD) against this tree, demo ${SPEED11_TARGETS:-sm90}"
+  timeout "${SPEED11_TIMEOUT:-520}" python3 benchmarks/before_after.py --old "$OLD" --targets "${SPEED11_TARGETS:-sm90}" \
+    --jobs 1 --repeat "${SPEED11_REPEAT:-3}" --diff --server-jobs "${SPEED11_SERVER_JOBS:-16}" 2>&1 | tee "$OUT/speed11.txt"
 fi
