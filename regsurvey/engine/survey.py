@@ -21,19 +21,19 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.progress import Progress
-from ..model.results import ObjectReport, Row, Status, Survey
+from ..model.results import Row, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
 from ..store.objectstore import atomic_write
+from .deferred_lint import DeferredLint
 from .protocol import (
     Answer,
     Failed,
@@ -97,7 +97,7 @@ class SurveyTiming:
     ``compile_s`` is the toolchain's own work; ``capture_s`` (kind bodies), ``hash_s`` (Triton cache
     keys and result-cache look-ups), ``analyze_s`` (reading and linting each object:
     ``analysis.analyze``), ``store_s`` (storing objects and results) and ``lint_s`` (the lint of the
-    cubins the workers left, at the survey's end) are regsurvey's own work; ``idle_s`` is the time
+    cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``idle_s`` is the time
     the N compile slots spent not compiling once the keys were listed (start-up still running,
     waiting for a key, or the tail; reading and linting run beside compiling, in each worker's
     finishing process); ``list_s`` is the wall time until the key
@@ -355,6 +355,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     timing = SurveyTiming(jobs=max(1, options.jobs))
     costs = KeyCosts(objects_dir.parent / "costs.json")
     ready: list[float] = []
+    deferred: DeferredLint | None = None
+    results: dict[tuple[str, str], list[Row]] | None = None
     try:
         # Every worker imports the checkout for one target (see worker.Worker). The first lists the
         # keys, with the first target asked for as the device (else the one earlier surveys used
@@ -381,54 +383,26 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         ordered = costs.longest_first(keys)
         while len(pool.workers) < max(1, options.jobs):
             pool.spawn(_wanted_target(ordered, pool.workers, costs.estimate))
-        results = _run_keys(pool, ordered, options, progress, timing, costs.estimate)
+        deferred = DeferredLint(objects_dir, options.jobs)
+        results = _run_keys(pool, ordered, options, progress, timing, costs.estimate, on_rows=deferred.add)
         costs.update(r for rows in results.values() for r in rows)
         ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
     finally:
         timing.workers_started = pool.started
         pool.close()
+        if deferred is not None and results is None:
+            deferred.close()
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
     rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
-    rows = _lint_the_rest(rows, objects_dir, options.jobs, timing)
+    assert deferred is not None
+    rows, lint_s = deferred.finish(rows)
+    if lint_s:
+        timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + lint_s
     targets = tuple(dict.fromkeys(k.target for k in keys))
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=timing.as_dict(ready),
                   reader=READER_REVISION)
-
-
-def _lint_the_rest(rows: list[Row], objects_dir: Path, jobs: int, timing: SurveyTiming) -> list[Row]:
-    """Lint the builds the workers left unlinted: NVIDIA kernels without a stack frame, whose SASS the
-    workers do not read (one nvdisasm run per cubin costs more than many compiles). They are linted
-    here together, from the store, in at most ``jobs`` nvdisasm runs, so that every build is linted,
-    as ``regsurvey lint`` lints it. A build that cannot be linted keeps ``lint`` None."""
-    todo = [r for r in rows if r.ok and r.lint is None and r.object is not None and get_target(r.target).is_nvidia]
-    if not todo:
-        return rows
-    from ..errors import CorruptObjectError
-    from ..linting import lint_rows
-    from ..store.objectstore import ObjectStore
-    from ..store.resultcache import CachedResult, ResultCache
-
-    objects = ObjectStore(objects_dir)
-    try:
-        run = lint_rows(todo, objects, jobs)
-    except CorruptObjectError:
-        return rows  # an object altered since its worker stored it: left unlinted, as lint would report
-    timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + run.seconds
-    findings: dict[tuple[str | None, str | None], list[Finding]] = {}
-    for finding in run.findings:
-        findings.setdefault((finding.key, finding.target), []).append(finding)
-    linted = {(r.row_id, r.target): tuple(findings.get((r.row_id, r.target), ())) for r in todo
-              if r.object is not None and r.object.sha256 not in run.not_linted}
-    # The result cache keeps the findings too: a later survey reusing these builds has them at once.
-    cache = ResultCache(objects)
-    for r in {r.triton_hash: r for r in todo if (r.row_id, r.target) in linted and r.triton_hash}.values():
-        assert r.object is not None and r.triton_hash is not None
-        own = tuple(replace(f, key=None) for f in linted[(r.row_id, r.target)])
-        cache.put(r.triton_hash, CachedResult(kernel=r.kernel or "", report=ObjectReport(r.resources, own),
-                                              object=r.object, compile_s=r.compile_s))
-    return [replace(r, lint=linted[(r.row_id, r.target)]) if (r.row_id, r.target) in linted else r for r in rows]
 
 
 class KeyCosts:
@@ -530,7 +504,7 @@ def run_keys(keys: list[Key], checkout: Checkout, objects_dir: Path, options: Su
 
 def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
               timing: SurveyTiming, cost: Callable[[Key], float] = lambda key: 1.0,
-              ) -> dict[tuple[str, str], list[Row]]:
+              on_rows: Callable[[list[Row], bool], None] | None = None) -> dict[tuple[str, str], list[Row]]:
     """Send keys to workers as they become free, collect their rows, enforce the time-out.
 
     A worker says "free" once a key's launches are compiled, and answers with the rows once their
@@ -549,6 +523,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     def finish(done: Key, rows: list[Row]) -> None:
         results[(done.id, done.target)] = rows
         progress.on_key(done, rows)
+        if on_rows is not None:
+            on_rows(rows, not pending)  # then every key has been handed out
 
     def lose(w: _Worker, why: str) -> None:
         """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again, to

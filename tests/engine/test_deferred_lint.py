@@ -1,0 +1,54 @@
+"""The lint of the cubins the workers leave unlinted (no stack frame), in batches while keys come in
+(:mod:`regsurvey.engine.deferred_lint`): every build ends up linted, with what ``lint`` finds on it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from regsurvey.engine import deferred_lint
+from regsurvey.engine.deferred_lint import DeferredLint
+from regsurvey.engine.worker import Worker
+from regsurvey.keys.keyfiles import expand_keys
+from regsurvey.linting import lint_rows
+from regsurvey.store.resultcache import ResultCache
+
+from ..conftest import TOY
+
+
+@pytest.fixture
+def sm90_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Worker, list]:
+    monkeypatch.syspath_prepend(str(TOY))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    worker = Worker(TOY, TOY / "keys", tmp_path / "store" / "objects", "sm90")
+    keys = expand_keys(list(worker.kinds().values()), ["sm90"])
+    return worker, [worker.survey_key(k) for k in keys]
+
+
+def test_batches_lint_every_frameless_cubin_as_lint_does(sm90_rows: tuple[Worker, list],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    worker, per_key = sm90_rows
+    rows = [r for rows in per_key for r in rows]
+    assert rows and all(r.ok and r.resources["stack_bytes"] == 0 and r.lint is None for r in rows)
+    monkeypatch.setattr(deferred_lint, "BATCH", 2)  # batches start while keys still come in
+    deferred = DeferredLint(worker.objects.root, jobs=2)
+    for rows_of_key in per_key[:-1]:
+        deferred.add(rows_of_key)
+    assert len(deferred.batches) >= 1
+    deferred.add(per_key[-1], draining=True)  # every key handed out: its cubins go at once
+    assert deferred.waiting == []
+    linted, seconds = deferred.finish(rows)
+    assert seconds > 0 and [r.row_id for r in linted] == [r.row_id for r in rows]
+    expected = lint_rows(rows, worker.objects)
+    assert all(r.lint is not None for r in linted)
+    assert sorted((f.key, f.arg_offset) for r in linted for f in r.lint or ()) == sorted(
+        (f.key, f.arg_offset) for f in expected.findings)
+    # The result cache keeps the findings: a later survey that reuses a build has them at once.
+    cache = ResultCache(worker.objects)
+    for row in linted:
+        assert row.triton_hash is not None
+        cached = cache.get(row.triton_hash)
+        assert cached is not None and cached.report.findings == tuple(replace(f, key=None) for f in row.lint or ())
+

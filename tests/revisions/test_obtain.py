@@ -1,0 +1,235 @@
+"""Getting the survey of a revision (regsurvey.revisions.obtain): a stored survey is reused only when it covers
+the targets asked for and was made with the same toolchain block and by the same reader revision; any
+other is surveyed again (and stored).
+
+The rule's cases run against a repository without a ``keys/`` directory: a survey of it stops at once with
+"no keys/ directory", so a decision to survey shows without compiling anything. One test surveys the toy
+project for real (once cold, then warm from the result cache)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from regsurvey.compile.toolchain import toolchain_info
+from regsurvey.engine.survey import SurveyError, SurveyOptions
+from regsurvey.model.results import Survey
+from regsurvey.model.version import READER_REVISION
+from regsurvey.revisions.checkout import CheckoutError
+from regsurvey.revisions.obtain import current_toolchain, default_store, obtain_survey, open_store
+from regsurvey.store.store import Store
+
+from ..conftest import commit_all, git
+from ..lint_surveys import clean_and_mutated
+
+GFX950 = SurveyOptions(targets=("gfx950",), jobs=2)
+
+
+@pytest.fixture(scope="module")
+def hip_toolchain() -> dict[str, dict]:
+    return current_toolchain(["gfx950"])
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, str]:
+    """A repository with kernels but no keys/: surveying any of its revisions is a SurveyError."""
+    repo = tmp_path / "project"
+    (repo / "kernels").mkdir(parents=True)
+    (repo / "kernels" / "ops.py").write_text("# kernels\n")
+    git(repo, "init", "-q", "-b", "main")
+    return repo, commit_all(repo, "kernels")
+
+
+def stored_survey(commit: str, toolchain: dict[str, dict], reader: str = READER_REVISION) -> Survey:
+    """A real gfx950 survey (the lint fixtures' rows) as if made of ``commit`` and stored."""
+    base, _ = clean_and_mutated()
+    return replace(base, commit=commit, label="HEAD", toolchain=toolchain, reader=reader,
+                   created="2025-01-01T00:00:00")
+
+
+def surveys_again(start: Path, rev: str | None, store: Store, options: SurveyOptions = GFX950,
+                  reuse: bool = True) -> None:
+    """obtain_survey goes on to survey ``rev`` (and finds nothing to survey)."""
+    with pytest.raises(SurveyError, match=r"no keys/ directory in .*: nothing to survey"):
+        obtain_survey(start, rev, store, options, reuse=reuse)
+
+
+def test_the_default_store_is_at_the_repository_root(project: tuple[Path, str], tmp_path: Path) -> None:
+    repo, _ = project
+    assert default_store(repo / "kernels").root == repo / ".regsurvey"
+    assert open_store(None, repo / "kernels").root == repo / ".regsurvey"
+    assert open_store(tmp_path / "elsewhere", repo).root == tmp_path / "elsewhere"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert default_store(plain).root == plain / ".regsurvey"
+
+
+def test_the_toolchain_block_is_per_backend(hip_toolchain: dict[str, dict]) -> None:
+    import triton
+
+    assert list(hip_toolchain) == ["hip"]
+    assert hip_toolchain["hip"] == toolchain_info("hip")
+    assert hip_toolchain["hip"]["triton"] == triton.__version__ and "amd_codegen_revision" in hip_toolchain["hip"]
+    both = current_toolchain(["sm90", "gfx950", "gfx942"])
+    assert list(both) == ["cuda", "hip"] and both["hip"] == hip_toolchain["hip"]
+    assert "sm90" in both["cuda"]["ptxas"]
+    assert current_toolchain([]) == {}
+
+
+def test_a_survey_of_this_toolchain_and_these_readers_is_reused(project: tuple[Path, str],
+                                                               hip_toolchain: dict[str, dict],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    repo, sha = project
+    store = default_store(repo)
+    stored = stored_survey(sha, hip_toolchain)
+    store.save(stored)
+    assert obtain_survey(repo, "HEAD", store, GFX950) == stored
+    assert obtain_survey(repo, sha[:10], store, GFX950) == stored
+    # The working tree, clean at that commit, is that commit.
+    assert obtain_survey(repo / "kernels", None, store, GFX950) == stored
+    assert capsys.readouterr().err == ""
+    # Not when asked not to reuse it, nor for a working tree with edits.
+    surveys_again(repo, "HEAD", store, reuse=False)
+    (repo / "kernels" / "ops.py").write_text("# kernels, edited\n")
+    surveys_again(repo, None, store)
+
+
+def test_without_targets_the_matrices_targets_of_a_full_survey_are_reused(project: tuple[Path, str],
+                                                                         hip_toolchain: dict[str, dict]) -> None:
+    repo, sha = project
+    store = default_store(repo)
+    stored = stored_survey(sha, hip_toolchain)
+    store.save(stored)  # a --target survey: not known to be every target of the matrices
+    surveys_again(repo, "HEAD", store, SurveyOptions())
+    store.save(stored, default_targets=True)
+    assert obtain_survey(repo, "HEAD", store, SurveyOptions()) == stored
+
+
+def test_a_survey_missing_a_target_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict]) -> None:
+    repo, sha = project
+    store = default_store(repo)
+    store.save(stored_survey(sha, hip_toolchain))
+    surveys_again(repo, "HEAD", store, SurveyOptions(targets=("gfx950", "gfx942")))
+
+
+def test_a_selection_of_kinds_or_keys_is_always_surveyed(project: tuple[Path, str],
+                                                         hip_toolchain: dict[str, dict]) -> None:
+    repo, sha = project
+    store = default_store(repo)
+    store.save(stored_survey(sha, hip_toolchain))
+    surveys_again(repo, "HEAD", store, SurveyOptions(targets=("gfx950",), kinds=("gemm",)))
+    surveys_again(repo, "HEAD", store, SurveyOptions(targets=("gfx950",), keys=("gemm/*",)))
+
+
+@pytest.mark.parametrize("change", ["triton", "codegen", "fp fusion", "another backend", "no toolchain"])
+def test_a_survey_of_another_toolchain_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict],
+                                                     change: str, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, sha = project
+    hip = dict(hip_toolchain["hip"])
+    toolchain: dict[str, dict] = {"hip": hip}
+    if change == "triton":
+        hip["triton"] = "3.0.0"
+    elif change == "codegen":
+        hip["amd_codegen_revision"] = "another"
+    elif change == "fp fusion":
+        hip["fp_fusion"] = not hip["fp_fusion"]
+    elif change == "another backend":
+        toolchain["cuda"] = {"triton": hip["triton"]}
+    else:
+        toolchain = {}
+    store = default_store(repo)
+    store.save(stored_survey(sha, toolchain))
+    surveys_again(repo, "HEAD", store)
+    assert capsys.readouterr().err == ""  # a toolchain of its own: "not comparable" is diff's to say
+
+
+@pytest.mark.parametrize(("reader", "named"), [("0.0.1+readers1", "0.0.1+readers1"),
+                                               ("", "of an unknown revision")])
+def test_a_survey_by_other_readers_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict],
+                                                 reader: str, named: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    repo, sha = project
+    store = default_store(repo)
+    store.save(stored_survey(sha, hip_toolchain, reader=reader))  # the same toolchain
+    surveys_again(repo, "HEAD", store)
+    assert capsys.readouterr().err.splitlines() == [
+        f"regsurvey: the stored survey of {sha[:12]} was made by regsurvey readers {named} "
+        f"(these are {READER_REVISION}); surveying again"]
+
+
+def test_targets_stored_by_two_reader_revisions_are_not_reused(project: tuple[Path, str],
+                                                              hip_toolchain: dict[str, dict],
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    repo, sha = project
+    store = default_store(repo)
+    stored = stored_survey(sha, hip_toolchain)
+    store.save(stored)
+    store.save(replace(stored, targets=("gfx942",), rows=tuple(replace(r, target="gfx942") for r in stored.rows),
+                       reader="0.0.1+readers1"))
+    assert obtain_survey(repo, "HEAD", store, GFX950) == stored  # gfx950 alone is these readers'
+    surveys_again(repo, "HEAD", store, SurveyOptions(targets=("gfx950", "gfx942")))
+    assert "of an unknown revision" in capsys.readouterr().err
+
+
+def test_a_damaged_stored_survey_is_reported_and_surveyed_again(project: tuple[Path, str],
+                                                                hip_toolchain: dict[str, dict],
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    repo, sha = project
+    store = default_store(repo)
+    (path,) = store.save(stored_survey(sha, hip_toolchain))
+    path.write_text(path.read_text()[:-100])
+    surveys_again(repo, "HEAD", store)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"regsurvey: warning: stored survey {path} is unusable: not JSON (")
+    assert line.endswith("; surveying again")
+
+
+def test_an_unknown_revision_or_no_repository_is_an_error(project: tuple[Path, str], tmp_path: Path) -> None:
+    repo, _ = project
+    with pytest.raises(CheckoutError, match="unknown revision 'nosuch'"):
+        obtain_survey(repo, "nosuch", default_store(repo), GFX950)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(CheckoutError, match="needs a git repository"):
+        obtain_survey(plain, "HEAD", default_store(plain), GFX950)
+
+
+def test_a_survey_by_other_readers_is_replaced_by_these_readers_survey(toy_repo: Path,
+                                                                      hip_toolchain: dict[str, dict],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    sha = git(toy_repo, "rev-parse", "HEAD")
+    store = default_store(toy_repo)
+    # What an earlier regsurvey stored for this commit: another revision's readers, other rows.
+    store.save(stored_survey(sha, hip_toolchain, reader="0.0.1+readers1"))
+    fresh = obtain_survey(toy_repo, "HEAD", store, GFX950)
+    assert "was made by regsurvey readers 0.0.1+readers1" in capsys.readouterr().err
+    assert (fresh.commit, fresh.reader, fresh.toolchain, fresh.targets) == (sha, READER_REVISION, hip_toolchain,
+                                                                           ("gfx950",))
+    assert [r.key for r in fresh.rows] == ["scale/w2/nostop", "scale/w2/stop", "scale/w8/nostop", "scale/w8/stop",
+                                           "gemm/w2", "gemm/w8"]
+    assert all(r.ok and r.resources["vgpr"] > 0 for r in fresh.rows)
+    assert store.load(sha, ["gfx950"]) == fresh  # stored in the old one's place
+    # Now it is reused as it is: the same survey, nothing compiled, nothing said.
+    assert obtain_survey(toy_repo, "HEAD", store, GFX950) == fresh
+    assert capsys.readouterr().err == ""
+
+    # The toolchain block changed (as after an upgrade of Triton): surveyed again; the kernels Triton
+    # hashes the same come from the content-addressed result cache, with the same figures.
+    stored = toy_repo / ".regsurvey" / "surveys" / sha / "gfx950.json"
+    data = json.loads(stored.read_text())
+    data["toolchain"]["hip"]["amd_codegen_revision"] = "older"
+    stored.write_text(json.dumps(data))
+    again = obtain_survey(toy_repo, "HEAD", store, GFX950)
+    assert again.toolchain == hip_toolchain and all(r.reused for r in again.rows)
+    assert [r.resources for r in again.rows] == [r.resources for r in fresh.rows]
+    assert store.load(sha, ["gfx950"]) == again
+
+    # A selection of kinds is surveyed and kept apart: the whole survey stays.
+    scale = obtain_survey(toy_repo, "HEAD", store, SurveyOptions(targets=("gfx950",), kinds=("scale",), jobs=2))
+    assert [r.kind for r in scale.rows] == ["scale"] * 4 and all(r.reused for r in scale.rows)
+    assert (toy_repo / ".regsurvey" / "surveys" / sha / "partial" / "gfx950.json").is_file()
+    assert store.load(sha, ["gfx950"]) == again
+    assert git(toy_repo, "status", "--porcelain") == ""  # the store ignores itself
