@@ -102,8 +102,8 @@ def key_seconds(data: dict) -> dict[str, float]:
 def breakdown(data: dict) -> str:
     """One line: where the survey's time went (``timing`` of the survey JSON), in seconds."""
     t = data.get("timing") or {}
-    names = ("wall_s", "list_s", "worker_ready_max_s", "compile_s", "hash_s", "capture_s", "analyze_s", "store_s", "lint_s",
-             "idle_s", "tail_s")
+    names = ("wall_s", "list_s", "worker_ready_max_s", "compile_s", "hash_s", "capture_s", "analyze_s", "store_s",
+             "lint_s", "idle_s", "tail_s")
     return "   ".join(f"{n[:-2]} {t[n]:.1f}" for n in names if n in t)
 
 

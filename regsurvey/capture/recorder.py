@@ -77,12 +77,23 @@ def group_launches(records: list[dict[str, Any]]) -> dict[str, list[dict[str, An
     """Distinct launches per kernel (same arguments and options = one launch), in first-seen order."""
     groups: dict[str, dict[str, dict[str, Any]]] = {}
     for rec in records:
-        short = rec["kernel"].rsplit(":", 1)[-1].rsplit(".", 1)[-1]
         ident = json.dumps([rec["args"], rec["kwargs"]], sort_keys=True)
-        kept = groups.setdefault(short, {}).setdefault(ident, rec)
+        kept = groups.setdefault(rec["kernel"], {}).setdefault(ident, rec)
         if kept.get("specialization") is None and rec.get("specialization"):
             kept["specialization"] = rec["specialization"]
-    return {name: list(launches.values()) for name, launches in groups.items()}
+    # A kind is named after its kernel's function; kernels of one name in two modules are told apart by
+    # their modules' last part ("attention.kernel", "norm.kernel").
+    def short(path: str) -> str:
+        return path.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+
+    names = [short(path) for path in groups]
+    def kind_name(path: str) -> str:
+        if names.count(short(path)) == 1:
+            return short(path)
+        module = path.rsplit(":", 1)[0] if ":" in path else path.rsplit(".", 1)[0]
+        return f"{module.rsplit('.', 1)[-1]}.{short(path)}"
+
+    return {kind_name(path): list(launches.values()) for path, launches in groups.items()}
 
 
 def keys_file_text(groups: dict[str, list[dict[str, Any]]], targets: list[str], command: list[str],
@@ -95,6 +106,8 @@ def keys_file_text(groups: dict[str, list[dict[str, Any]]], targets: list[str], 
 on {when}{f' ({device})' if device else ''}: {sum(map(len, launches.values()))} distinct launches of \
 {len(launches)} kernels. Each key replays one launch through Triton's own binder for the surveyed target.
 """
+
+from math import inf, nan  # noqa: F401 - how the records below spell infinite and NaN arguments
 
 import regsurvey as rs
 from regsurvey.replay import replay

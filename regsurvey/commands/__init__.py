@@ -3,6 +3,7 @@ runs (or ``--help`` lists it): a survey's start should not wait for the diff rep
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 import click
@@ -27,6 +28,17 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*COMMANDS, *sorted(set(self.commands) - set(COMMANDS))]
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click's, except that a mistyped name is matched against every command, not only those
+        imported so far ("No such command 'dif'. Did you mean 'diff'?")."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None and not ctx.resilient_parsing:
+            close = difflib.get_close_matches(name, self.list_commands(ctx))
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands or cmd_name not in COMMANDS:

@@ -42,6 +42,8 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     started = time.perf_counter()
     if files and rev is not None:
         fail("give FILES or --commit, not both")
+    if files and (targets or kinds or keys):
+        fail("--target, --kind and --key select a survey's builds: they do not apply to FILES")
     runs: list[LintRun] = []
     with command_errors():
         if files:

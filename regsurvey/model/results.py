@@ -211,9 +211,10 @@ class Survey:
         if not isinstance(data, dict) or "schema_version" not in data:
             raise SurveyFormatError("no schema_version: not a regsurvey survey")
         if data["schema_version"] not in READABLE_SCHEMA_VERSIONS:
-            raise SurveyFormatError(f"schema version {data['schema_version']} (this regsurvey reads "
+            raise SurveyFormatError(f"schema version {data['schema_version']!r} (this regsurvey reads "
                                     f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
         try:
+            _check_survey_fields(data)
             rows = tuple(Row.from_dict(r) for r in data["rows"])
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
@@ -236,9 +237,48 @@ class Survey:
                       timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "")
 
 
+# What each field of a stored row may hold (checked on load: a survey file or store edited by hand, or
+# damaged, is refused in one line rather than failing later in diff or check).
+_ROW_TYPES: dict[str, tuple[type, ...]] = {
+    "key": (str,), "kind": (str,), "axes": (dict,), "target": (str,), "kernel": (str, type(None)),
+    "error": (str, type(None)), "resources": (dict,), "compile_s": (int, float), "launch": (int,),
+    "config": (int, type(None)), "triton_hash": (str, type(None)), "num_warps": (int, type(None)),
+    "num_stages": (int, type(None)), "where": (str, type(None)), "reused": (bool,), "flaky": (str, type(None)),
+    "skip_reason": (str, type(None)),
+}
+_SURVEY_TYPES: dict[str, tuple[type, ...]] = {
+    "commit": (str, type(None)), "label": (str,), "targets": (list,), "toolchain": (dict,), "dirty": (bool,),
+    "created": (str,), "timing": (dict,), "reader": (str,),
+}
+
+
+def _wrong_type(name: str, value: Any, allowed: tuple[type, ...]) -> str | None:
+    """Why ``value`` cannot be field ``name``, or None. A bool is not a number here."""
+    if isinstance(value, bool) and bool not in allowed:
+        return f"{name} is {value!r}"
+    if not isinstance(value, allowed):
+        return f"{name} is {type(value).__name__} {str(value)[:40]!r}"
+    return None
+
+
+def _check_survey_fields(data: dict[str, Any]) -> None:
+    """Raise ValueError naming a survey-level field of the wrong type (see _SURVEY_TYPES)."""
+    for name, allowed in _SURVEY_TYPES.items():
+        if name in data and (why := _wrong_type(name, data[name], allowed)):
+            raise ValueError(why)
+    if not all(isinstance(t, str) for t in data.get("targets") or ()):
+        raise ValueError("targets are not names")
+    if not all(isinstance(v, dict) for v in (data.get("toolchain") or {}).values()):
+        raise ValueError("toolchain is not a block per backend")
+
+
 def _check_row(row: Row) -> None:
-    """Raise ValueError naming what a stored row holds that no survey writes: a figure the registry
-    does not know, a figure that is not a whole number, lint findings or messages of another shape."""
+    """Raise ValueError naming what a stored row holds that no survey writes: a field of another type, a
+    figure the registry does not know, a figure that is not a whole number, lint findings or messages
+    of another shape."""
+    for name, allowed in _ROW_TYPES.items():
+        if why := _wrong_type(name, getattr(row, name), allowed):
+            raise ValueError(f"row {getattr(row, 'key', '?')!s:.60} ({row.target}): {why}")
     for name, value in row.resources.items():
         if name not in FIGURE_BY_NAME:
             raise ValueError(f"row {row.row_id} ({row.target}): unknown figure {name!r}")

@@ -105,6 +105,11 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM during a checkout: unwinds like Ctrl-C so the worktree is removed."""
 
 
+def revision_label(rev: str, sha: str) -> str:
+    """How reports name a survey of ``rev`` (resolved to ``sha``): ``HEAD~1 (abc1234567)``, or the sha."""
+    return rev if rev.startswith(sha[:7]) else f"{rev} ({sha[:10]})"
+
+
 @contextlib.contextmanager
 def _sigterm_unwinds() -> Iterator[None]:
     try:
@@ -136,9 +141,9 @@ def commit_checkout(start: Path, rev: str) -> Iterator[Checkout]:
         try:
             out = _git_to_the_end(repo, "worktree", "add", "--detach", "--quiet", str(worktree), sha)
             if out.returncode != 0:
-                raise CheckoutError(f"git worktree add failed for {rev}: {out.stderr.strip().splitlines()[-1:]}")
-            label = rev if rev.startswith(sha[:7]) else f"{rev} ({sha[:10]})"
-            yield Checkout(root=worktree, repo=repo, commit=sha, label=label, dirty=False)
+                said = out.stderr.strip().splitlines()
+                raise CheckoutError(f"git worktree add failed for {rev}: {said[-1] if said else 'no message'}")
+            yield Checkout(root=worktree, repo=repo, commit=sha, label=revision_label(rev, sha), dirty=False)
         finally:
             _remove_worktree(repo, worktree, tmp)
 

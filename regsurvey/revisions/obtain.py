@@ -4,6 +4,7 @@ surveying it (in a temporary worktree) and storing the result. What diff, stack,
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..engine.survey import SurveyOptions, start_workers_early, survey_checkout
@@ -12,7 +13,7 @@ from ..model.results import Survey
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
 from ..store.store import Store, StoreError
-from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, working_tree
+from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
 
 
 def default_store(start: Path) -> Store:
@@ -59,7 +60,9 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
                   f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
                   file=sys.stderr)
         elif stored is not None and stored.toolchain == current_toolchain(targets or []):
-            return stored
+            # Named as this command asked for it, not as the run that stored it did.
+            label = revision_label(rev, commit) if rev is not None else working_tree(start).label
+            return replace(stored, label=label)
     start_workers_early()  # (again, at once, if it is already running)
     if rev is not None:
         with commit_checkout(start, rev) as checkout:
@@ -78,5 +81,5 @@ def _commit_of(start: Path, rev: str | None) -> str | None:
         return working_tree(start).commit  # None when there are uncommitted edits
     repo = repo_root(start)
     if repo is None:
-        raise CheckoutError(f"--commit needs a git repository, and {start} is not in one")
+        raise CheckoutError(f"{rev!r} names a git revision, and {start} is not in a git repository")
     return resolve_commit(repo, rev)

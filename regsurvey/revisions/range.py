@@ -72,15 +72,16 @@ def commit_range(start: Path, spec: str) -> tuple[str, list[RangeCommit]]:
     base_rev, head_rev = spec.split("..")
     base = resolve_commit(repo, base_rev or "HEAD")
     head = resolve_commit(repo, head_rev or "HEAD")
-    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "--first-parent",
-                          "--format=%s", f"{base}..{head}"], capture_output=True, text=True, check=False)
+    # One NUL-terminated record per commit, sha and subject: a commit with an empty message has an empty
+    # subject (rev-list's own --format would print no line for it and shift every later pair).
+    out = subprocess.run(["git", "-C", str(repo), "log", "--reverse", "--first-parent", "-z",
+                          "--format=%H %s", f"{base}..{head}"], capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise CheckoutError(f"git rev-list {spec} failed: {out.stderr.strip()}")
+        raise CheckoutError(f"git log {spec} failed: {out.stderr.strip()}")
     commits = []
-    lines = out.stdout.splitlines()
-    # rev-list --format prints "commit <sha>" then the formatted line, per commit.
-    for header, subject in zip(lines[::2], lines[1::2]):
-        commits.append(RangeCommit(header.split()[1], subject))
+    for record in filter(None, out.stdout.split("\0")):
+        sha, _, subject = record.partition(" ")
+        commits.append(RangeCommit(sha, subject))
     if not commits:
         raise CheckoutError(f"the range {spec} holds no commit ({head_rev or 'HEAD'} is not ahead of "
                             f"{base_rev or 'HEAD'} along its first parents)")
@@ -103,6 +104,19 @@ def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: S
 
     ``store`` must be the one :func:`survey_store` gave for ``options``.
     """
+    # Every revision is checked before any is surveyed: a typo in the last is refused at once.
+    for rev in revs:
+        if rev is None or is_survey_file(rev):
+            continue
+        repo = repo_root(start)
+        try:
+            if repo is None:
+                raise CheckoutError(f"{rev!r} names a git revision, and {start} is not in a git repository")
+            resolve_commit(repo, rev)
+        except CheckoutError:
+            if rev.endswith(".json"):  # meant as a survey file
+                raise CheckoutError(f"no survey file {rev}, and no git revision of that name") from None
+            raise
     surveys = []
     for rev in revs:
         if is_survey_file(rev):

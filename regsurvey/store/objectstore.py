@@ -34,7 +34,7 @@ class ObjectStore:
     """Compiled objects by sha256, with their IR texts (gzip) beside them."""
 
     def __init__(self, root: Path):
-        self.root = Path(root)
+        self.root = Path(root).absolute()  # workers run in the checkout: never relative to their cwd
 
     def relpath(self, sha: str, ext: str) -> str:
         """Path of an object relative to the store root's parent (as recorded in rows)."""

@@ -53,11 +53,14 @@ class ResultCache:
         """The stored result, or None (absent, or corrupt: then a warning, and the caller recompiles)."""
         path = self._path(triton_hash)
         try:
-            text = path.read_text()
+            text = path.read_bytes().decode()
         except FileNotFoundError:
             return None
         except OSError as exc:
             _warn(path, f"unreadable ({exc.strerror})")
+            return None
+        except UnicodeDecodeError:
+            _warn(path, "not text (corrupt)")
             return None
         try:
             entry = json.loads(text)

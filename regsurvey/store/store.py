@@ -26,7 +26,9 @@ class Store:
     """Stored surveys and objects under one directory."""
 
     def __init__(self, root: Path):
-        self.root = Path(root)
+        # Absolute from the start: a survey of another commit runs its workers in a temporary worktree,
+        # where a relative path would put the objects (and lose them with the worktree).
+        self.root = Path(root).absolute()
         self.objects = ObjectStore(self.root / "objects")
 
     def _dir(self, commit: str | None) -> Path:
@@ -82,5 +84,7 @@ class Store:
                 part = Survey.from_json(path.read_text())
             except (SurveyFormatError, UnicodeDecodeError) as exc:
                 raise StoreError(f"stored survey {path} is unusable: {exc}") from None
+            except OSError as exc:
+                raise StoreError(f"stored survey {path} is unusable: unreadable ({exc.strerror or exc})") from None
             merged = part if merged is None else merged.merge(part)
         return merged

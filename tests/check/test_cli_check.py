@@ -134,7 +134,8 @@ stack_bytes = 64
 reason = "{reason}"
 ''' in text
     head = git(repo, "rev-parse", "HEAD")
-    assert out.stdout.startswith(f"### regsurvey check passed: `HEAD` ({head[:10]}) against `HEAD~1`")
+    # Named as this command asked for it: the working tree, clean at HEAD, is that commit.
+    assert out.stdout.startswith(f"### regsurvey check passed: `{head[:10]}` against `HEAD~1`")
     assert "**allowed by the baseline**" in out.stdout
     again = check(repo, "--base", "HEAD~1", *SURVEY, *toy["store"])
     assert again.returncode == 0, again.stderr

@@ -415,3 +415,13 @@ def test_what_the_project_prints_stays_off_the_json(toy_repo: Path) -> None:
     assert [r["status"] for r in rows] == ["ok"]
     # Printed while the kind body runs: kept with the key; printed at import: on stderr.
     assert any("surveying 2" in m for m in rows[0]["messages"]) and "surveying 2" not in out.stderr
+
+
+def test_a_relative_store_with_a_commit_keeps_its_objects(toy_repo: Path) -> None:
+    # Issue #12, defect 0: the workers of a --commit survey run in a temporary worktree; a relative
+    # --store must be the user's directory, not one inside the worktree that is deleted afterwards.
+    data = survey_json(toy_repo, "--commit", "HEAD", "--target", "gfx950", "--store", "st")
+    built = [r for r in data["rows"] if r["status"] == "ok"]
+    assert built and all((toy_repo / "st" / r["object"]["path"]).is_file() for r in built)
+    linted = regsurvey("lint", "-q", "--commit", "HEAD", "--target", "gfx950", "--store", "st", cwd=toy_repo)
+    assert linted.returncode == 0, linted.stderr

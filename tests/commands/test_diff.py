@@ -40,10 +40,6 @@ def test_head_against_the_working_tree_from_the_store(tiny: Tiny, tiny_survey: d
     assert "| still failing | `idle/width2` | sm90 |" in text
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "bug: a stored survey keeps the label it was made with: `regsurvey run` stores the working tree's "
-    "survey labelled 'working tree', and `diff HEAD` then labels its base 'working tree' too (the report "
-    "reads 'working tree → working tree'); a store made by `run --commit HEAD` labels a working tree 'HEAD'"))
 def test_a_stored_survey_is_labelled_as_the_revision_asked_for(tiny: Tiny, tiny_survey: dict[str, Any]) -> None:
     result = invoke("diff", "HEAD", *tiny.survey_args(), "--format", "json")
     assert result.exit_code == 0, result.stderr
@@ -53,7 +49,7 @@ def test_a_stored_survey_is_labelled_as_the_revision_asked_for(tiny: Tiny, tiny_
 
 @pytest.mark.parametrize(("args", "message"), [
     (("no-such-rev",), "unknown revision 'no-such-rev' in {repo}"),
-    (("missing.json", "HEAD"), "unknown revision 'missing.json' in {repo}"),  # no such file: a revision
+    (("missing.json", "HEAD"), "no survey file missing.json, and no git revision of that name"),
     (("{survey}", "no-such-rev"), "unknown revision 'no-such-rev' in {repo}"),
     (("HEAD", "--target", "gfx999"), UNKNOWN_TARGET),
     (("{survey}", "{survey}", "--rebuild-check"),
@@ -109,10 +105,6 @@ def textual_launch(data: dict[str, Any]) -> None:
     data["rows"][0]["launch"] = "first"
 
 
-@pytest.mark.xfail(strict=True, raises=(TypeError, AttributeError), reason=(
-    "bug: Survey.from_json checks figures and statuses but not the types of a row's key, axes and launch "
-    "or of the toolchain block: such a survey file is read, then `diff` dies with a traceback (exit 1) "
-    "instead of 'survey file ... is unusable' (exit 2)"))
 @pytest.mark.parametrize("damage", [wrong_axes, no_key, no_toolchain, textual_launch])
 def test_a_survey_file_with_fields_of_the_wrong_type_is_one_line(tiny: Tiny, tiny_survey_file: Path,
                                                                  tmp_path: Path, damage: Any) -> None:
@@ -124,10 +116,6 @@ def test_a_survey_file_with_fields_of_the_wrong_type_is_one_line(tiny: Tiny, tin
     assert result.exit_code == 2 and result.stderr.startswith(f"regsurvey: error: survey file {damaged} is unusable")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "bug: diff (and check) resolve each revision only when its turn comes: `diff HEAD no-such-rev` "
-    "first surveys HEAD (minutes on a real project), then fails on the revision it could have refused "
-    "at once"))
 def test_an_unknown_head_is_refused_before_the_base_is_surveyed(tiny: Tiny, tmp_path: Path) -> None:
     store = tmp_path / "fresh-store"
     result = invoke("diff", "HEAD", "no-such-rev", "-C", tiny.repo, "--store", store, "-q")
@@ -139,12 +127,9 @@ def test_outside_git_a_revision_is_one_line(outside_git: Path) -> None:
     result = invoke("diff", "HEAD", "-C", outside_git, "-q")
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith("regsurvey: error: ") and result.stderr.count("\n") == 1
-    assert result.stderr.endswith(f"needs a git repository, and {outside_git} is not in one\n")
+    assert result.stderr.endswith(f"'HEAD' names a git revision, and {outside_git} is not in a git repository\n")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "bug: outside git, `diff BASE` says '--commit needs a git repository', naming an option diff does "
-    "not have"))
 def test_outside_git_the_error_names_what_was_given(outside_git: Path) -> None:
     result = invoke("diff", "HEAD", "-C", outside_git, "-q")
     assert result.exit_code == 2 and "--commit" not in result.stderr, result.stderr

@@ -104,7 +104,7 @@ def test_no_keys_directory(outside_git: Path) -> None:
 
 def test_a_commit_needs_a_git_repository(outside_git: Path) -> None:
     result = invoke("run", "-q", "-C", outside_git, "--commit", "HEAD")
-    assert_one_line_error(result, f"--commit needs a git repository, and {outside_git} is not in one")
+    assert_one_line_error(result, f"'HEAD' names a git revision, and {outside_git} is not in a git repository")
 
 
 @pytest.mark.parametrize(("args", "error"), [

@@ -152,8 +152,6 @@ def test_a_failed_worktree_add_is_an_error_and_leaves_nothing(repo: Path) -> Non
     assert our_temp_dirs(head) == []
 
 
-@pytest.mark.xfail(strict=True, reason="commit_checkout formats git's last stderr line as a list "
-                   "(`splitlines()[-1:]`): the message reads `...failed for HEAD: [\"fatal: ...\"]`")
 def test_a_failed_worktree_add_quotes_git_plainly(repo: Path) -> None:
     (repo / ".git" / "worktrees").write_text("")
     with pytest.raises(CheckoutError) as raised, commit_checkout(repo, "HEAD"):

@@ -231,9 +231,6 @@ def test_an_unreadable_entry_is_reported(objects: ObjectStore, capsys: pytest.Ca
     check_warning(capsys.readouterr().err, entry, "unreadable (Is a directory)")
 
 
-@pytest.mark.xfail(strict=True, reason="ResultCache.get reads the entry with Path.read_text() and catches only "
-                   "OSError there: an entry with a byte that is not UTF-8 (a flipped bit on disk) raises "
-                   "UnicodeDecodeError out of get() instead of a warning and None")
 def test_an_entry_with_bytes_that_are_not_text_is_reported(objects: ObjectStore, binary: bytes,
                                                           clean_report: ObjectReport,
                                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -229,9 +229,6 @@ def test_a_damaged_stored_survey_is_a_one_line_error(tmp_path: Path, surveys: tu
     assert alone is not None and alone.targets == (other,)
 
 
-@pytest.mark.xfail(strict=True, reason="Store.load catches SurveyFormatError and UnicodeDecodeError but not OSError: "
-                   "a stored survey that cannot be read (a directory in its place here; EACCES or EIO alike) "
-                   "escapes as IsADirectoryError, where obtain_survey only reports StoreError and surveys again")
 def test_an_unreadable_stored_survey_is_a_store_error(tmp_path: Path, surveys: tuple[Survey, Survey]) -> None:
     base, _ = surveys
     store = Store(tmp_path / "store")
