@@ -1,9 +1,9 @@
 """Where in the repository a build comes from, for code scanning: the kernel's launch site, else the keys
 file that defines its kind.
 
-A survey records the launch site as the path the worker saw (``Row.where``): under the repository for
-the working tree, under a temporary worktree (since removed) for a commit. Either is mapped back to the
-repository by the longest trailing part of the path that names a file there.
+A survey records the launch site relative to its checkout when inside it (``Row.where``); surveys made
+before recorded the path the worker saw, under a temporary worktree (since removed) for a commit. Either
+is mapped back to the repository by the longest trailing part of the path that names a file there.
 """
 
 from __future__ import annotations

@@ -65,7 +65,15 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
             try:
                 runs.append(lint_survey(survey, store.objects, jobs=options.jobs))
             except CorruptObjectError as exc:
-                fail(str(exc))
+                # A stored object damaged since its survey: compiled again on the spot (the result
+                # cache verifies each object too), then linted.
+                click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
+                with survey_progress(enabled=not quiet) as progress:
+                    survey = obtain_survey(start, rev, store, options, progress, reuse=False)
+                try:
+                    runs.append(lint_survey(survey, store.objects, jobs=options.jobs))
+                except CorruptObjectError as again:
+                    fail(str(again))
     findings = [f for run in runs for f in run.findings]
     kernels = sum(run.kernels for run in runs)
     if fmt == "json":

@@ -76,6 +76,7 @@ class KeyCompiled:
     """The key's launches are compiled (its objects are being read): the worker takes the next key."""
 
     key: Key
+    notes: tuple[str, ...] = ()  # warnings for the user (a damaged cache entry ...), one line each
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class KeyFinished:
     ready_at: float | None = None  # time.time() when the worker had loaded the keys
     peak_rss_mb: float = 0.0
     preloaded: bool = False  # the worker was forked with torch and Triton already imported
+    notes: tuple[str, ...] = ()  # warnings for the user, one line each: the survey prints them
 
 
 @dataclass(frozen=True)

@@ -309,13 +309,19 @@ def _request(w: _Worker, message: Request, expected: type[A], timeout: float) ->
 def _answer(w: _Worker, message: Request, expected: type[A], timeout: float) -> A:
     """The worker's answer to ``message`` (already sent): an ``expected``; SurveyError for a Failed
     (its message), a silent or dead worker."""
-    if not w.conn.poll(timeout):
-        raise SurveyError(f"worker did not answer {type(message).__name__} within {timeout:.0f} s")
     try:
+        if not w.conn.poll(timeout):
+            if isinstance(message, ListKeys):
+                raise SurveyError(f"the keys files did not finish importing within {timeout:.0f} s: a keys file, "
+                                  "or what it imports, hangs")
+            raise SurveyError(f"worker did not answer {type(message).__name__} within {timeout:.0f} s")
         answer = w.conn.recv()
-    except EOFError:
-        raise SurveyError(
-            f"worker process died while loading the keys (exit code {w.process.exitcode})") from None
+    except (EOFError, OSError):  # the pipe's end, or a reset connection to a server's worker
+        w.process.join(timeout=5)
+        answer = WorkerExited(w.process.exitcode)
+    if isinstance(answer, WorkerExited):  # said by the server whose worker it was, or seen here
+        raise SurveyError(f"the worker process ended while importing the keys files (exit code "
+                          f"{answer.code}): a keys file, or what it imports, ends its process")
     if isinstance(answer, Failed):
         raise SurveyError(answer.error)
     if not isinstance(answer, expected):
@@ -331,9 +337,9 @@ def _selected(key: Key, options: SurveyOptions) -> bool:
     return True
 
 
-def _error_row(key: Key, message: str) -> Row:
+def _error_row(key: Key, message: str, transient: bool = False) -> Row:
     return Row(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target, kernel=None,
-               status=Status.ERROR, error=message)
+               status=Status.ERROR, error=message, transient=transient)
 
 
 def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
@@ -371,7 +377,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         asked = [get_target(t).name for t in options.targets or ()]
         for i in range(1, max(1, options.jobs) if asked else 1):
             pool.spawn(ANY_TARGET if shared_import() else asked[i % len(asked)])
-        listed = _answer(first, listing, KeysListed, timeout=max(options.timeout, 120))
+        listed = _answer(first, listing, KeysListed, timeout=IMPORT_TIMEOUT_S)
         keys = [k for k in listed.keys if _selected(k, options)]
         if not keys:
             raise SurveyError("no key matches the selection (--kind/--key)")
@@ -414,10 +420,14 @@ class KeyCosts:
 
     def __init__(self, path: Path):
         self.path = path
+        self.seconds: dict[str, float] = {}  # none yet, or damaged: scheduling order is only an optimisation
         try:
-            self.seconds: dict[str, float] = json.loads(path.read_text())
+            known = json.loads(path.read_text())
         except (OSError, ValueError):
-            self.seconds = {}  # none yet, or damaged: scheduling order is only an optimisation
+            return
+        if isinstance(known, dict):
+            self.seconds = {k: float(v) for k, v in known.items()
+                            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
     def estimate(self, key: Key) -> float:
         """The key's compile seconds last time; keys never surveyed count as the mean of those known
@@ -456,6 +466,10 @@ class KeyCosts:
         except OSError:
             pass
 
+
+# How long the first worker may take to import the keys files (torch, Triton, the project and what it
+# imports: a minute on a cold cache for a large library), whatever --timeout gives each key.
+IMPORT_TIMEOUT_S = 240.0
 
 # How many compiled keys a worker may still be reading and storing when it is sent another.
 _FINISHING_DEPTH = 2
@@ -530,10 +544,10 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again, to
         a worker started in its place while keys remain."""
         blamed = w.key or w.finishing[0]
-        finish(blamed, [_error_row(blamed, why)])
+        finish(blamed, [_error_row(blamed, why, transient=True)])
         for k in (x for x in [w.key, *w.finishing] if x is not None and x != blamed):
             if (k.id, k.target) in resent:
-                finish(k, [_error_row(k, f"{why}; it was in flight on a worker that failed before")])
+                finish(k, [_error_row(k, f"{why}; it was in flight on a worker that failed before", transient=True)])
             else:
                 resent.add((k.id, k.target))
                 pending.append(k)
@@ -551,6 +565,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
 
     def heard(w: _Worker, message: Answer) -> None:
         w.heard = time.monotonic()
+        for line in getattr(message, "notes", ()):  # the worker's warnings: its stderr may be a server's log
+            print(line, file=sys.stderr)
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code
@@ -603,7 +619,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                         heard(w, w.conn.recv())
                 except (EOFError, OSError):
                     w.process.join(timeout=5)
-                    lose(w, f"worker process died while compiling (exit code {w.process.exitcode})")
+                    lose(w, f"worker process died while surveying the key (exit code {w.process.exitcode})")
             elif time.monotonic() >= w.deadline(options.timeout):
                 lose(w, f"timed out after {options.timeout:g} s (--timeout)")
     return results

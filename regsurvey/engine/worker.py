@@ -37,7 +37,7 @@ from ..analysis import analyze
 from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
 from ..compile import toolchain
 from ..errors import CorruptObjectError
-from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, where_raised
+from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, shown_site, where_raised
 from ..keys.matrix import Kind
 from ..model.findings import Finding
 from ..model.keys import Key
@@ -121,7 +121,10 @@ class Worker:
         self.any_target = target == ANY_TARGET
         self.target = get_target(DEFAULT_LIST_TARGET if self.any_target else target).name
         self.objects = ObjectStore(objects_dir)
-        self.results = ResultCache(self.objects)
+        # Warnings go to the survey, whose stderr is the user's (this process's may be a server's log).
+        self._notes: list[str] = []
+        self._notes_lock = threading.Lock()
+        self.results = ResultCache(self.objects, warn=self.note)
         self._kinds: dict[str, Kind] | None = None
         self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
         self._timing_lock = threading.Lock()  # the compiling thread and the finishing thread both time
@@ -149,6 +152,17 @@ class Worker:
                 self._kinds = {k.name: k for k in load_kinds(self.root, self.keys_dir)}
             self.ready_at = time.time()
         return self._kinds
+
+    def note(self, line: str) -> None:
+        """Keep a warning for the survey (sent with the next answer)."""
+        with self._notes_lock:
+            self._notes.append(line)
+
+    def take_notes(self) -> tuple[str, ...]:
+        """The warnings kept since the last call."""
+        with self._notes_lock:
+            notes, self._notes = tuple(self._notes), []
+        return notes
 
     def list_keys(self, targets: list[str] | tuple[str, ...] | None) -> tuple[Key, ...]:
         """Every key (the keys files imported for this worker's target), in the keys files' order."""
@@ -195,7 +209,7 @@ class Worker:
         if raised is None and not session.launches:
             file, line = kind.source
             return [Row(**base, kernel=None, status=Status.ERROR,
-                        error=f"kind body ({file}:{line}) launched no kernel")]
+                        error=f"kind body ({shown_site(f'{file}:{line}', self.root)}) launched no kernel")]
         items = [self._compile_launch(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
         if raised is not None:
             items.append(self._raised_row(base, raised, len(session.launches)))
@@ -220,7 +234,7 @@ class Worker:
                         target: Target, reuse: bool) -> Item:
         common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
                       num_warps=launch.options.get("num_warps"),
-                      num_stages=launch.options.get("num_stages"), where=launch.where or None)
+                      num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root))
         start = time.perf_counter()
         try:
             cache_hash = toolchain.triton_cache_hash(launch, target)
@@ -412,7 +426,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                         except Exception as exc:
                             send(_failure(exc, key))
                             continue
-                        send(KeyCompiled(key))
+                        send(KeyCompiled(key, worker.take_notes()))
                         finishing.submit(key, items)
                     case _:
                         send(Failed(f"unknown request {request!r}"))
@@ -430,10 +444,13 @@ def _failure(exc: BaseException, key: Key | None = None) -> Failed:
     return Failed(f"worker failed: {one_line(exc)}", key, traceback.format_exc())
 
 
-def _rows_answer(finish: Callable[[list[Item]], list[Row]], key: Key, items: list[Item]) -> KeyFinished | Failed:
-    """The answer for a finished key: its rows, or why finishing it failed."""
+def _rows_answer(worker: Worker, finish: Callable[[list[Item]], list[Row]], key: Key,
+                 items: list[Item]) -> KeyFinished | Failed:
+    """The answer for a finished key: its rows (and the warnings finishing it gave), or why finishing
+    it failed."""
     try:
-        return KeyFinished(key, tuple(finish(items)))
+        rows = tuple(finish(items))
+        return KeyFinished(key, rows, notes=worker.take_notes())
     except Exception as exc:
         return _failure(exc, key)
 
@@ -522,7 +539,7 @@ class Finishing:
             conn.send((key, items))
 
     def _here(self, key: Key, items: list[Item]) -> None:
-        self.reply(key, _rows_answer(self.worker.finish, key, items))
+        self.reply(key, _rows_answer(self.worker, self.worker.finish, key, items))
 
     def _relay(self, conn: Connection) -> None:
         while True:
@@ -581,7 +598,7 @@ def _finishing_loop(worker: Worker, conn: Connection) -> None:
             key, items = conn.recv()
         except (EOFError, OSError):
             return
-        answer = _rows_answer(worker.finish_rows, key, items)
+        answer = _rows_answer(worker, worker.finish_rows, key, items)
         if isinstance(answer, KeyFinished):
             answer = replace(answer, timing=worker.take_timing(), peak_rss_mb=peak_rss_mb())
         try:

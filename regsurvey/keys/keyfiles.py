@@ -47,6 +47,14 @@ def import_failure(exc: BaseException, keys_file: Path, root: Path) -> str:
     """One line for a keys file whose import raised: the keys file and its line, then (when the
     exception came from deeper, e.g. a library the keys file imports) the innermost frame, then the
     exception."""
+    if isinstance(exc, SyntaxError):
+        # Raised by the compiler, not by a frame: the file and line are the exception's own (a keys
+        # file, or a module it imports), and the message is without its "(file, line N)" suffix.
+        where = f"{_shown(Path(exc.filename), root)}:{exc.lineno}" if exc.filename else _shown(keys_file, root)
+        what = f"{type(exc).__name__}: {exc.msg}"
+        if exc.filename and not _same_file(exc.filename, keys_file):
+            return f"keys file {_shown(keys_file, root)} raised {what} (in {where})"
+        return f"keys file {where} raised {what}"
     frames = traceback.extract_tb(exc.__traceback__)
     own = [f for f in frames if _same_file(f.filename, keys_file)]
     where = f"{_shown(keys_file, root)}:{own[-1].lineno}" if own else _shown(keys_file, root)
@@ -69,6 +77,17 @@ def _shown(path: Path, root: Path) -> str:
         return str(path.resolve().relative_to(root.resolve()))
     except ValueError:
         return str(path)
+
+
+def shown_site(site: str | None, root: Path) -> str | None:
+    """A ``file:line`` as reports show it: relative to the checkout ``root`` when inside it (a survey of
+    another commit runs in a temporary worktree, gone afterwards), else as it is."""
+    if not site:
+        return None
+    file, sep, line = site.rpartition(":")
+    if not sep or not line.isdigit():
+        return site
+    return f"{_shown(Path(file), root)}:{line}"
 
 
 def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..errors import CorruptObjectError
 from ..objects import amdgcn
 from ..objects.amd_object import HsacoInfo, parse_hsaco
 from . import kernarg, llir
@@ -47,6 +48,16 @@ def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = Non
     Raises :class:`LintInputError` or :class:`~regsurvey.errors.CorruptObjectError` (``hsaco``
     unreadable).
     """
+    try:
+        return _lint_amdgcn(text, hsaco, llir, arg_names, kernel, info)
+    except (LintInputError, CorruptObjectError):
+        raise
+    except ValueError as exc:  # text the parsers cannot read: a register range, a metadata value ...
+        raise LintInputError(f"malformed amdgcn: {exc}") from None
+
+
+def _lint_amdgcn(text: str, hsaco: bytes | None, llir: str | None, arg_names: Sequence[str] | None,
+                 kernel: str | None, info: HsacoInfo | None) -> list[Finding]:
     functions = amdgcn.parse_functions(text)
     if kernel is not None:
         functions = [f for f in functions if f.name == kernel]

@@ -106,6 +106,9 @@ class Row:
     # the same on every row of the key.
     messages: list[str] = field(default_factory=list)
     skip_reason: str | None = None  # why the kind body skipped the key (status "skipped")
+    # The build failed for a cause of the moment, not of the kernel: a time-out, a worker lost (killed,
+    # out of memory). A stored survey holding such a row is surveyed again rather than reused.
+    transient: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.status, Status):
@@ -168,6 +171,12 @@ class Row:
     def skipped(self) -> bool:
         """True when the kind body skipped the key (``rs.skip``): a combination that does not exist."""
         return self.status is Status.SKIPPED
+
+    @property
+    def passing_failure(self) -> bool:
+        """True when the build did not build for a cause that may not recur: a time-out or a lost
+        worker (``transient``), or a known-intermittent toolchain failure (status ``flaky``)."""
+        return self.transient or self.status is Status.FLAKY
 
     @property
     def error_line(self) -> str:
@@ -244,7 +253,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "error": (str, type(None)), "resources": (dict,), "compile_s": (int, float), "launch": (int,),
     "config": (int, type(None)), "triton_hash": (str, type(None)), "num_warps": (int, type(None)),
     "num_stages": (int, type(None)), "where": (str, type(None)), "reused": (bool,), "flaky": (str, type(None)),
-    "skip_reason": (str, type(None)),
+    "skip_reason": (str, type(None)), "transient": (bool,),
 }
 _SURVEY_TYPES: dict[str, tuple[type, ...]] = {
     "commit": (str, type(None)), "label": (str,), "targets": (list,), "toolchain": (dict,), "dirty": (bool,),

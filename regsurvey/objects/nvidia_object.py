@@ -296,7 +296,8 @@ def _run_tool(name: str, args: list[str], path: str) -> str:
     """Run a bundled tool on the object at ``path``; its failure becomes a CorruptObjectError."""
     try:
         done = subprocess.run(
-            [tool_path(name), *args], capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False
+            [tool_path(name), *args], capture_output=True, text=True, errors="replace", timeout=_TOOL_TIMEOUT_S,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise CorruptObjectError(f"{name} did not finish within {_TOOL_TIMEOUT_S} s") from None

@@ -59,6 +59,10 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
             print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
                   f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
                   file=sys.stderr)
+        elif stored is not None and (passing := sum(r.passing_failure for r in stored.rows)):
+            print(f"regsurvey: the stored survey of {commit[:12]} has {passing} build(s) that failed for a "
+                  "cause of the moment (a time-out, a lost worker, an intermittent toolchain failure); "
+                  "surveying again", file=sys.stderr)
         elif stored is not None and stored.toolchain == current_toolchain(targets or []):
             # Named as this command asked for it, not as the run that stored it did.
             label = revision_label(rev, commit) if rev is not None else working_tree(start).label

@@ -76,7 +76,7 @@ class ObjectStore:
         extra = path.with_name(f"{path.name.rsplit('.', 1)[0]}.{name}.gz")
         try:
             return gzip.decompress(extra.read_bytes()).decode()
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
             if isinstance(exc, FileNotFoundError):
                 return None
             raise CorruptObjectError(f"stored {name} text of {rel} is corrupt") from None

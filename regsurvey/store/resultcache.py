@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,11 @@ class CachedResult:
 class ResultCache:
     """Survey results by Triton cache hash."""
 
-    def __init__(self, objects: ObjectStore):
+    def __init__(self, objects: ObjectStore, warn: Callable[[str], None] | None = None):
+        """``warn``: where a warning goes (one line; default: stderr). A survey's worker collects them
+        for the survey, whose stderr is the user's (the worker's may be a server's log)."""
         self.objects = objects
+        self.warn = warn or _print_warning
         self.root = objects.root.parent / "results"
 
     def _path(self, triton_hash: str) -> Path:
@@ -57,26 +61,29 @@ class ResultCache:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            _warn(path, f"unreadable ({exc.strerror})")
+            self._warn(path, f"unreadable ({exc.strerror})")
             return None
         except UnicodeDecodeError:
-            _warn(path, "not text (corrupt)")
+            self._warn(path, "not text (corrupt)")
             return None
         try:
             entry = json.loads(text)
             payload = entry["payload"]
             if entry["sha256"] != _checksum(payload):
-                _warn(path, "checksum mismatch (corrupt or truncated)")
+                self._warn(path, "checksum mismatch (corrupt or truncated)")
                 return None
             ref = ObjectRef(**payload["object"])
             self.objects.get(ref.path, ref.sha256)
             return CachedResult(kernel=payload["kernel"], report=ObjectReport.from_dict(payload["report"]), object=ref,
                                 compile_s=payload["compile_s"])
         except CorruptObjectError as exc:
-            _warn(path, str(exc))
+            self._warn(path, str(exc))
         except (ValueError, KeyError, TypeError) as exc:
-            _warn(path, f"malformed ({type(exc).__name__})")
+            self._warn(path, f"malformed ({type(exc).__name__})")
         return None
+
+    def _warn(self, path: Path, problem: str) -> None:
+        self.warn(f"regsurvey: warning: cache entry {path.name} is {problem}; recompiling")
 
     def put(self, triton_hash: str, result: CachedResult) -> None:
         """Store a result (atomically)."""
@@ -92,6 +99,5 @@ def _checksum(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def _warn(path: Path, problem: str) -> None:
-    print(f"regsurvey: warning: cache entry {path.name} is {problem}; recompiling", file=sys.stderr)
-    return None
+def _print_warning(line: str) -> None:
+    print(line, file=sys.stderr)

@@ -138,7 +138,7 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     assert rows["hangs/n3"]["status"] == "error" and "timed out after 20 s" in rows["hangs/n3"]["error"]
     assert rows["launches_nothing/n3"]["status"] == "error"
     assert "launched no kernel" in rows["launches_nothing/n3"]["error"]
-    assert rows["dies/n3"]["error"] == "worker process died while compiling (exit code 3)"
+    assert rows["dies/n3"]["error"] == "worker process died while surveying the key (exit code 3)"
     assert all(rows[k]["status"] == "ok" for k in rows if k.startswith("scale/")), rows
     # --strict turns failures into exit status 1.
     strict = regsurvey("run", "-q", "--strict", "--target", "sm90", "--kind", "launches_nothing", cwd=toy_repo)
@@ -216,6 +216,19 @@ def test_keys_file_that_raises_names_file_and_line(toy_repo: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.strip() == (
         "regsurvey: error: keys file keys/broken.py:3 raised ZeroDivisionError: division by zero")
+
+
+def test_a_keys_file_that_does_not_parse_names_its_line(toy_repo: Path) -> None:
+    # Issue #12, defect 10: the compiler's file and line, not importlib's frame.
+    (toy_repo / "keys" / "broken.py").write_text("import regsurvey as rs\n\nx = (\n")
+    out = regsurvey("run", "-q", cwd=toy_repo)
+    assert (out.returncode, out.stderr) == (2, "regsurvey: error: keys file keys/broken.py:3 raised SyntaxError: "
+                                               "'(' was never closed\n")
+    (toy_repo / "keys" / "broken.py").write_text("import regsurvey as rs\nfrom toykernels import syntax\n")
+    (toy_repo / "toykernels" / "syntax.py").write_text("def f(:\n    pass\n")
+    out = regsurvey("run", "-q", cwd=toy_repo)
+    assert (out.returncode, out.stderr) == (2, "regsurvey: error: keys file keys/broken.py raised SyntaxError: "
+                                               "invalid syntax (in toykernels/syntax.py:1)\n")
 
 
 @pytest.mark.parametrize(("signame", "group", "wait"), [
@@ -425,3 +438,23 @@ def test_a_relative_store_with_a_commit_keeps_its_objects(toy_repo: Path) -> Non
     assert built and all((toy_repo / "st" / r["object"]["path"]).is_file() for r in built)
     linted = regsurvey("lint", "-q", "--commit", "HEAD", "--target", "gfx950", "--store", "st", cwd=toy_repo)
     assert linted.returncode == 0, linted.stderr
+
+
+def test_a_keys_file_that_ends_its_process_is_one_line(toy_repo: Path) -> None:
+    # Issue #12, defect 5: os._exit at import ends the worker before it answers; no traceback.
+    (toy_repo / "keys" / "exits.py").write_text("import os\n\nos._exit(3)\n")
+    out = regsurvey("run", "-q", "--target", "sm90", cwd=toy_repo)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == ("regsurvey: error: the worker process ended while importing the keys files (exit code 3): "
+                          "a keys file, or what it imports, ends its process\n")
+
+
+def test_a_damaged_cost_table_only_loses_the_order(toy_repo: Path, tmp_path: Path) -> None:
+    # Issue #12, defect 6: costs.json is valid JSON but not a map of seconds: the survey runs as if new.
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "costs.json").write_text('{"sm90:scale/w2/stop": "slow", "x": true, "y": [1]}')
+    data = survey_json(toy_repo, "--target", "sm90", "--kind", "scale", "--store", str(store))
+    assert data["rows"] and all(r["status"] == "ok" for r in data["rows"])
+    (store / "costs.json").write_text("[1, 2]")
+    assert survey_json(toy_repo, "--target", "sm90", "--kind", "scale", "--store", str(store))["rows"]

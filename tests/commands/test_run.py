@@ -143,3 +143,16 @@ def test_a_damaged_stored_survey_is_reported_and_surveyed_again(tiny: Tiny, tiny
     assert survey["created"] != tiny_survey["data"]["created"]  # surveyed now, not read back
     # ... and stored again, whole.
     assert [r.key for r in Survey.from_json(stored.read_text()).rows] == ["scale/width2", "idle/width2"]
+
+
+def test_a_keys_file_that_hangs_at_import_is_given_up_on(toy_repo: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue #12, defect 10: the import of the keys files has its own limit (not --timeout, 600 s by
+    # default, meant for one key's compile), shortened here.
+    from regsurvey.engine import survey
+
+    monkeypatch.setattr(survey, "IMPORT_TIMEOUT_S", 8.0)
+    (toy_repo / "keys" / "hangs.py").write_text("import time\n\ntime.sleep(600)\n")
+    result = invoke("run", "-q", "-C", toy_repo, "--target", "sm90", "--store", tmp_path / "store")
+    assert_one_line_error(result, "the keys files did not finish importing within 8 s: a keys file, or what it "
+                                  "imports, hangs")

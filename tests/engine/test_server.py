@@ -87,7 +87,7 @@ def test_a_served_worker_that_dies_or_hangs_is_a_row(toy_repo: Path, env: dict[s
                   "--kind", "scale")
     rows = {r["key"]: r for r in data["rows"]}
     assert data["timing"]["workers_from_server"] >= 1
-    assert rows["dies/n3"]["error"] == "worker process died while compiling (exit code 3)"
+    assert rows["dies/n3"]["error"] == "worker process died while surveying the key (exit code 3)"
     assert rows["hangs/n3"]["error"] == "timed out after 10 s (--timeout)"
     assert all(rows[k]["status"] == "ok" for k in rows if k.startswith("scale/"))
     # The hung worker was killed through the server, which knows its children.
@@ -216,3 +216,29 @@ def test_starting_a_server_retires_the_superseded_ones(toy_repo: Path, tmp_path:
     finally:
         old.kill()
         old.wait()
+
+
+def test_a_served_workers_warnings_reach_the_surveys_stderr(toy_repo: Path, tmp_path: Path,
+                                                           env: dict[str, str]) -> None:
+    # Issue #12, defect 4: a worker the server forked writes to the server's log; what it warns of (a
+    # damaged cache entry, recompiled) must reach the user running the survey, and a keys file that
+    # ends its worker at import is one line there too (defect 5).
+    assert cli("server", "start", env=env).returncode == 0
+    env = {**env, "TRITON_CACHE_DIR": str(tmp_path / "tc")}
+    args = ("--target", "gfx950", "--kind", "scale", "--store", str(tmp_path / "store"))
+    first = survey(toy_repo, env, *args)
+    entries = sorted((tmp_path / "store" / "results").rglob("*.json"))
+    assert entries and first["timing"]["workers_from_server"] >= 1
+    for entry in entries:
+        entry.write_text("{damaged")
+    (toy_repo / "toykernels" / "ops.py").write_text((toy_repo / "toykernels" / "ops.py").read_text() + "\n# edit\n")
+    out = cli("run", "-q", "--format", "json", *args, cwd=toy_repo, env=env)
+    assert out.returncode == 0, out.stderr
+    warned = [line for line in out.stderr.splitlines() if line.startswith("regsurvey: warning: cache entry ")]
+    assert len(warned) == len(entries) and all(line.endswith("is malformed (JSONDecodeError); recompiling")
+                                               for line in warned)
+    (toy_repo / "keys" / "exits.py").write_text("import os\n\nos._exit(3)\n")
+    ended = cli("run", "-q", *args, cwd=toy_repo, env=env)
+    assert ended.returncode == 2 and ended.stderr.endswith(
+        "the worker process ended while importing the keys files (exit code 3): a keys file, or what it imports, "
+        "ends its process\n")

@@ -31,18 +31,20 @@ def test_keys_finishing_on_a_worker_that_dies_are_sent_again(tmp_path: Path) -> 
     rows = run(tmp_path, ["finish_once", "dies", "ok"])
     assert rows["finish_once/n0"].ok  # it was being finished when its worker died: done again
     assert not rows["dies/n1"].ok
-    assert rows["dies/n1"].error == "worker process died while compiling (exit code 7)"
+    assert rows["dies/n1"].error == "worker process died while surveying the key (exit code 7)"
+    assert rows["dies/n1"].transient and not rows["ok/n2"].transient  # a lost worker is no verdict on a kernel
     assert rows["ok/n2"].ok
 
 
 def test_a_key_in_flight_on_two_workers_that_die_is_an_error(tmp_path: Path) -> None:
     rows = run(tmp_path, ["never_finishes", "dies", "dies"])
-    assert rows["dies/n1"].error == rows["dies/n2"].error == "worker process died while compiling (exit code 7)"
+    assert rows["dies/n1"].error == rows["dies/n2"].error == "worker process died while surveying the key (exit code 7)"
     assert rows["never_finishes/n0"].error == (
-        "worker process died while compiling (exit code 7); it was in flight on a worker that failed before")
+        "worker process died while surveying the key (exit code 7); it was in flight on a worker that failed before")
 
 
 def test_a_key_that_never_finishes_times_out(tmp_path: Path) -> None:
     rows = run(tmp_path, ["ok", "never_finishes"], timeout=3)
     assert rows["ok/n0"].ok
     assert rows["never_finishes/n1"].error == "timed out after 3 s (--timeout)"
+    assert rows["never_finishes/n1"].transient

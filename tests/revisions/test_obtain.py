@@ -234,3 +234,31 @@ def test_a_survey_by_other_readers_is_replaced_by_these_readers_survey(toy_repo:
     assert (toy_repo / ".regsurvey" / "surveys" / sha / "partial" / "gfx950.json").is_file()
     assert store.load(sha, ["gfx950"]) == again
     assert git(toy_repo, "status", "--porcelain") == ""  # the store ignores itself
+
+
+@pytest.mark.parametrize(("failure", "passing"), [
+    ({"status": "error", "error": "timed out after 600 s (--timeout)", "transient": True}, True),
+    ({"status": "error", "error": "worker process died while surveying the key (exit code -9)", "transient": True},
+     True),
+    ({"status": "flaky", "error": "LLVM ERROR: lld failed", "flaky": "LLVM ERROR: lld failed"}, True),
+    ({"status": "error", "error": "CompilationError: at 4:29: type fp8e4b8 not supported"}, False),
+])
+def test_a_survey_with_failures_of_the_moment_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict],
+                                                           capsys: pytest.CaptureFixture[str], failure: dict,
+                                                           passing: bool) -> None:
+    # Issue #12, defect 2: a time-out, a lost worker or an intermittent toolchain failure is not the
+    # commit's truth; a compile error is, and is reused like any other row.
+    repo, sha = project
+    store = default_store(repo)
+    stored = stored_survey(sha, hip_toolchain)
+    first = stored.rows[0]
+    broken = replace(first, resources={}, object=None, lint=None, **failure)
+    assert broken.passing_failure is passing
+    store.save(replace(stored, rows=(broken, *stored.rows[1:])))
+    if passing:
+        surveys_again(repo, "HEAD", store)
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line == (f"regsurvey: the stored survey of {sha[:12]} has 1 build(s) that failed for a cause of "
+                        "the moment (a time-out, a lost worker, an intermittent toolchain failure); surveying again")
+    else:
+        assert obtain_survey(repo, "HEAD", store, GFX950).rows[0] == broken

@@ -34,3 +34,14 @@ def test_corrupt_and_missing_objects_are_refused(tmp_path: Path) -> None:
     (tmp_path / rel).unlink()
     with pytest.raises(CorruptObjectError, match="is missing"):
         store.get(rel, sha)
+
+
+def test_a_stored_text_that_is_not_text_is_corrupt(tmp_path: Path) -> None:
+    # Issue #12, defect 6: a damaged .amdgcn.gz that still decompresses, into bytes that are not UTF-8.
+    import gzip
+
+    store = ObjectStore(tmp_path / "objects")
+    sha, rel = store.put(b"\x7fELF object", "hsaco", extras={"amdgcn": "s_endpgm\n"})
+    (tmp_path / "objects" / sha[:2] / f"{sha}.amdgcn.gz").write_bytes(gzip.compress(b"s_endpgm \xff\xfe\n"))
+    with pytest.raises(CorruptObjectError, match=f"stored amdgcn text of {rel} is corrupt"):
+        store.text(rel, "amdgcn")
