@@ -58,11 +58,17 @@ def import_failure(exc: BaseException, keys_file: Path, root: Path) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     own = [f for f in frames if _same_file(f.filename, keys_file)]
     where = f"{_shown(keys_file, root)}:{own[-1].lineno}" if own else _shown(keys_file, root)
-    if frames and not _same_file(frames[-1].filename, keys_file):
-        inner = frames[-1]
+    # The innermost frame of the project or a library (regsurvey's own checks say what is wrong in
+    # their message: their frame would only point into regsurvey).
+    outside = [f for f in frames if not _is_under(f.filename, _PACKAGE)]
+    if outside and not _same_file(outside[-1].filename, keys_file):
+        inner = outside[-1]
         return (f"keys file {where} raised {one_line(exc)} "
                 f"(in {_shown(Path(inner.filename), root)}:{inner.lineno}, {inner.name})")
     return f"keys file {where} raised {one_line(exc)}"
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # regsurvey itself
 
 
 def _same_file(filename: str, path: Path) -> bool:
@@ -127,4 +133,10 @@ def expand_keys(kinds: list[Kind], targets: list[str] | None) -> list[Key]:
     """Every key of every kind, sorted by kind order, then axis values, then target."""
     order = {k.name: i for i, k in enumerate(kinds)}
     keys = [key for kind in kinds for key in kind.keys(targets)]
+    seen: dict[tuple[str, str], Key] = {}
+    for key in keys:  # cannot happen with the matrix's checks; a collision would lose a row silently
+        first = seen.setdefault((key.id, key.target), key)
+        if first is not key:
+            raise KeysFileError(f"two keys have the id {key.id!r} on {key.target}: kind {first.kind!r} at "
+                                f"{dict(first.axes)} and kind {key.kind!r} at {dict(key.axes)}")
     return sorted(keys, key=lambda k: key_sort_token(order[k.kind], k.axes, k.target))

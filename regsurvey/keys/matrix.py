@@ -87,6 +87,17 @@ class Matrix:
                 raise ValueError(f"axis {name!r} has no values")
             if len(set(map(repr, values))) != len(values):
                 raise ValueError(f"axis {name!r} repeats a value: {values}")
+            # Each value is one segment of a key id: it may not hold the separator, and two values
+            # may not be spelled alike (2 and "w2" under the label "w"), or their keys would be one.
+            spelled: dict[str, AxisValue] = {}
+            for value in values:
+                label = axis_label(name, value, self.labels)
+                if "/" in label:
+                    raise ValueError(f"axis {name!r} value {value!r} holds '/', which separates a key id's parts")
+                if label in spelled:
+                    raise ValueError(f"axis {name!r} values {spelled[label]!r} and {value!r} are both spelled "
+                                     f"{label!r} in key ids")
+                spelled[label] = value
             self.axes[name] = values
         self.kinds = {}
 
@@ -115,6 +126,8 @@ class Matrix:
                 raise ValueError(f"kind {kind_name!r} does not take axis parameter(s) {missing}")
             if kind_name in self.kinds:
                 raise ValueError(f"kind {kind_name!r} is defined twice")
+            if "/" in kind_name or not kind_name:
+                raise ValueError(f"kind name {kind_name!r} must be non-empty and without '/' (it starts key ids)")
             kind_targets = tuple(get_target(t).name for t in targets) if targets else None
             subsets = {axis: self._subset(kind_name, chosen, axis, taken) for axis, taken in values.items()}
             self.kinds[kind_name] = Kind(kind_name, body, chosen, self, kind_targets, subsets)
