@@ -10,6 +10,7 @@ Layout::
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -51,7 +52,11 @@ class Store:
             part = replace(survey, targets=(target,),
                            rows=tuple(r for r in survey.rows if r.target == target))
             path = folder / f"{target}.json"
-            atomic_write(path, part.to_json(indent=None).encode())
+            data = part.to_json(indent=None).encode()
+            # The checksum beside it, written after it: a survey cut or altered later (or a pair left
+            # unmatched by a crash between the two writes) is reported and surveyed again.
+            atomic_write(path, data)
+            atomic_write(_checksum_path(path), hashlib.sha256(data).hexdigest().encode())
             paths.append(path)
         return paths
 
@@ -81,10 +86,27 @@ class Store:
             if not path.exists():
                 return None
             try:
-                part = Survey.from_json(path.read_text())
+                data = path.read_bytes()
+                _verify(path, data)
+                part = Survey.from_json(data.decode())
             except (SurveyFormatError, UnicodeDecodeError) as exc:
                 raise StoreError(f"stored survey {path} is unusable: {exc}") from None
             except OSError as exc:
                 raise StoreError(f"stored survey {path} is unusable: unreadable ({exc.strerror or exc})") from None
             merged = part if merged is None else merged.merge(part)
         return merged
+
+
+def _checksum_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.sha256")
+
+
+def _verify(path: Path, data: bytes) -> None:
+    """SurveyFormatError when ``path``'s checksum (if it has one: surveys stored before had none) does
+    not match ``data``."""
+    try:
+        expected = _checksum_path(path).read_text().strip()
+    except FileNotFoundError:
+        return
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise SurveyFormatError("checksum mismatch (cut, altered, or left half-written)")

@@ -85,6 +85,7 @@ def test_damaged_or_foreign_stored_survey_is_redone(toy_repo: Path) -> None:
     first, _ = survey(toy_repo, "--target", "sm90")
     stored = toy_repo / ".regsurvey" / "surveys" / first["commit"] / "sm90.json"
     stored.write_text(stored.read_text()[:-200])
+    stored.with_name(stored.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
     data, err = survey(toy_repo, "--target", "sm90")
     assert "stored survey" in err and "surveying again" in err
     assert data["created"] >= first["created"] and all(reused(data).values())
@@ -93,6 +94,7 @@ def test_damaged_or_foreign_stored_survey_is_redone(toy_repo: Path) -> None:
     doc["toolchain"]["cuda"]["triton"] = "0.0.0"
     doc["rows"] = []
     stored.write_text(json.dumps(doc))
+    stored.with_name(stored.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
     data, _ = survey(toy_repo, "--target", "sm90")
     assert len(data["rows"]) == 6 and data["toolchain"]["cuda"]["triton"] != "0.0.0"
 
@@ -140,6 +142,7 @@ def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> N
             if row["resources"]:
                 row["resources"] = {**row["resources"], next(iter(row["resources"])): 999}
         path.write_text(json.dumps(data))
+        path.with_name(path.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
     again, err = survey(toy_repo, "--commit", "HEAD")
     assert "was made by regsurvey readers 0.0.1+readers1" in err and "surveying again" in err
     assert again["reader"] == READER_REVISION

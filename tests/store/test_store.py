@@ -3,6 +3,7 @@ the matrices' own targets remembered, targets merged on load, and a damaged file
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -180,6 +181,9 @@ def test_the_store_ignores_itself_in_git(tmp_path: Path, surveys: tuple[Survey, 
 
 
 def damage(path: Path, how: str) -> None:
+    """Damage a stored survey as a store written before checksums (none beside it) would be damaged: what
+    the survey's own checks find (a checksum mismatch is tested on its own)."""
+    path.with_name(path.name + ".sha256").unlink(missing_ok=True)
     text = path.read_text()
     if how == "truncated":
         path.write_text(text[:-200])
@@ -237,3 +241,20 @@ def test_an_unreadable_stored_survey_is_a_store_error(tmp_path: Path, surveys: t
     path.mkdir()
     with pytest.raises(StoreError, match="unusable"):
         store.load(base.commit, ["gfx950"])
+
+
+def test_a_stored_survey_that_does_not_match_its_checksum_is_refused(tmp_path: Path,
+                                                                       surveys: tuple[Survey, Survey]) -> None:
+    # Issue #12, defect 6: valid JSON of the right shape, altered after it was stored (a figure edited),
+    # is not served as the truth.
+    base, _ = surveys
+    store = Store(tmp_path / "store")
+    (path,) = store.save(base)
+    assert path.with_name(path.name + ".sha256").read_text() == hashlib.sha256(path.read_bytes()).hexdigest()
+    data = json.loads(path.read_text())
+    data["rows"][0]["resources"]["vgpr"] += 1
+    path.write_text(json.dumps(data))
+    with pytest.raises(StoreError, match=r"is unusable: checksum mismatch \(cut, altered, or left half-written\)"):
+        store.load(base.commit, ["gfx950"])
+    store.save(base)  # surveyed again and stored: whole again
+    assert store.load(base.commit, ["gfx950"]) == base
