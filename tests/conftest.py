@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +62,15 @@ def layer_store(layer: Survey) -> Path:
     from .layer_survey import layer_survey
 
     return layer_survey(Path("unused"))[1]
+
+
+@pytest.fixture(scope="module")
+def ops() -> Iterator[Any]:
+    """The toy project's ``toykernels.ops`` module (its kernels), imported from tests/fixtures/toy."""
+    sys.path.insert(0, str(TOY))
+    try:
+        from toykernels import ops as module
+
+        yield module
+    finally:
+        sys.path.remove(str(TOY))

@@ -4,7 +4,6 @@ as plain calls, then inside a real capture of the toy kernels (nothing compiles)
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
@@ -14,19 +13,6 @@ import regsurvey as rs
 from regsurvey.capture import session as capture
 from regsurvey.capture.session import CaptureSession, SkipKey
 from regsurvey.model.targets import get_target
-
-from ..conftest import TOY
-
-
-@pytest.fixture(scope="module")
-def ops() -> Any:
-    sys.path.insert(0, str(TOY))
-    try:
-        from toykernels import ops as module
-
-        yield module
-    finally:
-        sys.path.remove(str(TOY))
 
 
 @pytest.fixture

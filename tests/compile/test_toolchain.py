@@ -17,16 +17,6 @@ from regsurvey.model.targets import get_target
 from ..conftest import TOY
 
 
-@pytest.fixture(scope="module")
-def ops() -> Any:
-    sys.path.insert(0, str(TOY))
-    try:
-        from toykernels import ops as module
-        yield module
-    finally:
-        sys.path.remove(str(TOY))
-
-
 def capture(target: str, body: Callable[[], Any]) -> CaptureSession:
     """Run ``body`` under regsurvey's capture for ``target``."""
     session = CaptureSession(get_target(target))
