@@ -36,8 +36,8 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     """
     from ..lint import LintInputError
     from ..lint.disassembler import DisassemblerMissing
-    from ..lint.render import findings_json, findings_table
     from ..linting import LintRun, lint_file, lint_survey
+    from ..output.findings import findings_json, findings_table
 
     started = time.perf_counter()
     if files and rev is not None:

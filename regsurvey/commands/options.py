@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..engine.survey import SurveyOptions
+from ..model.options import SurveyOptions
 from ..model.targets import get_target
 from ..revisions.checkout import repo_root
 from .common import split_csv, usable_cores

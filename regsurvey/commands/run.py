@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..engine.survey import SurveyOptions
+from ..model.options import SurveyOptions
 from ..model.results import Survey
 from ..model.targets import get_target
 from ..revisions.obtain import obtain_survey, open_store

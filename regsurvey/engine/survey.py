@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..model.keys import Key
+from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Row, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
@@ -54,19 +55,6 @@ A = TypeVar("A", KeysListed, ToolchainInfo)
 
 class SurveyError(Exception):
     """A survey that cannot start (bad keys files, unknown target); one-line message."""
-
-
-@dataclass(frozen=True)
-class SurveyOptions:
-    """What to survey and how."""
-
-    targets: tuple[str, ...] | None = None  # override the matrices' targets
-    kinds: tuple[str, ...] = ()  # only these kinds (glob patterns)
-    keys: tuple[str, ...] = ()  # only keys whose id matches one of these glob patterns
-    jobs: int = 1
-    timeout: float = 600.0  # seconds per key
-    triton_cache_dir: str | None = None  # a Triton cache of the survey's own (e.g. a cold one)
-    reuse_results: bool = True  # take results of identical kernels from the content-addressed cache
 
 
 @dataclass

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..diff.core import compare
-from ..engine.survey import SurveyOptions
 from ..model.comparison import Comparison
+from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..store.store import Store
 from .obtain import obtain_survey

@@ -7,7 +7,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..engine.survey import SurveyOptions, start_workers_early, survey_checkout
+from ..engine.survey import start_workers_early, survey_checkout
+from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Survey
 from ..model.targets import get_target

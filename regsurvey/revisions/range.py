@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..engine.survey import SurveyOptions
+from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Row, Survey, SurveyFormatError
 from ..store.store import Store, StoreError

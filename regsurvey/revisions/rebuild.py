@@ -20,8 +20,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..engine.survey import SurveyOptions, survey_checkout
+from ..engine.survey import survey_checkout
 from ..errors import CorruptObjectError
+from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.rebuild import RebuildCheck, RebuildDifference
 from ..model.results import Survey

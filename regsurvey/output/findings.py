@@ -6,7 +6,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from .finding import ERROR, Finding
+from ..model.findings import ERROR, Finding
 
 
 def findings_json(findings: Sequence[Finding]) -> str:
