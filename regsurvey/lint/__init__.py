@@ -22,14 +22,10 @@ from ..errors import CorruptObjectError
 from ..objects import amdgcn
 from ..objects.amd_object import HsacoInfo, parse_hsaco
 from . import kernarg, llir
-from .finding import ERROR, NOTE, Finding
+from .finding import ERROR, NOTE, Finding, LintInputError
 from .nvidia import lint_nvidia
 
 __all__ = ["ERROR", "NOTE", "Finding", "LintInputError", "arg_names_from_ttir", "lint_amdgcn", "lint_nvidia"]
-
-
-class LintInputError(ValueError):
-    """Input the lint cannot work on (no kernel, no layout, a disassembly without its object); one line."""
 
 
 def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = None,
@@ -58,7 +54,10 @@ def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = Non
 
 def _lint_amdgcn(text: str, hsaco: bytes | None, llir: str | None, arg_names: Sequence[str] | None,
                  kernel: str | None, info: HsacoInfo | None) -> list[Finding]:
-    functions = amdgcn.parse_functions(text)
+    try:
+        functions = amdgcn.parse_functions(text)
+    except CorruptObjectError as exc:  # the text, not the object: a register range that runs backwards
+        raise LintInputError(f"malformed amdgcn: {exc}") from None
     if kernel is not None:
         functions = [f for f in functions if f.name == kernel]
     if info is None and hsaco is not None:
@@ -75,6 +74,8 @@ def _lint_amdgcn(text: str, hsaco: bytes | None, llir: str | None, arg_names: Se
         layout = layouts.get(function.name)
         if layout is None:
             continue  # a helper function, not a kernel
+        if not function.blocks:  # a kernel always ends in s_endpgm: this text was cut short
+            raise LintInputError(f"kernel {function.name} has no instructions")
         linted += 1
         uses = llir_uses(llir, function.name) if llir is not None else None
         out.extend(kernarg.findings(function, layout, target=target, ir_uses=uses,

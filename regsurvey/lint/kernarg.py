@@ -117,9 +117,18 @@ def args_from_metadata(entry: Mapping[str, object]) -> tuple[KernelArg, ...]:
     for arg in entry.get(".args") or ():  # type: ignore[attr-defined]
         if not isinstance(arg, dict):
             continue
-        out.append(KernelArg(offset=int(arg.get(".offset", 0)), size=int(arg.get(".size", 0)),
+        out.append(KernelArg(offset=_metadata_int(arg, ".offset"), size=_metadata_int(arg, ".size"),
                              value_kind=str(arg.get(".value_kind", "")), address_space=arg.get(".address_space")))
     return tuple(out)
+
+
+def _metadata_int(arg: Mapping[str, object], key: str) -> int:
+    """An integer field of a metadata ``.args`` entry (absent: 0); ValueError, one line, if it is not one."""
+    value = arg.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        shown = "empty" if value is None else repr(str(value)[:60])
+        raise ValueError(f"metadata field {key} is {shown}, not an integer")
+    return int(value)
 
 
 # -- value origins ----------------------------------------------------------------------------------

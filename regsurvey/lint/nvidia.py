@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .finding import ERROR, Finding
+from .finding import ERROR, Finding, LintInputError
 
 # Start of the parameter area in constant bank 0, by SM major version (sm_90: c[0x0][0x210];
 # sm_100: c[0x0][0x380]); checked against the cubins' EIATTR_PARAM_CBANK in the tests.
@@ -47,13 +47,13 @@ def ptx_params(ptx: str) -> tuple[str, list[PtxParam]]:
     ``.align`` or, for a scalar, to its size)."""
     m = _ENTRY.search(ptx)
     if not m:
-        raise ValueError("no .entry in the PTX")
+        raise LintInputError("no .entry in the PTX")
     params = []
     offset = 0
     for index, decl in enumerate(p for p in m[2].split(",") if p.strip()):
         pm = _PARAM.match(decl.strip())
         if not pm:
-            raise ValueError(f"cannot read the PTX parameter {decl.strip()!r}")
+            raise LintInputError(f"cannot read the PTX parameter {decl.strip()[:80]!r}")
         words, name, count = pm[1].split(), pm[2], int(pm[3] or 1)
         types = [w for w in words if re.fullmatch(r"\.[busf](8|16|32|64)|\.pred|\.bf16", w)]
         elem = _TYPE_BYTES.get(re.sub(r"\D", "", types[0]) if types else "32", 4) if types != [".pred"] else 1
@@ -121,11 +121,11 @@ def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None
     kernel, params = ptx_params(ptx)
     sm = _TARGET.search(ptx)
     if not sm:
-        raise ValueError("no .target in the PTX")
+        raise LintInputError("no .target in the PTX")
     arch = int(sm[1])
     base = PARAM_BASE.get(arch // 10)
     if base is None:
-        raise ValueError(f"no known parameter bank offset for sm_{arch}")
+        raise LintInputError(f"no known parameter bank offset for sm_{arch}")
     loads, escaped = _ptx_reads(ptx, params)
     ranges, indirect = sass_bank_reads(sass)
     if indirect:
@@ -156,7 +156,7 @@ def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = Non
     ``sass`` is ``nvdisasm -c`` of ``cubin`` if the caller already has it (the survey worker does);
     otherwise the cubin is disassembled here. ``arg_names`` are the Python parameters that are not
     constexpr, in order. Raises :class:`~regsurvey.errors.CorruptObjectError` if nvdisasm rejects the
-    cubin and ValueError if the PTX has no entry or an unknown target.
+    cubin and :class:`~regsurvey.lint.LintInputError` (a ValueError) if the PTX has no entry or an unknown target.
     """
     if sass is None:
         from ..objects.nvidia_object import disassemble

@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..errors import CorruptObjectError
+
 # Register files of one dword per unit. The special registers that hold two dwords (vcc, exec,
 # flat_scratch, xnack_mask) are their own files with units 0 (lo) and 1 (hi).
 _SPECIAL = {
@@ -42,6 +44,8 @@ _REGISTER = re.compile(
     r"(?<![\w.$])(?:(?P<file>ttmp|[sva])(?:(?P<one>\d+)|\[(?P<lo>\d+):(?P<hi>\d+)\])"
     r"|(?P<special>" + "|".join(sorted(_SPECIAL, key=len, reverse=True)) + r"))(?![\w$])"
 )
+# No AMDGPU register file reaches this index (512 VGPRs, 256 AGPRs, ~106 SGPRs; operands encode 8-10 bits).
+_MAX_REGISTER = 1023
 _MNEMONIC = re.compile(r"^[a-z][a-z0-9_]*$")
 # `0000000000001600 <add_kernel>:` and `\ts_load ... // 000000001600: C0060080 00000000 <add_kernel+0x100>`.
 _OBJDUMP_FUNCTION = re.compile(r"^([0-9a-fA-F]+) <([^>]+)>:\s*$")
@@ -161,11 +165,15 @@ def parse_registers(text: str) -> tuple[Register, ...]:
             file, index, count = _SPECIAL[m["special"]]
             found.append(Register(file, index, count))
         elif m["one"] is not None:
+            if int(m["one"]) > _MAX_REGISTER:
+                raise CorruptObjectError(f"register {m[0]} is past the end of any register file")
             found.append(Register(m["file"], int(m["one"])))
         else:
             lo, hi = int(m["lo"]), int(m["hi"])
             if hi < lo:
-                raise ValueError(f"register range {m[0]} runs backwards")
+                raise CorruptObjectError(f"register range {m[0]} runs backwards")
+            if hi > _MAX_REGISTER:  # s[2:2147483648] would make two billion units to follow
+                raise CorruptObjectError(f"register range {m[0]} runs past the end of any register file")
             found.append(Register(m["file"], lo, hi - lo + 1))
     return tuple(found)
 
@@ -234,7 +242,10 @@ def is_objdump(text: str) -> bool:
 
 
 def parse_functions(text: str) -> list[Function]:
-    """The functions of assembler text or of an ``llvm-objdump -d`` disassembly, with their CFGs."""
+    """The functions of assembler text or of an ``llvm-objdump -d`` disassembly, with their CFGs.
+
+    Raises :class:`~regsurvey.errors.CorruptObjectError` (one line) for text it cannot read, such as a
+    register range that runs backwards or a register index past any register file."""
     if is_objdump(text):
         return list(_parse_objdump(text))
     return list(_parse_assembler(text))
