@@ -6,8 +6,8 @@ reader revision (:data:`regsurvey.model.version.READER_REVISION`), and on each r
 When it lints: an AMD object always (its amdgcn text is at hand: milliseconds). An NVIDIA object needs
 its SASS, and one nvdisasm run costs more than many compiles: :func:`analyze` lints a cubin when its
 SASS is read anyway (a stack frame, whose spills are counted there) or when told to; the survey lints
-the other cubins together at its end (``linting.lint_rows``, one nvdisasm run over many), so that every
-build is linted, as ``regsurvey lint`` lints it.
+the other cubins in batches while keys still compile (:mod:`regsurvey.engine.deferred_lint`, one nvdisasm
+run over many), so that every build is linted, as ``regsurvey lint`` lints it.
 """
 
 from __future__ import annotations
@@ -67,23 +67,26 @@ def lint_object(target: str, binary: bytes, text: Callable[[str], str | None], s
     LintInputError, CorruptObjectError."""
     if get_target(target).is_amd:
         return _lint_amd(binary, text)
-    ttir = text("ttir")
     ptx = text("ptx")
     if ptx is None:
         raise LintInputError("no PTX stored beside the cubin")
     try:
-        return lint_nvidia(ptx, binary, arg_names=arg_names_from_ttir(ttir) if ttir else None, sass=sass)
+        return lint_nvidia(ptx, binary, arg_names=_arg_names(text), sass=sass)
     except ValueError as exc:
         raise LintInputError(str(exc)) from None
 
 
 def _lint_amd(binary: bytes, text: Callable[[str], str | None], info: HsacoInfo | None = None) -> list[Finding]:
-    ttir = text("ttir")
     asm = text("amdgcn")
     if asm is None:
         try:
             asm = disassemble(binary)
         except ValueError as exc:
             raise LintInputError(str(exc)) from None
-    return lint_amdgcn(asm, hsaco=binary, llir=text("llir"), arg_names=arg_names_from_ttir(ttir) if ttir else None,
-                       info=info)
+    return lint_amdgcn(asm, hsaco=binary, llir=text("llir"), arg_names=_arg_names(text), info=info)
+
+
+def _arg_names(text: Callable[[str], str | None]) -> list[str] | None:
+    """The kernel's non-constexpr Python parameters, from its stored ``ttir`` (None without it)."""
+    ttir = text("ttir")
+    return arg_names_from_ttir(ttir) if ttir else None

@@ -57,11 +57,7 @@ def lint_rows(rows: Iterable[Row], objects: ObjectStore, jobs: int = 1) -> LintR
     for row in rows:
         if row.ok and row.object is not None:
             first.setdefault(row.object.sha256, row)
-    start = time.perf_counter()
-    sass = _disassembled_together(list(first.values()), objects, jobs)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        outcomes = dict(zip(first, pool.map(lambda row: _lint_row_or_skip(row, objects, sass), first.values())))
-    seconds = time.perf_counter() - start
+    outcomes, seconds = lint_objects(list(first.values()), objects, jobs)
     found: list[Finding] = []
     for row in rows:
         if row.ok and row.object is not None:
@@ -69,6 +65,19 @@ def lint_rows(rows: Iterable[Row], objects: ObjectStore, jobs: int = 1) -> LintR
     skipped = tuple(f"{first[sha].row_id} ({first[sha].target}): {why}" for sha, (_, why) in outcomes.items() if why)
     not_linted = frozenset(sha for sha, (_, why) in outcomes.items() if why)
     return LintRun(tuple(found), len(first), seconds, skipped, not_linted)
+
+
+def lint_objects(rows: list[Row], objects: ObjectStore, jobs: int = 1
+                 ) -> tuple[dict[str, tuple[tuple[Finding, ...], str | None]], float]:
+    """Lint the object of each of ``rows`` (built, each with an object of its own): by object sha256,
+    its findings (without key) and why it could not be linted (None when it was), and the seconds taken.
+    See :func:`lint_rows`; raises CorruptObjectError likewise."""
+    start = time.perf_counter()
+    sass = _disassembled_together(rows, objects, jobs)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        outcomes = pool.map(lambda row: _lint_row_or_skip(row, objects, sass), rows)
+        by_object = {row.object.sha256: outcome for row, outcome in zip(rows, outcomes) if row.object is not None}
+    return by_object, time.perf_counter() - start
 
 
 def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> dict[str, str]:

@@ -3,7 +3,7 @@
 A worker lints every AMD object and every cubin whose SASS it reads anyway (a stack frame: its spills
 are counted there). A cubin without a stack frame would need an nvdisasm run of its own, which costs
 more than many compiles; so the survey lints those cubins together, from the store, in batches of many
-cubins per nvdisasm run (:func:`regsurvey.linting.lint_rows`). The batches run on the survey's own
+cubins per nvdisasm run (:func:`regsurvey.linting.lint_objects`). The batches run on the survey's own
 threads (one per worker) as the keys come in, beside the workers' compiles; once every key is handed
 out, each key's cubins go at once. So every build is linted, as ``regsurvey lint`` lints it, and at the
 end only the last key's cubins remain to wait for.
@@ -64,19 +64,13 @@ class DeferredLint:
 
     def _lint(self, rows: list[Row], jobs: int) -> tuple[dict[str, tuple[Finding, ...]], float]:
         """Findings by object sha256 (without key) of the objects that could be linted, and the seconds."""
-        from ..linting import lint_rows
+        from ..linting import lint_objects
 
         try:
-            run = lint_rows(rows, self.objects, jobs)
+            outcomes, seconds = lint_objects(rows, self.objects, jobs)
         except CorruptObjectError:
             return {}, 0.0  # an object altered since its worker stored it: left unlinted, as lint would report
-        by_row = {(r.row_id, r.target): r.object.sha256 for r in rows if r.object is not None}
-        found: dict[str, list[Finding]] = {sha: [] for sha in by_row.values() if sha not in run.not_linted}
-        for finding in run.findings:
-            sha = by_row.get((finding.key or "", finding.target))
-            if sha in found:
-                found[sha].append(replace(finding, key=None))
-        return {sha: tuple(fs) for sha, fs in found.items()}, run.seconds
+        return {sha: found for sha, (found, why) in outcomes.items() if why is None}, seconds
 
     def finish(self, rows: list[Row]) -> tuple[list[Row], float]:
         """``rows`` (the survey's, in order) with the findings of every cubin linted here, and the
