@@ -133,10 +133,4 @@ def expand_keys(kinds: list[Kind], targets: list[str] | None) -> list[Key]:
     """Every key of every kind, sorted by kind order, then axis values, then target."""
     order = {k.name: i for i, k in enumerate(kinds)}
     keys = [key for kind in kinds for key in kind.keys(targets)]
-    seen: dict[tuple[str, str], Key] = {}
-    for key in keys:  # cannot happen with the matrix's checks; a collision would lose a row silently
-        first = seen.setdefault((key.id, key.target), key)
-        if first is not key:
-            raise KeysFileError(f"two keys have the id {key.id!r} on {key.target}: kind {first.kind!r} at "
-                                f"{dict(first.axes)} and kind {key.kind!r} at {dict(key.axes)}")
     return sorted(keys, key=lambda k: key_sort_token(order[k.kind], k.axes, k.target))

@@ -14,7 +14,7 @@ from ..model.results import Survey
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
 from ..store.store import Store, StoreError
-from .checkout import CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
+from .checkout import Checkout, CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
 
 
 def default_store(start: Path) -> Store:
@@ -45,7 +45,14 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     from the content-addressed result cache). A damaged stored survey is reported and redone.
     """
     store.prepare()
-    commit = _commit_of(start, rev)
+    # The working tree is read once: its commit, label and checkout. A commit's label is the command's.
+    tree: Checkout | None = None
+    if rev is None:
+        tree = working_tree(start)
+        commit, label = tree.commit, tree.label
+    else:
+        commit = revision_commit(start, rev)
+        label = revision_label(rev, commit)
     if commit is None or not reuse or not store.has(commit):
         start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
     if reuse and commit is not None and not (options.kinds or options.keys):
@@ -66,14 +73,14 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
                   "surveying again", file=sys.stderr)
         elif stored is not None and stored.toolchain == current_toolchain(targets or []):
             # Named as this command asked for it, not as the run that stored it did.
-            label = revision_label(rev, commit) if rev is not None else working_tree(start).label
             return replace(stored, label=label)
     start_workers_early()  # (again, at once, if it is already running)
-    if rev is not None:
+    if tree is not None:
+        survey = survey_checkout(tree, store.objects.root, options, progress)
+    else:
+        assert rev is not None
         with commit_checkout(start, rev) as checkout:
             survey = survey_checkout(checkout, store.objects.root, options, progress)
-    else:
-        survey = survey_checkout(working_tree(start), store.objects.root, options, progress)
     if options.kinds or options.keys:
         store.save(survey, partial=True)
     else:
@@ -81,9 +88,9 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     return survey
 
 
-def _commit_of(start: Path, rev: str | None) -> str | None:
-    if rev is None:
-        return working_tree(start).commit  # None when there are uncommitted edits
+def revision_commit(start: Path, rev: str) -> str:
+    """The full sha of git revision ``rev`` in the repository holding ``start``; CheckoutError naming the
+    problem (no repository there, an unknown revision)."""
     repo = repo_root(start)
     if repo is None:
         raise CheckoutError(f"{rev!r} names a git revision, and {start} is not in a git repository")

@@ -24,7 +24,7 @@ from ..model.progress import Progress
 from ..model.results import Row, Survey, SurveyFormatError
 from ..store.store import Store, StoreError
 from .checkout import CheckoutError, repo_root, resolve_commit
-from .obtain import obtain_survey
+from .obtain import obtain_survey, revision_commit
 
 WORKING_TREE = None  # the revision value meaning "the working tree as it is"
 
@@ -108,11 +108,8 @@ def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: S
     for rev in revs:
         if rev is None or is_survey_file(rev):
             continue
-        repo = repo_root(start)
         try:
-            if repo is None:
-                raise CheckoutError(f"{rev!r} names a git revision, and {start} is not in a git repository")
-            resolve_commit(repo, rev)
+            revision_commit(start, rev)
         except CheckoutError:
             if rev.endswith(".json"):  # meant as a survey file
                 raise CheckoutError(f"no survey file {rev}, and no git revision of that name") from None
