@@ -8,22 +8,17 @@ Here in ``model/`` because a survey's rows carry findings (``Row.lint``) and com
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
+from .enums import TextEnum
 
-class Severity(str, Enum):
+
+class Severity(TextEnum):
     """``error``: a miscompile suspect (the source uses the argument, the machine code never reads it);
     ``note``: loaded (or preloaded) and never read, but nothing says the source needs it."""
 
     ERROR = "error"
     NOTE = "note"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 ERROR = Severity.ERROR

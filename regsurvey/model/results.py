@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields, replace
-from enum import Enum
 from typing import Any
 
+from .enums import TextEnum
 from .figures import FIGURE_BY_NAME
 from .findings import Finding, findings_from_json
 
@@ -21,7 +21,7 @@ class SurveyFormatError(ValueError):
     """A stored survey that is not valid JSON of a known schema version."""
 
 
-class Status(str, Enum):
+class Status(TextEnum):
     """Whether a row built: ``ok``; ``error``; ``skipped`` (the kind body called ``rs.skip``: not a
     build); ``flaky`` (failed twice with a toolchain failure known to be intermittent: see
     ``toolchain.is_flaky_failure``). A ``str``: the JSON holds the value, and ``row.status == "ok"`` holds."""
@@ -30,12 +30,6 @@ class Status(str, Enum):
     ERROR = "error"
     SKIPPED = "skipped"
     FLAKY = "flaky"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 @dataclass(frozen=True)

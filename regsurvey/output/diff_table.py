@@ -24,6 +24,8 @@ from .figure_text import (
     figure_total_delta,
     lint_change_text,
     lint_counts_text,
+    rebuild_difference,
+    rebuild_verdict,
     status_text,
     total_line,
 )
@@ -79,14 +81,9 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
 
 def rebuild_lines(check: RebuildCheck) -> list[Text]:
     """The determinism check's lines: one verdict, then each build that differed."""
-    if check.deterministic:
-        return [Text(f"rebuild check of {check.label}: all {check.builds} builds identical from a cold cache",
-                     style="green")]
-    lines = [Text(f"rebuild check of {check.label}: {len(check.differences)} of {check.builds} builds "
-                  f"differ from a cold cache", style="bold red")]
-    for d in check.differences:
-        lines.append(Text(f"  {d.key} {d.target} {d.kernel or '-'}: {d.section}: {d.detail}"))
-    return lines
+    verdict = Text(f"rebuild check of {check.label}: {rebuild_verdict(check)} from a cold cache",
+                   style="green" if check.deterministic else "bold red")
+    return [verdict, *(Text(f"  {rebuild_difference(d)}") for d in check.differences)]
 
 
 def _trimmed(text: str) -> str:

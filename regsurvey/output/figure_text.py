@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..model.comparison import Comparison, FigureDelta, LintCounts, Mark, RowComparison
 from ..model.figures import FIGURE_ORDER, figure
 from ..model.findings import Finding
+from ..model.rebuild import RebuildCheck, RebuildDifference
 from ..model.results import error_line
 
 
@@ -118,3 +119,15 @@ def lint_counts_text(counts: LintCounts | None, not_linted: str = "-") -> str:
     parts += [f"{counts.new} new"] if counts.new else []
     parts += [f"{counts.fixed} fixed"] if counts.fixed else []
     return str(counts.findings) + (f" ({', '.join(parts)})" if parts else "")
+
+
+def rebuild_verdict(check: RebuildCheck) -> str:
+    """``all 12 builds identical`` or ``2 of 12 builds differ``: the rebuild check in a few words."""
+    if check.deterministic:
+        return f"all {check.builds} builds identical"
+    return f"{len(check.differences)} of {check.builds} builds differ"
+
+
+def rebuild_difference(d: RebuildDifference) -> str:
+    """``gemm/w2 sm90 matmul: .text: ...``: one build the rebuild check found different."""
+    return f"{d.key} {d.target} {d.kernel or '-'}: {d.section}: {d.detail}"

@@ -37,6 +37,8 @@ from .figure_text import (
     lint_change_text,
     lint_counts_text,
     note_text,
+    rebuild_difference,
+    rebuild_verdict,
     spill_totals_text,
     total_line,
 )
@@ -110,11 +112,8 @@ def _rebuild(check: RebuildCheck | None) -> dict[str, Any] | None:
     """The rebuild check's notice: its verdict, then a line per build that differed."""
     if check is None:
         return None
-    verdict = (f"all {check.builds} builds identical" if check.deterministic
-               else f"{len(check.differences)} of {check.builds} builds differ")
-    return {"text": f"rebuild check of {check.label}: {verdict} from a cold Triton cache",
-            "differences": [f"{d.key} {d.target} {d.kernel or '-'}: {d.section}: {d.detail}"
-                            for d in check.differences]}
+    return {"text": f"rebuild check of {check.label}: {rebuild_verdict(check)} from a cold Triton cache",
+            "differences": [rebuild_difference(d) for d in check.differences]}
 
 
 def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
