@@ -5,8 +5,9 @@ at the checkout (see :mod:`regsurvey.engine.worker`). This module schedules keys
 per-key time-out (a hung compile is killed and its key marked ``error``), survives a worker that dies,
 and turns the rows into a :class:`Survey`.
 
-Its length (over 500 lines): scheduling, time-outs, lost-worker handling and the end-of-survey lint
-share the pool's state; the typed message protocol of issue #11 is where it splits.
+Its length (over 500 lines): scheduling, time-outs, lost-worker handling and how workers start
+(server, forkserver, spawn) share the pool's state. The messages are :mod:`.protocol`'s; the lint of
+the cubins the workers leave is :mod:`.deferred_lint`'s.
 """
 
 from __future__ import annotations
@@ -509,8 +510,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
               on_rows: Callable[[list[Row], bool], None] | None = None) -> dict[tuple[str, str], list[Row]]:
     """Send keys to workers as they become free, collect their rows, enforce the time-out.
 
-    A worker says "free" once a key's launches are compiled, and answers with the rows once their
-    objects are read, stored and linted; it gets the next key in between. A worker that times out or
+    A worker says KeyCompiled once a key's launches are compiled, and answers KeyFinished with the
+    rows once their objects are read, stored and linted; it gets the next key in between. A worker that times out or
     dies takes the key it was compiling with it (an error row); keys it was only finishing are sent
     again, once: a key that was in flight on two workers that died is an error too.
 

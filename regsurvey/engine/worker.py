@@ -10,9 +10,9 @@ objects ("finishing" it) is Python work that would hold the interpreter lock the
 on Linux it runs in a finishing process the worker forks once, beside the compiles (elsewhere, or with
 ``REGSURVEY_FINISH=thread``, on a second thread).
 
-Its length (over 500 lines): the worker's protocol, its compiling thread and its finishing process
-share the per-key state (captured launches, reuse of identical kernels, timing phases); splitting them
-is planned with issue #11's typed message protocol.
+Its length (over 500 lines): the worker's request loop, its compiling thread and its finishing process
+(or thread) share the per-key state: captured launches, kernels still in flight for reuse, timing phases
+and warnings for the survey. The messages themselves are :mod:`.protocol`'s.
 """
 
 from __future__ import annotations
