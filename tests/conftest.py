@@ -39,6 +39,24 @@ def commit_all(repo: Path, message: str) -> str:
 
 
 @pytest.fixture
+def server_env() -> Iterator[dict[str, str]]:
+    """An environment whose surveys use a worker server of the test's own (in a socket directory of its
+    own, stopped at the end), and never start one unless the test does."""
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: a Unix socket's path is under ~100 bytes
+    environ = {**os.environ, "REGSURVEY_SERVER_DIR": directory, "REGSURVEY_SERVER": "use"}
+    for name in ("REGSURVEY_WORKER_START", "CI"):
+        environ.pop(name, None)
+    try:
+        yield environ
+    finally:
+        subprocess.run([sys.executable, "-m", "regsurvey", "server", "stop"], env=environ, capture_output=True,
+                       timeout=120)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
 def toy_repo(tmp_path: Path) -> Path:
     """A one-commit git repository holding the toy project."""
     repo = tmp_path / "toy"

@@ -5,6 +5,7 @@
 - ``output/`` imports only ``model/``, ``diff/`` and ``check/`` (and itself);
 - ``lint/`` is pure: object bytes and texts in, findings out (no store, survey, engine or output);
 - ``objects/`` (the object readers) import only ``model/`` and ``errors``;
+- ``pressure/`` is pure like ``lint/``: an object's bytes and texts in, its register pressure out;
 - nothing imports ``commands/`` but the command line itself (``cli.py``).
 
 Checked on the source (every ``import``/``from`` statement, those inside functions too), so that a
@@ -28,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "output": {"model", "diff", "check"},
     "lint": {"model", "errors", "objects"},
     "objects": {"model", "errors"},
+    "pressure": {"model", "errors", "objects"},
 }
 
 

@@ -52,6 +52,12 @@ _ALLOW_HEADER = re.compile(r"^\s*\[\[\s*allow\s*\]\]\s*(#.*)?$")
 _ENTRY_FIELDS = ("key", "target", "kernel", "reason")
 
 
+def check_reason(reason: str) -> None:
+    """BaselineError when ``reason``, given to ``--update-baseline``, only holds a place ("TODO", blank)."""
+    if _PLACEHOLDER.search(reason):
+        raise BaselineError(f"--reason {json.dumps(reason)} is a placeholder: say why these figures are acceptable")
+
+
 class BaselineError(ValueError):
     """A baseline file the gate cannot use; the message is one line naming the file (and entry)."""
 
@@ -254,8 +260,7 @@ def updated_baseline_text(text: str | None, needed: list[Allowance], reason: str
     table, other entries) is kept as it was. Raises :class:`BaselineError` for an unusable ``text`` or
     ``reason``.
     """
-    if _PLACEHOLDER.search(reason):
-        raise BaselineError(f"--reason {json.dumps(reason)} is a placeholder: say why these figures are acceptable")
+    check_reason(reason)
     existing = parse_baseline(text, path).allow if text is not None else ()
     lines = (text or _NEW_FILE_HEADER).splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):

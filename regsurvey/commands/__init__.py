@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "rebuild-check": "rebuild_check",
     "demo": "demo",
     "lint": "lint",
+    "explain": "explain",
     "check": "check",
     "server": "server",
 }

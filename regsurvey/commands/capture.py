@@ -11,7 +11,8 @@ import click
 
 from ..capture.recorder import capture_environment, group_launches, keys_file_text, read_records
 from ..model.targets import UnknownTargetError, get_target
-from .common import EXIT_OK, fail, split_csv
+from ..store.files import write_text
+from .common import EXIT_OK, fail, split_csv, writing
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -51,8 +52,9 @@ def capture(output: Path, offline: str | None, targets: tuple[str, ...], records
         chosen = [get_target(device).name] if device else ["gfx950", "sm90"]
     groups = group_launches(records)
     if groups:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(keys_file_text(groups, chosen, list(command), device))
+        with writing(output):
+            output.parent.mkdir(parents=True, exist_ok=True)
+            write_text(output, keys_file_text(groups, chosen, list(command), device))
         click.echo(f"captured {len(records)} launches: {sum(map(len, groups.values()))} distinct, "
                    f"{len(groups)} kernels -> {output}", err=True)
     else:

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
-from ..check.baseline import BASELINE_FILE, BaselineError, load_baseline
+from ..check.baseline import BASELINE_FILE, BaselineError, check_reason, load_baseline
 from ..check.gate import GateResult, judge, rebaseline
 from ..diff.core import compare
 from ..revisions.checkout import repo_root
 from ..revisions.obtain import open_store
 from ..revisions.range import obtain_surveys, survey_store
+from ..store.files import WriteError, write_text
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .options import make_survey_options, survey_options
 
@@ -51,6 +52,11 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
         fail("--update-baseline needs --reason TEXT: why the new figures are acceptable")
     if reason and not update:
         fail("--reason goes with --update-baseline")
+    if update and reason:
+        try:
+            check_reason(reason)  # refused at once, not after the surveys
+        except BaselineError as exc:
+            fail(str(exc))
     start = repo.resolve()
     root = repo_root(start) or start
     path = baseline_path or root / BASELINE_FILE
@@ -69,11 +75,15 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
     report = format_gate(result)
     sys.stdout.write(report)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as out:
-            out.write(report + "\n")
-    if sarif_path is not None:
-        _write_sarif(result, sarif_path, root)
+    with command_errors():  # a file that cannot be written (a full disk): one line, exit 2
+        if summary_file:
+            try:
+                with open(summary_file, "a", encoding="utf-8") as out:
+                    out.write(report + "\n")
+            except OSError as exc:
+                raise WriteError(f"cannot write {summary_file}: {exc.strerror or exc}") from None
+        if sarif_path is not None:
+            _write_sarif(result, sarif_path, root)
     sys.exit(EXIT_OK if result.passed else EXIT_FINDINGS)
 
 
@@ -89,7 +99,7 @@ def _update_baseline(result: GateResult, path: Path, reason: str) -> GateResult:
         click.echo(f"regsurvey: {path}: no figure needs an allowance; left as it was", err=True)
         return result
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(new_text, encoding="utf-8")
+    write_text(path, new_text)  # whole or not at all: a full disk never cuts a baseline
     click.echo(f"regsurvey: {path}: allowed the figures of {builds} build"
                f"{'s' if builds > 1 else ''} ({'created' if text is None else 'updated'})", err=True)
     return judged
@@ -101,4 +111,4 @@ def _write_sarif(result: GateResult, path: Path, root: Path) -> None:
 
     sites = {p.row.ref: build_site(p.row, root) for p in result.problems}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(format_sarif(result, sites), encoding="utf-8")
+    write_text(path, format_sarif(result, sites))

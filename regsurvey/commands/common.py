@@ -6,16 +6,19 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 
 from ..engine.survey import SurveyError
 from ..model.targets import UnknownTargetError
 from ..revisions.checkout import CheckoutError
+from ..store.files import WriteError
 from ..store.store import StoreError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
-BAD_INPUT = (UnknownTargetError, CheckoutError, SurveyError, StoreError)
+# (and a file that cannot be written: a full disk is no gate's failure either)
+BAD_INPUT = (UnknownTargetError, CheckoutError, SurveyError, StoreError, WriteError)
 
 
 def usable_cores() -> int:
@@ -35,6 +38,16 @@ def fail(message: str) -> None:
     """Bad input: one line on stderr, exit status 2."""
     click.echo(f"regsurvey: error: {message}", err=True)
     sys.exit(EXIT_BAD_INPUT)
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Around writing a report or keys file to ``path``: a file that cannot be written (a full disk, a
+    directory that cannot be made) is one line, exit status 2."""
+    try:
+        yield
+    except OSError as exc:
+        fail(str(exc) if isinstance(exc, WriteError) else f"cannot write {path}: {exc.strerror or exc}")
 
 
 @contextlib.contextmanager

@@ -10,11 +10,14 @@ from pathlib import Path
 import click
 
 from ..diff.summary import summarize
+from ..explaining import where_changed
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
 from ..revisions.checkout import repo_root
 from ..revisions.demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
-from .common import BAD_INPUT, EXIT_OK, fail, split_csv
+from ..store.files import write_text
+from ..store.store import Store
+from .common import BAD_INPUT, EXIT_OK, fail, split_csv, writing
 from .options import make_report_dir, make_survey_options, selection_options
 
 SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
@@ -50,6 +53,8 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
                    f"{', '.join(options.kinds)} on {', '.join(options.targets or ())} for both commits", err=True)
         with survey_progress(enabled=not quiet) as progress:
             comparison = run_demo(workdir, options, progress)
+        repo = workdir / "decode-layer-demo"
+        comparison = where_changed(comparison, Store(repo / ".regsurvey").objects, repo, options.jobs)
         finished = True
     except (DemoError, *BAD_INPUT) as exc:
         fail(str(exc))
@@ -65,12 +70,15 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
     lines = summarize(comparison).lines
     for line in lines[:SHOWN_LINES]:
         click.echo(f"- {line.text}")
+        for where in line.where:
+            click.echo(f"    where: {where}")
     if len(lines) > SHOWN_LINES:
         click.echo(f"- ... {len(lines) - SHOWN_LINES} more lines in the report")
     click.echo(total_line(comparison, arrow="->"))
-    make_report_dir(path.parent)
     note = (f"regsurvey demo: HEAD~1 is the decode-layer demo suite; HEAD changes one kernel: "
             f"\"{DEMO_CHANGE.message}\" ({DEMO_CHANGE.path})")
-    path.write_text(HtmlFormat(note=note).format(comparison), encoding="utf-8")
+    with writing(path):
+        make_report_dir(path.parent)
+        write_text(path, HtmlFormat(note=note).format(comparison))
     click.echo(f"wrote {path} (open it in a browser)")
     sys.exit(EXIT_OK)

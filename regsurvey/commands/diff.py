@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..diff.core import compare
+from ..explaining import where_changed
 from ..output.formats import FORMAT_NAMES, get_format
 from ..revisions.obtain import open_store
 from ..revisions.range import is_survey_file, obtain_surveys, survey_store
@@ -53,7 +54,7 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             before, after = obtain_surveys(start, [base, head], used, options, progress)
-            comparison = compare(before, after)
+            comparison = where_changed(compare(before, after), used.objects, start, options.jobs)
             if rebuild:
                 check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
                 comparison = replace(comparison, rebuild=check)

@@ -15,7 +15,8 @@ import click
 from ..model.options import SurveyOptions
 from ..model.targets import get_target
 from ..revisions.checkout import repo_root
-from .common import split_csv, usable_cores
+from ..store.files import write_text
+from .common import split_csv, usable_cores, writing
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -103,8 +104,9 @@ def write_report(text: str, fmt: str, output: Path | None, default_html: Path) -
     if path is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    make_report_dir(path.parent)
-    path.write_text(text, encoding="utf-8")
+    with writing(path):
+        make_report_dir(path.parent)
+        write_text(path, text)
     click.echo(f"wrote {path}")
 
 
@@ -115,7 +117,7 @@ def make_report_dir(directory: Path) -> None:
         return
     directory.mkdir(parents=True)
     if repo_root(directory) is not None:
-        (directory / ".gitignore").write_text("# written by regsurvey: generated reports\n*\n")
+        write_text(directory / ".gitignore", "# written by regsurvey: generated reports\n*\n")
 
 
 def table_style() -> dict[str, Any]:

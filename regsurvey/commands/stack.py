@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..diff.core import stack as make_stack
+from ..explaining import where_changed
 from ..output.formats import FORMAT_NAMES, get_format
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, obtain_surveys, survey_store
@@ -42,12 +43,17 @@ def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             surveys = obtain_surveys(start, [base, *(c.sha for c in commits_in_range)], used, options, progress)
-    # Name the ends as the user did ("main", "HEAD"); the commits between by short sha.
-    base_rev, head_rev = commits.split("..")
-    surveys = [replace(s, label=s.commit[:10] if s.commit else s.label) for s in surveys]
-    surveys[0] = replace(surveys[0], label=f"{base_rev or 'HEAD'} ({base[:10]})")
-    surveys[-1] = replace(surveys[-1], label=f"{head_rev or 'HEAD'} ({commits_in_range[-1].sha[:10]})")
-    result = make_stack(surveys, [c.subject for c in commits_in_range])
+            # Name the ends as the user did ("main", "HEAD"); the commits between by short sha.
+            base_rev, head_rev = commits.split("..")
+            surveys = [replace(s, label=s.commit[:10] if s.commit else s.label) for s in surveys]
+            surveys[0] = replace(surveys[0], label=f"{base_rev or 'HEAD'} ({base[:10]})")
+            surveys[-1] = replace(surveys[-1], label=f"{head_rev or 'HEAD'} ({commits_in_range[-1].sha[:10]})")
+            result = make_stack(surveys, [c.subject for c in commits_in_range])
+            # Where each step's registers moved, from the objects (while a selection's own store exists).
+            result = replace(result, overall=where_changed(result.overall, used.objects, start, options.jobs),
+                             steps=tuple(replace(step, comparison=where_changed(step.comparison, used.objects, start,
+                                                                                options.jobs))
+                                         for step in result.steps))
     style = table_style() if output is None else {"color": False, "width": 200}
     text = get_format(fmt, limit=limit, **style).format_stack(result)
     name = (f"{filename_part(base_rev or 'HEAD', result.base.commit)}.."

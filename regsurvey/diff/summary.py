@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
-from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, figure
+from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, SPILL_FIGURES, figure
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
@@ -46,6 +46,7 @@ class SummaryLine:
     segments: tuple[str, ...]
     tone: str  # "worse", "better" or "neutral"
     rows: tuple[str, ...]  # RowComparison.ref of every build it speaks of
+    where: tuple[str, ...] = ()  # where on the source lines its builds' registers changed (RowComparison.where)
 
     @classmethod
     def of(cls, text: str, tone: str, rows: tuple[str, ...]) -> SummaryLine:
@@ -438,9 +439,34 @@ def summarize(comparison: Comparison) -> Summary:
                 text = _status_sentence(group, effect, describer)
             else:
                 text = _figure_sentence(group, effect, describer)
-            lines.append(SummaryLine.of(text, effect.tone, tuple(r.ref for r in group)))
+            line = SummaryLine.of(text, effect.tone, tuple(r.ref for r in group))
+            if effect.figure is not None and figure(effect.figure).kind in (REGISTER, SPILL):
+                line = replace(line, where=_where(group, effect.figure))
+            lines.append(line)
     lines += _closing_lines(comparison)
     return Summary(tuple(lines))
+
+
+MAX_WHERE = 4  # sentences on where it changed, per summary line
+# The register figures whose peak regsurvey.explaining.where_sentences describes (the first class's).
+_PEAK_OF = {"vgpr": "the VGPR peak", "vgpr_total": "the VGPR peak", "regs": "the register peak"}
+
+
+def _where(rows: list[RowComparison], name: str) -> tuple[str, ...]:
+    """The builds' ``where`` sentences about figure ``name`` (spills for a spill figure, the peak for a
+    register count), each once, most builds first; with how many builds it is true of when the line
+    speaks of several."""
+    if name in SPILL_FIGURES:
+        sgpr = name == "sgpr_spill"
+        told = [s for r in rows for s in r.where if "spills" in s and ("SGPR spills" in s) == sgpr]
+    else:
+        about = _PEAK_OF.get(name)
+        told = [s for r in rows for s in r.where if about is not None and about in s]
+    counts = Counter(told)
+    ordered = sorted(counts, key=lambda s: -counts[s])[:MAX_WHERE]
+    if len(rows) == 1:
+        return tuple(ordered)
+    return tuple(f"{s} ({counts[s]} of {len(rows)} builds)" if counts[s] < len(rows) else s for s in ordered)
 
 
 def _closing_lines(comparison: Comparison) -> list[SummaryLine]:

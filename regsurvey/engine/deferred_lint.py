@@ -11,6 +11,7 @@ end only the last key's cubins remain to wait for.
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from ..errors import CorruptObjectError
 from ..model.findings import Finding
 from ..model.results import ObjectReport, Row
 from ..model.targets import get_target
+from ..store.files import WriteError
 
 # Cubins per nvdisasm run while keys still come in: nvdisasm costs about 0.35 s of CPU to start and
 # little per instruction, so a batch this size spends most of its time linting.
@@ -102,8 +104,10 @@ class DeferredLint:
                 assert row.object is not None
                 cached.add(row.triton_hash)
                 report = ObjectReport(row.resources, own)
-                cache.put(row.triton_hash, CachedResult(kernel=row.kernel or "", report=report, object=row.object,
-                                                        compile_s=row.compile_s))
+                # Not kept on a full disk: the entry the worker stored says unlinted, so it is linted again.
+                with contextlib.suppress(WriteError):
+                    cache.put(row.triton_hash, CachedResult(kernel=row.kernel or "", report=report,
+                                                            object=row.object, compile_s=row.compile_s))
             out.append(replace(row, lint=tuple(replace(f, key=row.row_id) for f in own)))
         return out, seconds
 

@@ -100,6 +100,7 @@ class Failed:
     error: str
     key: Key | None = None
     traceback: str | None = None
+    transient: bool = False  # a cause of the moment (a full disk): the key is surveyed again next time
 
 
 @dataclass(frozen=True)

@@ -398,8 +398,10 @@ def _serve_forever(path: Path, idle_s: float) -> None:
                     _reply(conn, {"ok": True})
                     retiring = True
                 elif op == "worker":
+                    server_pid = os.getpid()
                     pid = os.fork()
                     if pid == 0:
+                        _die_with(server_pid)
                         _be_worker(conn, request["args"], inherited=[
                             selector.close, listener.close, lambda: os.close(wake_r), lambda: os.close(wake_w),
                             lambda: os.close(lock),
@@ -423,6 +425,21 @@ def _reply(conn: Connection, message: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         conn.send(message)
     conn.close()
+
+
+def _die_with(server_pid: int) -> None:
+    """In a worker the server just forked: be killed when the server ends (Linux's parent-death
+    signal), so that a server killed mid-survey takes its workers along and each survey sees its
+    connections end (and surveys their keys again) rather than orphans that nobody can kill."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server_pid:  # the server ended before the signal was asked for
+        os._exit(1)
 
 
 def _be_worker(conn: Connection, args: list[Any], inherited: list[Callable[[], None]]) -> NoReturn:

@@ -34,7 +34,7 @@ from ..model.results import Row, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
-from ..store.objectstore import atomic_write
+from ..store.files import atomic_write
 from .deferred_lint import DeferredLint
 from .protocol import (
     Answer,
@@ -522,6 +522,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     pending = list(reversed(keys))  # pop() from the end keeps the given order
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
+    warned: set[str] = set()
 
     def finish(done: Key, rows: list[Row]) -> None:
         results[(done.id, done.target)] = rows
@@ -529,11 +530,16 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         if on_rows is not None:
             on_rows(rows, not pending)  # then every key has been handed out
 
-    def lose(w: _Worker, why: str) -> None:
+    def lose(w: _Worker, why: str, blame: bool = True) -> None:
         """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again, to
-        a worker started in its place while keys remain."""
-        blamed = w.key or w.finishing[0]
-        finish(blamed, [_error_row(blamed, why, transient=True)])
+        a worker started in its place while keys remain. With ``blame`` False (the worker died of no
+        key's doing: the server that forked it ended) every key it held goes again."""
+        blamed = (w.key or w.finishing[0]) if blame else None
+        if blamed is not None:
+            finish(blamed, [_error_row(blamed, why, transient=True)])
+        elif why not in warned:
+            warned.add(why)
+            print(f"regsurvey: warning: {why}; its keys are surveyed again", file=sys.stderr)
         for k in (x for x in [w.key, *w.finishing] if x is not None and x != blamed):
             if (k.id, k.target) in resent:
                 finish(k, [_error_row(k, f"{why}; it was in flight on a worker that failed before", transient=True)])
@@ -579,7 +585,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             timing.answered(w, message)
             finish(key, list(message.rows))
         else:
-            finish(key, [_error_row(key, message.error)])
+            finish(key, [_error_row(key, message.error, transient=message.transient)])
 
     while pending or any(w.key is not None or w.finishing for w in pool.workers):
         for w in list(pool.workers):
@@ -608,7 +614,11 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                         heard(w, w.conn.recv())
                 except (EOFError, OSError):
                     w.process.join(timeout=5)
-                    lose(w, f"worker process died while surveying the key (exit code {w.process.exitcode})")
+                    if w.process.exitcode is None and isinstance(w.process, ServerWorker):
+                        # The server says each of its workers' exit code: it ended, not the worker.
+                        lose(w, "the worker server ended mid-survey", blame=False)
+                    else:
+                        lose(w, f"worker process died while surveying the key (exit code {w.process.exitcode})")
             elif time.monotonic() >= w.deadline(options.timeout):
                 lose(w, f"timed out after {options.timeout:g} s (--timeout)")
     return results

@@ -43,6 +43,7 @@ from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
+from ..store.files import WriteError, out_of_space
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from . import launcher_messages
@@ -81,9 +82,12 @@ class Duplicate:
 
     def row(self, done: Row | None) -> Row:
         """The row, from the finished row of the launch that compiled the kernel (None: lost)."""
-        if done is None or not done.ok or done.object is None:
-            return Row(**self.common, status=Status.ERROR, triton_hash=self.triton_hash,
-                       error=done.error if done is not None else "the identical kernel compiled before was lost")
+        if done is None:
+            return Row(**self.common, status=Status.ERROR, triton_hash=self.triton_hash, transient=True,
+                       error="the identical kernel compiled before was lost")
+        if not done.ok or done.object is None:  # it failed (and so does this, the same way)
+            return Row(**self.common, status=Status.ERROR if done.ok else done.status,
+                       triton_hash=self.triton_hash, error=done.error, transient=done.transient)
         return _reused_row(self.common, self.triton_hash,
                            CachedResult(kernel=done.kernel or "", report=ObjectReport(done.resources, done.lint),
                                         object=done.object, compile_s=done.compile_s))
@@ -222,7 +226,8 @@ class Worker:
         after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
         error = summary + (f"\n{text}" if "\n" in text else "")
-        return Row(**base, kernel=None, launch=launches, status=Status.ERROR, error=error)
+        return Row(**base, kernel=None, launch=launches, status=Status.ERROR, error=error,
+                   transient=out_of_space(exc))
 
     def _move(self, source: str, destination: str, seconds: float) -> None:
         if seconds:
@@ -266,7 +271,7 @@ class Worker:
             if again:
                 error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
             return Row(**common, status=Status.FLAKY if again else Status.ERROR,
-                       compile_s=round(time.perf_counter() - start, 3), error=error)
+                       compile_s=round(time.perf_counter() - start, 3), error=error, transient=out_of_space(exc))
         self._spent("compile_s", compile_start)
         if flaky is not None:
             common = dict(common, flaky=flaky)
@@ -325,11 +330,15 @@ class Worker:
                        error=f"unreadable object: {exc}")
         phase = self._spent("analyze_s", phase)
         ext = "hsaco" if target.is_amd else "cubin"
-        sha, path = self.objects.put(compiled.binary, ext, extras={
-            name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir", "ttir") if name in compiled.asm})
-        ref = ObjectRef(path=path, sha256=sha)
-        self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], report=report, object=ref,
-                                                            compile_s=compile_s))
+        try:
+            sha, path = self.objects.put(compiled.binary, ext, extras={
+                name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir", "ttir") if name in compiled.asm})
+            ref = ObjectRef(path=path, sha256=sha)
+            self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], report=report, object=ref,
+                                                                compile_s=compile_s))
+        except WriteError as exc:  # a full disk: built, but its object is not kept; surveyed again next time
+            return Row(**common, status=Status.ERROR, compile_s=compile_s, triton_hash=compiled.triton_hash,
+                       error=f"not stored: {exc}", transient=True)
         row = Row(**common, status=Status.OK, resources=report.resources, compile_s=compile_s, object=ref,
                   triton_hash=compiled.triton_hash)
         self._spent("store_s", phase)
@@ -439,7 +448,9 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
 def _failure(exc: BaseException, key: Key | None = None) -> Failed:
     """The answer to a request that raised."""
     if isinstance(exc, KeysFileError):
-        return Failed(str(exc), key)
+        return Failed(str(exc), key, transient=out_of_space(exc))
+    if out_of_space(exc):
+        return Failed(one_line(exc), key, transient=True)
     # a bug of ours: report it rather than hang the parent
     return Failed(f"worker failed: {one_line(exc)}", key, traceback.format_exc())
 

@@ -16,8 +16,9 @@ import shutil
 import subprocess
 import tempfile
 
+from ..objects.tools import tool_time_limit
+
 MIN_LLVM = 20
-_TIMEOUT_S = 120
 
 
 class DisassemblerMissing(RuntimeError):
@@ -56,11 +57,12 @@ def disassemble(data: bytes) -> str:
         path = os.path.join(tmp, "kernel.hsaco")
         with open(path, "wb") as f:
             f.write(data)
+        limit = tool_time_limit(len(data))
         try:
-            done = subprocess.run([objdump, "-d", path], capture_output=True, text=True, timeout=_TIMEOUT_S,
-                                  check=False)
+            done = subprocess.run([objdump, "-d", path], capture_output=True, text=True, errors="replace",
+                                  timeout=limit, check=False)
         except subprocess.TimeoutExpired:
-            raise ValueError(f"llvm-objdump did not finish within {_TIMEOUT_S} s") from None
+            raise ValueError(f"llvm-objdump did not finish within {limit:.0f} s (a damaged object?)") from None
     if done.returncode != 0:
         lines = [ln for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
         message = lines[0].replace(path, "the object") if lines else f"exit status {done.returncode}"

@@ -60,7 +60,10 @@ def ptx_params(ptx: str) -> tuple[str, list[PtxParam]]:
         # `.ptr .global .align 1` describes the pointee; only an `.align` outside `.ptr` is the param's.
         align = elem
         if ".ptr" not in words and ".align" in words:
-            align = int(words[words.index(".align") + 1])
+            given = words[words.index(".align") + 1:][:1]
+            align = int(given[0]) if given and given[0].isdigit() else 0
+            if align == 0 or align & (align - 1):
+                raise LintInputError(f"the PTX parameter {decl.strip()[:80]!r} has no power-of-two .align")
         offset = -(-offset // align) * align
         params.append(PtxParam(index, name, offset, elem * count))
         offset += elem * count

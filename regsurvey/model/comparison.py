@@ -183,6 +183,10 @@ class RowComparison:
     # What makes a ``not comparable`` row so: its backend's toolchain parts that differ (``note`` says
     # the same in words).
     toolchain_changes: tuple[ToolchainChange, ...] = ()
+    # Where its registers or spills changed, on the kernel's source lines ("the VGPR peak moved from
+    # attention.py:188 to attention.py:203 (+24 live VGPRs)"): filled in from the objects when the
+    # store holds them (regsurvey.explaining.where_changed), else empty.
+    where: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:

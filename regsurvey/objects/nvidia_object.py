@@ -18,6 +18,7 @@ import re
 import struct
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from elftools.elf.elffile import ELFFile
@@ -26,6 +27,7 @@ from elftools.elf.sections import SymbolTableSection
 from ..errors import CorruptObjectError
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
+from .tools import tool_time_limit
 
 # .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
 # EIFMT_SVAL, a u16 size and that many bytes. Global .nv.info entries start with a u32 symbol index.
@@ -47,8 +49,6 @@ _REG_ALLOC_UNIT = 256
 _REG_SUB_PARTITIONS = 4
 _MAX_REGS_PER_THREAD = 255
 _SMEM_ALLOC_UNIT = 128
-
-_TOOL_TIMEOUT_S = 120
 
 # One SASS instruction line of `nvdisasm -c`: "/*0080*/  @!P0 STL.64 [R1+0x20], R4 ;".
 _LOCAL_ACCESS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(STL|LDL)((?:\.\w+)*)\s", re.M)
@@ -103,7 +103,7 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
             raise CorruptObjectError(f"not a CUDA ELF (e_machine {elf.header['e_machine']})")
         check_extent(elf, len(data), "cubin")
         sm = _sm_arch(elf)
-        kernel, symbol_index = _kernel_symbol(elf)
+        kernel, symbol_index = kernel_symbol(elf)
         info = _global_info(elf)
         static_shared = _static_shared(elf, kernel, target)
     except CorruptObjectError:
@@ -200,7 +200,7 @@ def _disassemble(data: bytes) -> str:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(data)
-        return _run_tool("nvdisasm", ["-c", path], path)
+        return run_tool("nvdisasm", ["-c", path], path)
 
 
 # One instruction line of nvdisasm's output, its address and what follows it.
@@ -228,7 +228,7 @@ def disassemble_many(cubins: list[bytes]) -> list[str]:
         try:
             elf = ELFFile(io.BytesIO(data))
             check_extent(elf, len(data), "cubin")
-            kernel, _ = _kernel_symbol(elf)
+            kernel, _ = kernel_symbol(elf)
             sm = _sm_arch(elf)
             if elf.get_section_by_name(f".text.{kernel}") is None:
                 raise CorruptObjectError(f"cubin has no .text.{kernel}")
@@ -251,7 +251,7 @@ def disassemble_many(cubins: list[bytes]) -> list[str]:
         path = os.path.join(tmp, "kernels.bin")
         with open(path, "wb") as f:
             f.write(blob)
-        out = _run_tool("nvdisasm", ["--binary", f"SM{arch}a", path], path)
+        out = run_tool("nvdisasm", ["--binary", f"SM{arch}a", path], path)
     texts: list[list[str]] = [[] for _ in cubins]
     starts = [start for start, _ in spans]
     for match in _ADDRESSED.finditer(out):
@@ -267,11 +267,45 @@ def spill_bytes(sass: str) -> tuple[int, int]:
     """Bytes stored and loaded by STL/LDL in ``sass`` (per thread), summed over access widths."""
     totals = {"STL": 0, "LDL": 0}
     for op, suffixes in _LOCAL_ACCESS.findall(sass):
-        width = 4
-        for suffix in suffixes.split("."):
-            width = _WIDTH_BYTES.get(suffix, width)
-        totals[op] += width
+        totals[op] += _access_width(suffixes)
     return totals["STL"], totals["LDL"]
+
+
+def local_access(instruction: str) -> tuple[str, int] | None:
+    """``("STL", bytes)`` or ``("LDL", bytes)`` for one SASS instruction (``@!P0 STL.64 [R1+0x20], R4``, with
+    or without its ``/*0080*/`` address) that stores or loads local memory; None for any other."""
+    m = _LOCAL_ACCESS.match(instruction if instruction.lstrip().startswith("/*") else f"/*0*/ {instruction} ")
+    return (m[1], _access_width(m[2])) if m else None
+
+
+def _access_width(suffixes: str) -> int:
+    width = 4
+    for suffix in suffixes.split("."):
+        width = _WIDTH_BYTES.get(suffix, width)
+    return width
+
+
+def with_regcount_at_most(data: bytes, limit: int) -> bytes:
+    """The cubin with its kernel's REGCOUNT attribute lowered to ``limit`` where it is above (a copy;
+    ``data`` itself when nothing changes): for nvdisasm's life ranges, which refuse REGCOUNT 255."""
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        _, symbol_index = kernel_symbol(elf)
+        section = elf.get_section_by_name(".nv.info")
+        if section is None:
+            raise CorruptObjectError("cubin has no .nv.info section")
+        start, raw = section["sh_offset"], section.data()
+    except CorruptObjectError:
+        raise
+    except PARSE_ERRORS as exc:
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    out = bytearray(data)
+    for attr, pos, size in _sval_entries(raw):
+        if attr == _EIATTR_REGCOUNT and size == 8:
+            symbol, number = struct.unpack_from("<II", raw, pos)
+            if symbol == symbol_index and number > limit:
+                struct.pack_into("<I", out, start + pos + 4, limit)
+    return bytes(out)
 
 
 def tool_path(name: str) -> str:
@@ -292,15 +326,15 @@ def tool_path(name: str) -> str:
     return path
 
 
-def _run_tool(name: str, args: list[str], path: str) -> str:
+def run_tool(name: str, args: list[str], path: str) -> str:
     """Run a bundled tool on the object at ``path``; its failure becomes a CorruptObjectError."""
+    limit = tool_time_limit(os.path.getsize(path))
     try:
         done = subprocess.run(
-            [tool_path(name), *args], capture_output=True, text=True, errors="replace", timeout=_TOOL_TIMEOUT_S,
-            check=False,
+            [tool_path(name), *args], capture_output=True, text=True, errors="replace", timeout=limit, check=False,
         )
     except subprocess.TimeoutExpired:
-        raise CorruptObjectError(f"{name} did not finish within {_TOOL_TIMEOUT_S} s") from None
+        raise CorruptObjectError(f"{name} did not finish within {limit:.0f} s (a damaged object?)") from None
     if done.returncode != 0:
         message = first_line(done.stderr or done.stdout or f"exit status {done.returncode}")
         raise CorruptObjectError(f"{name} rejected the cubin: {message.replace(path, 'the cubin')}")
@@ -315,7 +349,7 @@ def _sm_arch(elf: ELFFile) -> int:
     return int(flags & 0xFF)
 
 
-def _kernel_symbol(elf: ELFFile) -> tuple[str, int]:
+def kernel_symbol(elf: ELFFile) -> tuple[str, int]:
     """Name and symbol index of the one entry function: the one with a ``.nv.info.<name>`` section."""
     symtab = elf.get_section_by_name(".symtab")
     if not isinstance(symtab, SymbolTableSection):
@@ -340,19 +374,26 @@ def _global_info(elf: ELFFile) -> dict[tuple[int, int], int]:
         raise CorruptObjectError("cubin has no .nv.info section")
     raw = section.data()
     out: dict[tuple[int, int], int] = {}
-    pos = 0
-    while pos + 4 <= len(raw):
-        fmt, attr, value = struct.unpack_from("<BBH", raw, pos)
-        pos += 4
-        if fmt != _EIFMT_SVAL:
-            continue  # a u16 value in place: nothing we read
-        if pos + value > len(raw):
-            raise CorruptObjectError(".nv.info entry runs past the end of its section")
-        if value == 8:
+    for attr, pos, size in _sval_entries(raw):
+        if size == 8:
             symbol, number = struct.unpack_from("<II", raw, pos)
             out[(attr, symbol)] = number
-        pos += value
     return out
+
+
+def _sval_entries(raw: bytes) -> Iterator[tuple[int, int, int]]:
+    """(attribute, payload offset, payload size) of each EIFMT_SVAL entry of an ``.nv.info`` section (the
+    others hold a u16 in place: nothing read here); CorruptObjectError for one that runs past its end."""
+    pos = 0
+    while pos + 4 <= len(raw):
+        fmt, attr, size = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != _EIFMT_SVAL:
+            continue
+        if pos + size > len(raw):
+            raise CorruptObjectError(".nv.info entry runs past the end of its section")
+        yield attr, pos, size
+        pos += size
 
 
 
@@ -364,7 +405,7 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
     never more warps than the register file holds at the kernel's register count)."""
     try:
         elf = ELFFile(io.BytesIO(data))
-        kernel, symbol_index = _kernel_symbol(elf)
+        kernel, symbol_index = kernel_symbol(elf)
         info = _global_info(elf)
         section = elf.get_section_by_name(f".nv.info.{kernel}")
         sizes = _block_sizes(section.data() if section is not None else b"")
@@ -385,16 +426,10 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
 def _block_sizes(raw: bytes) -> list[int]:
     """The block sizes (x * y * z) a kernel's own ``.nv.info.<kernel>`` requires or allows."""
     sizes = []
-    pos = 0
-    while pos + 4 <= len(raw):
-        fmt, attr, value = struct.unpack_from("<BBH", raw, pos)
-        pos += 4
-        if fmt != _EIFMT_SVAL:
-            continue
-        if attr in (_EIATTR_REQNTID, _EIATTR_MAX_THREADS) and value == 12:
+    for attr, pos, size in _sval_entries(raw):
+        if attr in (_EIATTR_REQNTID, _EIATTR_MAX_THREADS) and size == 12:
             x, y, z = struct.unpack_from("<III", raw, pos)
             sizes.append(x * y * z)
-        pos += value
     return sizes
 
 

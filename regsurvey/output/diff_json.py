@@ -30,7 +30,7 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             "skipped_keys": dict(zip(("before", "after"), comparison.skipped_keys)),
             "lint": lint.to_dict() if (lint := comparison.lint_counts) is not None else None,
         },
-        "summary": [{"text": line.text, "tone": line.tone, "rows": list(line.rows)}
+        "summary": [{"text": line.text, "tone": line.tone, "rows": list(line.rows), "where": list(line.where)}
                     for line in summarize(comparison).lines],
         "rows": [_row_dict(r) for r in comparison.rows],
         "skipped": [asdict(k) for k in comparison.skipped],
@@ -42,7 +42,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
     return {
         "target": r.target, "row_id": r.row_id, "key": r.key, "kind": r.kind, "axes": r.axes,
         "segments": r.segments, "kernel": r.kernel, "launch": r.launch, "config": r.config,
-        "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
+        "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(), "where": list(r.where),
         "figures": [{"name": f.name, "before": f.before, "after": f.after, "delta": f.delta,
                      "verdict": f.verdict} for f in r.figures],
         "before": r.before.to_dict() if r.before is not None else None,

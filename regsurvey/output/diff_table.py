@@ -116,6 +116,8 @@ class TableFormat:
             console.print(Text(f"toolchain differs: {change.describe()}", style="yellow"))
         for line in summarize(comparison).lines:
             console.print(Text("- " + line.text, style=_TONE_STYLE.get(line.tone, "")))
+            for where in line.where:
+                console.print(Text(f"    where: {where}"))
         for mark in MARK_ORDER:
             if mark is Mark.UNCHANGED:
                 continue

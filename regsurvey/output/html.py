@@ -101,7 +101,7 @@ def _row(r: RowComparison) -> dict[str, Any]:
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
             "kernel_text": (r.kernel or "") + (f" cfg{r.config}" if r.config is not None else ""),
             "f": {f.name: _figure(f) for f in r.figures}, "note": note_text(r, "→") or None,
-            "lint": _lint(r), "before": _side(r.before), "after": _side(r.after)}
+            "lint": _lint(r), "before": _side(r.before), "after": _side(r.after), "where": list(r.where)}
 
 
 def _side_text(word: str, side: SurveyInfo) -> str:
@@ -137,7 +137,7 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "total": total_line(comparison),
         "spills": spill_totals_text(comparison),
         "toolchain_changes": [c.describe("→") for c in comparison.toolchain_changes],
-        "summary": [{"text": line.render("→"), "tone": line.tone, "rows": list(line.rows)}
+        "summary": [{"text": line.render("→"), "tone": line.tone, "rows": list(line.rows), "where": list(line.where)}
                     for line in summarize(comparison).lines],
         "axes": list(axes),
         "figures": sorted(present, key=lambda n: order.get(n, len(order))),

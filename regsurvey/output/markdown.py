@@ -68,7 +68,9 @@ def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
         lines.append(f"> toolchain differs: {escape(change.describe('→'))}")
     if comparison.toolchain_changes:
         lines.append("")
-    lines += [f"- {escape(line.render('→'))}" for line in summarize(comparison).lines]
+    for line in summarize(comparison).lines:
+        lines.append(f"- {escape(line.render('→'))}")
+        lines += [f"  - where: {escape(w)}" for w in line.where]
     lines.append("")
     changed = [r for m in MARK_ORDER if m is not Mark.UNCHANGED for r in comparison.with_mark(m)]
     if changed:

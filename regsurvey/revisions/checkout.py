@@ -74,6 +74,18 @@ def resolve_commit(repo: Path, rev: str) -> str:
     return out.stdout.strip()
 
 
+def file_at(repo: Path, commit: str | None, path: str) -> str | None:
+    """The text of ``path`` (relative to the repository) at ``commit`` (None: as it is in the working
+    tree), or None when there is no such file."""
+    if commit is None:
+        try:
+            return (repo / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    out = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, check=False)
+    return out.stdout.decode("utf-8", errors="replace") if out.returncode == 0 else None
+
+
 def working_tree(start: Path) -> Checkout:
     """The working tree containing ``start``, as it is (uncommitted edits included)."""
     repo = repo_root(start)

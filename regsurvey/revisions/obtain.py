@@ -13,6 +13,7 @@ from ..model.progress import Progress
 from ..model.results import Survey
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
+from ..store.files import WriteError
 from ..store.store import Store, StoreError
 from .checkout import Checkout, CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
 
@@ -81,10 +82,13 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
         assert rev is not None
         with commit_checkout(start, rev) as checkout:
             survey = survey_checkout(checkout, store.objects.root, options, progress)
-    if options.kinds or options.keys:
-        store.save(survey, partial=True)
-    else:
-        store.save(survey, default_targets=not options.targets)
+    try:
+        if options.kinds or options.keys:
+            store.save(survey, partial=True)
+        else:
+            store.save(survey, default_targets=not options.targets)
+    except WriteError as exc:  # a full disk: the survey is still right, only not kept for the next run
+        print(f"regsurvey: warning: the survey is not stored ({exc})", file=sys.stderr)
     return survey
 
 

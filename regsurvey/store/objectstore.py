@@ -6,28 +6,12 @@ store never leave a half-written object; reads verify the hash.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
 from ..errors import CorruptObjectError
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+from .files import atomic_write
 
 
 class ObjectStore:

@@ -20,7 +20,8 @@ from typing import Any
 from ..errors import CorruptObjectError
 from ..model.results import ObjectRef, ObjectReport
 from ..model.version import READER_REVISION
-from .objectstore import ObjectStore, atomic_write
+from .files import atomic_write
+from .objectstore import ObjectStore
 
 
 @dataclass(frozen=True)

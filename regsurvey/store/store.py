@@ -10,13 +10,15 @@ Layout::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
 
 from ..model.results import Survey, SurveyFormatError
-from .objectstore import ObjectStore, atomic_write
+from .files import WriteError, atomic_write
+from .objectstore import ObjectStore
 
 
 class StoreError(Exception):
@@ -55,8 +57,15 @@ class Store:
             data = part.to_json(indent=None).encode()
             # The checksum beside it, written after it: a survey cut or altered later (or a pair left
             # unmatched by a crash between the two writes) is reported and surveyed again.
-            atomic_write(path, data)
-            atomic_write(_checksum_path(path), hashlib.sha256(data).hexdigest().encode())
+            try:
+                atomic_write(path, data)
+                atomic_write(_checksum_path(path), hashlib.sha256(data).hexdigest().encode())
+            except WriteError:
+                # (a full disk): neither is kept, rather than a survey an older checksum calls damaged
+                for written in (path, _checksum_path(path)):
+                    with contextlib.suppress(OSError):
+                        written.unlink()
+                raise
             paths.append(path)
         return paths
 

@@ -127,6 +127,15 @@ def test_bad_input_is_one_line(tiny: Tiny, tiny_survey: dict[str, Any], args: tu
     assert_one_line_error(invoke("check", *args, *tiny.survey_args()), message.format(repo=tiny.repo))
 
 
+def test_a_placeholder_reason_is_refused_before_any_survey(tiny: Tiny, tmp_path: Path) -> None:
+    # Issue #12: it was refused only once both revisions had been surveyed, minutes later on a real project.
+    store = tmp_path / "empty-store"
+    result = invoke("check", "--base", "HEAD", "--update-baseline", "--reason", "fixme later", "-C", tiny.repo,
+                    "--store", store, "-q")
+    assert_one_line_error(result, '--reason "fixme later" is a placeholder: say why these figures are acceptable')
+    assert not store.exists()  # nothing was surveyed, not even the store made
+
+
 def test_outside_git_a_revision_is_one_line(outside_git: Path) -> None:
     result = invoke("check", "--base", "HEAD", "-C", outside_git, "-q")
     assert result.exit_code == 2 and result.stdout == "" and result.stderr.count("\n") == 1

@@ -20,6 +20,7 @@ HELP = {
     "rebuild-check": ("Usage: regsurvey rebuild-check [OPTIONS]", "Compile every key twice, each time from a"),
     "demo": ("Usage: regsurvey demo [OPTIONS]", "Show what a diff looks like"),
     "lint": ("Usage: regsurvey lint [OPTIONS] [FILES]...", "Find kernel arguments that are loaded into"),
+    "explain": ("Usage: regsurvey explain [OPTIONS] KEY", "Where KEY's registers go: the live registers"),
     "check": ("Usage: regsurvey check [OPTIONS]", "Judge HEAD against BASE as a pre-merge gate"),
     "server": ("Usage: regsurvey server [OPTIONS] COMMAND [ARGS]...", "A worker server kept warm between"),
     "server start": ("Usage: regsurvey server start [OPTIONS]", "Start the server (nothing to do if it runs)."),
@@ -33,7 +34,7 @@ def test_the_group_lists_every_command_in_order() -> None:
     assert result.exit_code == 0, result.stderr
     listed = result.stdout.split("\nCommands:\n")[1].splitlines()
     assert [line.split()[0] for line in listed] == [
-        "run", "capture", "diff", "stack", "rebuild-check", "demo", "lint", "check", "server"]
+        "run", "capture", "diff", "stack", "rebuild-check", "demo", "lint", "explain", "check", "server"]
     assert result.stdout.startswith("Usage: regsurvey [OPTIONS] COMMAND [ARGS]...\n")
 
 

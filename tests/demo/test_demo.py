@@ -41,16 +41,22 @@ def test_demo_command(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     # 32 heads in two 16-head blocks instead of one: half the accumulator per program.
-    assert lines[:2] == [
+    summary = [line for line in lines if line.startswith("- ")]
+    assert summary[:2] == [
         "- lowers VGPR spills of mla_decode (mla_decode_split_kernel) tp4 w8 e4m3 on gfx950 "
         "(56 -> 16; scratch 228 -> 60 B)",
         "- removes SGPR spills from mla_decode (mla_decode_split_kernel) tp4 w8 e4m3 on gfx950: "
         "nostop 19 -> 0, stop 18 -> 0",
     ]
+    # Where (issue #13): under each, the source lines whose spills changed, the same in both builds.
+    where = lines[1:lines.index(summary[1])]
+    assert "    where: fewer spills at decode_layer/attention.py:110 (14 to 1 stores, 14 to 2 reloads)" in where
+    assert all(w.startswith("    where: ") and " builds)" not in w for w in where)
     assert "- every key builds on both commits" in lines
     assert lines[-1] == f"wrote {tmp_path / 'demo.html'} (open it in a browser)"
     page = (tmp_path / "demo.html").read_text()
     assert "mla_decode: one 16-head block per program" in page
+    assert "fewer spills at decode_layer/attention.py:110 (14 to 1 stores, 14 to 2 reloads)" in page
 
 
 @pytest.mark.slow

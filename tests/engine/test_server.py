@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,18 +19,8 @@ from ..commands.test_cli_run import BAD_KEYS, BROKEN_KERNELS
 
 
 @pytest.fixture
-def env() -> Iterator[dict[str, str]]:
-    # A short path: a Unix socket's path must stay under about 100 bytes.
-    directory = tempfile.mkdtemp(prefix="rs-", dir="/tmp")
-    # "use": a running server is used, none is started unless a test asks for it.
-    environ = {**os.environ, "REGSURVEY_SERVER_DIR": directory, "REGSURVEY_SERVER": "use"}
-    for name in ("REGSURVEY_WORKER_START", "CI"):
-        environ.pop(name, None)
-    try:
-        yield environ
-    finally:
-        cli("server", "stop", env=environ)
-        shutil.rmtree(directory, ignore_errors=True)
+def env(server_env: dict[str, str]) -> dict[str, str]:
+    return server_env
 
 
 def cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:

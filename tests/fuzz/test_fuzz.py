@@ -1,12 +1,13 @@
 """The fuzzing campaign of issue #12: mutated real objects and texts into every public reader.
 
 Seeds are real: the gfx950 HSACOs, code objects and ``amdgcn`` texts of ``tests/fixtures/lint`` and an sm_90
-cubin and its PTX compiled here. Each input is one to three mutations of a seed (:mod:`.mutate`: bit
-flips, byte and word overwrites, truncation, duplicated or deleted chunks; for text, deleted, duplicated
-or swapped lines and changed numbers). A target may return a result or raise
-:class:`~regsurvey.errors.CorruptObjectError` / :class:`~regsurvey.lint.LintInputError` with a one-line
-message; anything else (an IndexError, a RecursionError, a case over its time budget ...) fails the test,
-naming the target, the seed and the operations that reproduce it.
+cubin and its PTX compiled here; where an LLVM >= 20 objdump is installed, also ``regsurvey lint FILE`` on
+mutated objects (objdump runs on each) and the lint on mutated objdump text. Each input is one to three
+mutations of a seed (:mod:`.mutate`: bit flips, byte and word overwrites, truncation, duplicated or
+deleted chunks; for text, deleted, duplicated or swapped lines and changed numbers). A target may return a
+result or raise :class:`~regsurvey.errors.CorruptObjectError` / :class:`~regsurvey.lint.LintInputError`
+with a one-line message; anything else (an IndexError, a RecursionError, a case over its time budget ...)
+fails the test, naming the target, the seed and the operations that reproduce it.
 
 A short deterministic slice runs in the default test run; ``pytest -m fuzz tests/fuzz`` runs the campaign,
 ``REGSURVEY_FUZZ_N`` inputs in all (default 10,000), drawn from other seeds than the slice's.
@@ -19,6 +20,7 @@ import functools
 import os
 import random
 import signal
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -29,7 +31,9 @@ import pytest
 
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import LintInputError, lint_amdgcn
+from regsurvey.lint.disassembler import disassemble, find_objdump
 from regsurvey.lint.nvidia import lint_ptx_sass, ptx_params
+from regsurvey.linting import lint_file
 from regsurvey.model.targets import get_target
 from regsurvey.objects import nvidia_object
 from regsurvey.objects.amd_object import parse_hsaco, read_hsaco
@@ -114,6 +118,30 @@ def _ptx(_: str, ptx: bytes | str) -> object:
     return ptx_params(ptx), lint_ptx_sass(ptx, nvidia_kernel()[2])
 
 
+@functools.cache
+def objdump_texts() -> dict[str, str]:
+    """``llvm-objdump -d`` of each linked seed object (what ``regsurvey lint FILE.hsaco`` lints)."""
+    return {name: disassemble(data) for name, data in amd_objects().items() if name.endswith(".hsaco")}
+
+
+def _objdump_text(name: str, text: bytes | str) -> object:
+    assert isinstance(text, str)
+    return lint_amdgcn(text, hsaco=amd_objects()[name])
+
+
+def _lint_file(_: str, data: bytes | str) -> object:
+    """``regsurvey lint FILE`` on a mutated object: parsed, then disassembled by llvm-objdump, then linted."""
+    assert isinstance(data, bytes)
+    with tempfile.NamedTemporaryFile(suffix=".hsaco") as f:
+        f.write(data)
+        f.flush()
+        return lint_file(Path(f.name))
+
+
+def _linked_objects() -> dict[str, bytes | str]:
+    return {name: data for name, data in amd_objects().items() if name.endswith(".hsaco")}
+
+
 def _paired_objects() -> dict[str, bytes | str]:
     texts = amd_texts()
     return {name: data for name, data in amd_objects().items()
@@ -128,6 +156,9 @@ TARGETS: dict[str, Target] = {
     "read_cubin": Target(lambda: {"add_kernel-sm90.cubin": nvidia_kernel()[0]}, _read_cubin),
     "ptx_params+lint_ptx_sass": Target(lambda: {"add_kernel-sm90.ptx": nvidia_kernel()[1]}, _ptx),
 }
+if find_objdump() is not None:  # (README: LLVM >= 20's objdump; the CI installs one)
+    TARGETS["lint_file(mutated hsaco)"] = Target(_linked_objects, _lint_file)
+    TARGETS["lint_amdgcn(mutated objdump text)"] = Target(lambda: dict(objdump_texts()), _objdump_text)
 
 
 # -- running a case ----------------------------------------------------------------------------------
@@ -202,13 +233,13 @@ def _nvdisasm_runs() -> int:
 
 @pytest.fixture(autouse=True)
 def _count_nvdisasm(monkeypatch: pytest.MonkeyPatch) -> None:
-    run_tool = nvidia_object._run_tool
+    run_tool = nvidia_object.run_tool
 
     def counted(name: str, args: list[str], path: str) -> str:
         _NVDISASM_RUNS[0] += 1
         return run_tool(name, args, path)
 
-    monkeypatch.setattr(nvidia_object, "_run_tool", counted)
+    monkeypatch.setattr(nvidia_object, "run_tool", counted)
 
 
 # -- the tests ---------------------------------------------------------------------------------------

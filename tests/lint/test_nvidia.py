@@ -159,3 +159,20 @@ def test_disassembling_many_names_the_bad_cubin() -> None:
     with pytest.raises(CorruptObjectError, match="cubin 1 of 2 is for sm_100, the first for sm_90"):
         disassemble_many([good, other])
     assert disassemble_many([]) == []
+
+
+@pytest.mark.parametrize("decl", [".param .align 0 .b8 p[16]", ".param .align q .b8 p[16]", ".param .align 3 .b8 p[16]",
+                                  ".param .b8 .align p[16]"])
+def test_a_parameter_whose_align_is_not_a_power_of_two_is_one_line(decl: str) -> None:
+    # Issue #12: `.align 0` divided by zero, `.align q` raised a bare ValueError.
+    from regsurvey.lint import LintInputError
+
+    with pytest.raises(LintInputError, match=r"has no power-of-two \.align$"):
+        ptx_params(f".visible .entry k(\n\t{decl},\n\t.param .u32 n\n)\n{{\n}}\n")
+
+
+def test_a_struct_parameter_takes_its_own_align() -> None:
+    # A byte array with `.align 16` (how PTX passes a struct by value) starts at the next 16-byte boundary.
+    ptx = ".visible .entry k(\n\t.param .u32 n,\n\t.param .align 16 .b8 s[32],\n\t.param .u64 p\n)\n{\n}\n"
+    _, params = ptx_params(ptx)
+    assert [(p.name, p.offset, p.size) for p in params] == [("n", 0, 4), ("s", 16, 32), ("p", 48, 8)]

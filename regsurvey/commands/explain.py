@@ -1,0 +1,107 @@
+"""``regsurvey explain``: where a build's registers go, line by line of the kernel's own source."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import CorruptObjectError
+from ..model.results import Row, Survey
+from ..output.explain import Explained
+from ..revisions.checkout import repo_root
+from ..revisions.obtain import obtain_survey, open_store
+from ..revisions.sources import SourcePaths
+from .common import EXIT_OK, command_errors, fail
+from .options import make_survey_options, selection_options, write_report
+
+
+@click.command()
+@click.argument("key")
+@click.option("--commit", "rev", metavar="REV", help="Explain the build of this git revision (default: the "
+              "working tree). A stored survey made with this toolchain is reused.")
+@click.option("--kernel", metavar="NAME", help="Only the builds of this kernel (a key may launch several).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report here (default: stdout; HTML: reports/explain-<key>.html at the repository "
+                   "root).")
+@click.option("--top", type=click.IntRange(1), default=12, show_default=True,
+              help="How many of the lines holding the most registers to list.")
+@selection_options(target_help="Only the builds for these targets (repeat or comma-separate); surveyed if the "
+                   "stored survey has none.")
+@click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where surveys and objects are kept (default: .regsurvey/ at the repository root).")
+@click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=Path("."), help="Run as if started in this directory.")
+def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Path | None, top: int,
+            targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None,
+            timeout: float, quiet: bool, store_dir: Path | None, repo: Path) -> None:
+    """Where KEY's registers go: the live registers along its code, the peak, every spill store and
+    reload, each on the Triton source line it came from (helpers inlined at a call site count there too).
+
+    KEY is a key id or a glob over key ids (`mla_decode/tp4/w8/*`); every matching build is explained.
+    The figures come from the compiled object alone: on AMD from a liveness analysis of its amdgcn, on
+    NVIDIA from nvdisasm's life ranges; spills as the compiler marked them. Computed once per object and
+    kept beside it in the store.
+    """
+    from ..explaining import pressure_of
+    from ..output.progress import survey_progress
+
+    if kinds or keys:
+        fail("--kind and --key do not apply: KEY selects the builds")
+    start = repo.resolve()
+    with command_errors(CorruptObjectError):
+        options = make_survey_options(targets, (), (), jobs, timeout)
+        store = open_store(store_dir, start)
+        with survey_progress(enabled=not quiet) as progress:
+            survey = obtain_survey(start, rev, store, options, progress, reuse=True)
+        rows = _chosen(survey, key, kernel)
+        root = repo_root(start) or start
+        try:
+            items = [Explained(row, pressure_of(row, store.objects)) for row in rows]
+        except CorruptObjectError as exc:
+            # An object damaged since its survey: compiled again on the spot, then explained.
+            click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
+            with survey_progress(enabled=not quiet) as progress:
+                survey = obtain_survey(start, rev, store, options, progress, reuse=False)
+            items = [Explained(row, pressure_of(row, store.objects)) for row in _chosen(survey, key, kernel)]
+    text = _format(items, fmt, SourcePaths(repo_root(start), survey.commit), top)
+    write_report(text, fmt, output, root / "reports" / f"explain-{_file_part(key)}.html")
+    sys.exit(EXIT_OK)
+
+
+def _chosen(survey: Survey, key: str, kernel: str | None) -> list[Row]:
+    """The rows of ``survey`` that KEY and --kernel select; one line (exit 2) when none built."""
+    matching = [r for r in survey.rows if r.key == key or fnmatch.fnmatchcase(r.key, key)]
+    if not matching:
+        known = sorted({r.key for r in survey.rows})
+        hint = f" (its keys are like {', '.join(known[:3])})" if known else ""
+        fail(f"no key {key!r} in the survey of {survey.label}{hint}")
+    if kernel is not None:
+        matching = [r for r in matching if r.kernel == kernel]
+        if not matching:
+            fail(f"no build of key {key!r} runs kernel {kernel!r}")
+    built = [r for r in matching if r.ok and r.object is not None]
+    if not built:
+        first = matching[0]
+        fail(f"{first.row_id} ({first.target}) did not build: {(first.error or first.status.value).splitlines()[0]}")
+    return built
+
+
+def _format(items: list[Explained], fmt: str, paths: SourcePaths, top: int) -> str:
+    from ..output import explain as out
+
+    if fmt == "json":
+        return out.format_json(items)
+    if fmt == "markdown":
+        return out.format_markdown(items, paths, top)
+    if fmt == "html":
+        return out.format_html(items, paths, top)
+    return out.format_text(items, paths, top)
+
+
+def _file_part(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in key).strip("_") or "key"

@@ -1,0 +1,156 @@
+"""Where a kernel's registers go: the live registers along its code, the peak, every spill store and
+reload, each attributed to the Triton source line it came from (issue #13).
+
+One :class:`Pressure` per compiled object, computed from the object alone (:mod:`regsurvey.pressure`) and
+kept beside it in the object store as JSON (:mod:`regsurvey.explaining`). Source locations are *frames*:
+the innermost first, then each ``@triton.jit`` helper's call site it was inlined at, out to the kernel's
+own line. Paths are as the compiler saw them; :class:`regsurvey.revisions.sources.SourcePaths` names them
+for the reader.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Version of the stored JSON; a stored pressure of another version is computed again.
+PRESSURE_VERSION = 1
+
+Frame = tuple[str, int]  # (path, line)
+
+
+@dataclass(frozen=True)
+class Site:
+    """An instruction of the object: its index in the code, its text, its source frames (innermost
+    first; empty when the compiler gave it no line) and, per register class, the live count there."""
+
+    index: int
+    text: str
+    frames: tuple[Frame, ...]
+    live: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "text": self.text, "frames": [list(f) for f in self.frames], "live": self.live}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Site:
+        return cls(int(data["index"]), str(data["text"]), tuple((str(p), int(n)) for p, n in data["frames"]),
+                   {str(k): int(v) for k, v in data["live"].items()})
+
+
+@dataclass(frozen=True)
+class Spill:
+    """One spill store or reload: ``kind`` is ``store`` or ``reload``; ``medium`` says where the value
+    goes (``scratch``, ``agpr`` or ``vgpr-lane`` on AMD, ``local`` on NVIDIA); ``size`` its dwords (AMD)
+    or bytes (NVIDIA), as the object readers count them."""
+
+    kind: str
+    medium: str
+    size: int
+    site: Site
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "medium": self.medium, "size": self.size, "site": self.site.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Spill:
+        return cls(str(data["kind"]), str(data["medium"]), int(data["size"]), Site.from_dict(data["site"]))
+
+
+@dataclass
+class LineStats:
+    """One source line: the most registers live at its instructions (per class), and its spill stores
+    and reloads. ``own`` counts instructions whose innermost user frame is this line; ``inlined``
+    those of helpers inlined at it (a call site)."""
+
+    frame: Frame
+    live: dict[str, int] = field(default_factory=dict)  # over its own and its inlined instructions
+    instructions: int = 0  # its own
+    spill_stores: int = 0  # its own spill instructions
+    spill_reloads: int = 0
+    inlined_instructions: int = 0  # of helpers inlined at it (it is a call site)
+    inlined_stores: int = 0
+    inlined_reloads: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.frame[0], "line": self.frame[1], "live": self.live, "instructions": self.instructions,
+                "spill_stores": self.spill_stores, "spill_reloads": self.spill_reloads,
+                "inlined_instructions": self.inlined_instructions, "inlined_stores": self.inlined_stores,
+                "inlined_reloads": self.inlined_reloads}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LineStats:
+        return cls((str(data["path"]), int(data["line"])), {str(k): int(v) for k, v in data["live"].items()},
+                   *(int(data[k]) for k in ("instructions", "spill_stores", "spill_reloads", "inlined_instructions",
+                                            "inlined_stores", "inlined_reloads")))
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """The register pressure of one kernel object.
+
+    ``classes``: the register classes counted, in display order (``vgpr``, ``agpr``, ``sgpr`` on AMD;
+    ``gpr``, ``ugpr`` on NVIDIA). ``peaks``: per class, the first instruction where the most are live.
+    ``series``: per class, the live count at every instruction, in code order. ``lines``: per source
+    line. ``spills``: every spill store and reload, in code order. ``method``: how the live counts were
+    found (our liveness over the amdgcn CFG; nvdisasm's life ranges).
+    """
+
+    kernel: str
+    target: str
+    method: str
+    classes: tuple[str, ...]
+    instructions: int
+    peaks: dict[str, Site]
+    series: dict[str, list[int]]
+    lines: tuple[LineStats, ...]
+    spills: tuple[Spill, ...]
+    files: tuple[str, ...] = ()  # every source file named, innermost frames first seen first
+
+    def spill_total(self, kind: str) -> int:
+        return sum(s.size for s in self.spills if s.kind == kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": PRESSURE_VERSION, "kernel": self.kernel, "target": self.target, "method": self.method,
+                "classes": list(self.classes), "instructions": self.instructions,
+                "peaks": {k: v.to_dict() for k, v in self.peaks.items()},
+                "series": {k: list(v) for k, v in self.series.items()},
+                "lines": [line.to_dict() for line in self.lines], "spills": [s.to_dict() for s in self.spills],
+                "files": list(self.files)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pressure:
+        if data.get("version") != PRESSURE_VERSION:
+            raise ValueError(f"pressure version {data.get('version')!r}, expected {PRESSURE_VERSION}")
+        return cls(str(data["kernel"]), str(data["target"]), str(data["method"]), tuple(data["classes"]),
+                   int(data["instructions"]), {k: Site.from_dict(v) for k, v in data["peaks"].items()},
+                   {k: [int(x) for x in v] for k, v in data["series"].items()},
+                   tuple(LineStats.from_dict(x) for x in data["lines"]),
+                   tuple(Spill.from_dict(x) for x in data["spills"]), tuple(data.get("files", ())))
+
+
+@functools.cache
+def _triton_dirs() -> tuple[str, ...]:
+    spec = importlib.util.find_spec("triton")
+    return tuple(str(Path(p).resolve()) + "/" for p in (spec.submodule_search_locations or [])) if spec else ()
+
+
+def is_toolchain(path: str) -> bool:
+    """Whether ``path`` is Triton's own source (``triton/language/standard.py``: what ``tl.sum`` is made
+    of), which a kernel engineer does not edit: its lines are attributed to the caller's."""
+    if "/triton/language/" in path or path.startswith("triton/language/") or "/triton/runtime/" in path:
+        return True
+    return any(path.startswith(d) for d in _triton_dirs())
+
+
+def attribution(frames: tuple[Frame, ...]) -> tuple[Frame | None, tuple[Frame, ...]]:
+    """The frame an instruction is attributed to (the innermost one outside Triton's own source; the
+    innermost one when all are Triton's), and the call sites that frame was inlined at (outer frames
+    outside Triton), innermost first."""
+    user = [f for f in frames if not is_toolchain(f[0])]
+    if not user:
+        return (frames[0] if frames else None), ()
+    return user[0], tuple(dict.fromkeys(f for f in user[1:] if f != user[0]))

@@ -1,0 +1,276 @@
+"""``regsurvey explain``'s report: a build's register pressure as a profiler's annotate view, with the
+lines that hold the most registers first, as text, Markdown or JSON (the HTML is the report page's)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..model.pressure import LineStats, Pressure, Site, attribution, is_toolchain
+from ..model.results import Row
+
+
+class SourcePaths(Protocol):
+    """How a report names a source file the object names, and reads its lines (None: not found):
+    :class:`regsurvey.revisions.sources.SourcePaths` for the surveyed revision."""
+
+    def name(self, path: str) -> str: ...
+
+    def read(self, path: str) -> list[str] | None: ...
+
+
+_CLASS_LABEL = {"vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "gpr": "regs", "ugpr": "uniform"}
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One build and its pressure."""
+
+    row: Row
+    pressure: Pressure
+
+
+def class_label(name: str) -> str:
+    return _CLASS_LABEL.get(name, name)
+
+
+def frame_text(frame: tuple[str, int] | None, paths: SourcePaths) -> str:
+    return f"{paths.name(frame[0])}:{frame[1]}" if frame else "(no source line)"
+
+
+def site_text(site: Site, paths: SourcePaths) -> str:
+    """``kern.py:7 (inlined at kern.py:15)``: the frame it is attributed to, and its call sites."""
+    own, callers = attribution(site.frames)
+    text = frame_text(own, paths)
+    if callers:
+        text += " (inlined at " + ", ".join(frame_text(f, paths) for f in callers) + ")"
+    return text
+
+
+def top_lines(pressure: Pressure, count: int) -> list[LineStats]:
+    """The lines with the most registers live (of the first class), then the most spill instructions:
+    user code only, call sites included."""
+    first = pressure.classes[0]
+    lines = [line for line in pressure.lines if not is_toolchain(line.frame[0])]
+    lines.sort(key=lambda s: (-s.live.get(first, 0), -(s.spill_stores + s.spill_reloads), s.frame))
+    return lines[:count]
+
+
+def spill_summary(pressure: Pressure) -> str:
+    """``52 stores, 58 reloads (168 dwords to scratch, 1 to AGPRs)``, or ``no spills``."""
+    stores = [s for s in pressure.spills if s.kind == "store"]
+    reloads = [s for s in pressure.spills if s.kind == "reload"]
+    if not stores and not reloads:
+        return "no spills"
+    unit = "bytes" if any(s.medium == "local" for s in pressure.spills) else "dwords"
+    media: dict[str, int] = {}
+    for s in stores:
+        media[s.medium] = media.get(s.medium, 0) + s.size
+    where = {"scratch": "to scratch", "agpr": "to AGPRs", "vgpr-lane": "to VGPR lanes (SGPRs)", "local": "to local"}
+    parts = ", ".join(f"{n} {unit} {where.get(m, m)}" for m, n in media.items())
+    return f"{len(stores)} spill stores, {len(reloads)} reloads" + (f" ({parts})" if parts else "")
+
+
+def _peak_sentences(pressure: Pressure, row: Row, paths: SourcePaths) -> list[str]:
+    out = []
+    for c in pressure.classes:
+        site = pressure.peaks.get(c)
+        if site is None or site.live.get(c, 0) == 0:
+            continue
+        limit = _allocated(row, c)
+        of = f" of {limit} allocated" if limit is not None else ""
+        out.append(f"{class_label(c)} peak {site.live[c]}{of} at {site_text(site, paths)}: `{site.text}`")
+    return out
+
+
+def _allocated(row: Row, name: str) -> int | None:
+    """What the compiler allocated of class ``name``, from the row's resources."""
+    key = {"vgpr": "vgpr", "agpr": "agpr", "sgpr": "sgpr", "gpr": "regs"}.get(name)
+    value = row.resources.get(key) if key and row.resources else None
+    return int(value) if isinstance(value, int) else None
+
+
+def _title(item: Explained) -> str:
+    row, p = item.row, item.pressure
+    launch = f" launch {row.launch}" if row.launch else ""
+    return f"{row.key}{launch} on {row.target}: kernel {p.kernel}, {p.instructions} instructions"
+
+
+# -- text ---------------------------------------------------------------------------------------------
+
+def format_text(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+    out: list[str] = []
+    for item in items:
+        p = item.pressure
+        out.append(_title(item) + f" ({p.method})")
+        out.extend(f"  {s}" for s in _peak_sentences(p, item.row, paths))
+        out.append(f"  {spill_summary(p)}")
+        lines = top_lines(p, top)
+        if lines:
+            out.append("")
+            out.append("  the lines holding the most registers:")
+            out.extend(_line_table(p, lines, paths))
+        out.append("")
+        out.extend(_annotated(p, paths))
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _counts(p: Pressure, stats: LineStats | None) -> list[str]:
+    if stats is None:
+        return ["" for _ in p.classes] + ["", ""]
+    cells = [str(stats.live.get(c, "")) for c in p.classes]
+    stores = stats.spill_stores + stats.inlined_stores
+    reloads = stats.spill_reloads + stats.inlined_reloads
+    cells += [str(stores) if stores else "", str(reloads) if reloads else ""]
+    return cells
+
+
+def _line_table(p: Pressure, lines: list[LineStats], paths: SourcePaths) -> list[str]:
+    headers = ["line", *[class_label(c) for c in p.classes], "st", "ld", "source"]
+    rows = []
+    for stats in lines:
+        label = frame_text(stats.frame, paths) + (" *" if stats.inlined_instructions else "")
+        rows.append([label, *_counts(p, stats), _source_line(paths, stats.frame)])
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers) - 1)]
+    text = []
+    for r in [headers, *rows]:
+        cells = [r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:-1], widths[1:]))]
+        text.append("    " + "  ".join(cells) + "  " + r[-1])
+    if any(s.inlined_instructions for s in lines):
+        text.append("    * a call site: its figures include the helpers inlined there")
+    return text
+
+
+def _source_line(paths: SourcePaths, frame: tuple[str, int]) -> str:
+    lines = paths.read(frame[0])
+    if lines is None or not 0 < frame[1] <= len(lines):
+        return ""
+    return lines[frame[1] - 1].strip()
+
+
+def _annotated(p: Pressure, paths: SourcePaths) -> list[str]:
+    """Each user source file the kernel came from, from its first to its last line with code, every
+    line with its figures (blank where it made no instruction)."""
+    by_file: dict[str, dict[int, LineStats]] = {}
+    for stats in p.lines:
+        if not is_toolchain(stats.frame[0]):
+            by_file.setdefault(stats.frame[0], {})[stats.frame[1]] = stats
+    out: list[str] = []
+    headers = [*[class_label(c) for c in p.classes], "st", "ld"]
+    for path, lines in by_file.items():
+        source = paths.read(path)
+        first, last = min(lines), max(lines)
+        width = len(str(last))
+        cells = [[*_counts(p, lines.get(n))] for n in range(first, last + 1)]
+        widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
+        out.append(f"  {paths.name(path)}" + ("" if source is not None else " (source not found)"))
+        out.append("    " + " " * width + "  " + "  ".join(h.rjust(w) for h, w in zip(headers, widths)))
+        for n, row in zip(range(first, last + 1), cells):
+            text = source[n - 1].rstrip() if source is not None and 0 < n <= len(source) else ""
+            out.append(f"    {str(n).rjust(width)}  " + "  ".join(c.rjust(w) for c, w in zip(row, widths))
+                       + f"  {text}")
+        out.append("")
+    return out
+
+
+# -- Markdown -------------------------------------------------------------------------------------------
+
+def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+    out: list[str] = []
+    for item in items:
+        p = item.pressure
+        out.append(f"#### `{item.row.key}` on {item.row.target}: `{p.kernel}`")
+        out.append("")
+        out.extend(f"- {s}" for s in _peak_sentences(p, item.row, paths))
+        out.append(f"- {spill_summary(p)}")
+        out.append("")
+        lines = top_lines(p, top)
+        if lines:
+            heads = ["line", *[class_label(c) for c in p.classes], "spill stores", "reloads", "source"]
+            out.append("| " + " | ".join(heads) + " |")
+            out.append("|" + "|".join(["---", *["---:"] * (len(heads) - 2), "---"]) + "|")
+            for stats in lines:
+                source = _source_line(paths, stats.frame).replace("|", "\\|")
+                label = f"`{frame_text(stats.frame, paths)}`" + (" (call site)" if stats.inlined_instructions else "")
+                cells = [label, *_counts(p, stats), f"`{source}`" if source else ""]
+                out.append("| " + " | ".join(cells) + " |")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+# -- JSON -------------------------------------------------------------------------------------------------
+
+def explained_dict(item: Explained) -> dict[str, Any]:
+    row = item.row
+    return {"key": row.key, "target": row.target, "kernel": row.kernel, "launch": row.launch,
+            "object": row.object.sha256 if row.object else None, "resources": row.resources,
+            "pressure": item.pressure.to_dict()}
+
+
+def format_json(items: list[Explained]) -> str:
+    return json.dumps({"builds": [explained_dict(i) for i in items]}, indent=1)
+
+
+# -- HTML ---------------------------------------------------------------------------------------------------
+
+_STYLE = """body{font:14px system-ui,sans-serif;margin:2em;color:#222}h2{font-size:1.1em;margin-top:2em}
+table{border-collapse:collapse;font:12px ui-monospace,monospace}td,th{padding:1px 8px;text-align:right}
+td.src{text-align:left;white-space:pre}th{border-bottom:1px solid #999}tr.hot td{background:#fde2e1}
+tr.spill td.sp{color:#b00;font-weight:bold}svg{background:#f6f6f6;margin:.5em 0}.note{color:#666}"""
+
+
+def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+    """One self-contained page: per build, the pressure along the code (a line per class), the peaks and
+    spills, the lines holding the most registers, and the annotated source."""
+    from html import escape
+
+    parts = [f"<!doctype html><meta charset=utf-8><title>regsurvey explain</title><style>{_STYLE}</style>"]
+    for item in items:
+        p = item.pressure
+        parts.append(f"<h2>{escape(_title(item))}</h2><p class=note>{escape(p.method)}</p><ul>")
+        parts.extend(f"<li>{escape(s)}</li>" for s in _peak_sentences(p, item.row, paths))
+        parts.append(f"<li>{escape(spill_summary(p))}</li></ul>")
+        parts.append(_series_svg(p))
+        hot = {id(s) for s in top_lines(p, top)}
+        by_file: dict[str, dict[int, LineStats]] = {}
+        for stats in p.lines:
+            if not is_toolchain(stats.frame[0]):
+                by_file.setdefault(stats.frame[0], {})[stats.frame[1]] = stats
+        heads = "".join(f"<th>{escape(h)}</th>" for h in ["line", *[class_label(c) for c in p.classes],
+                                                          "spill st", "ld", "source"])
+        for path, lines in by_file.items():
+            source = paths.read(path)
+            parts.append(f"<h3>{escape(paths.name(path))}</h3><table><tr>{heads}</tr>")
+            for n in range(min(lines), max(lines) + 1):
+                line = lines.get(n)
+                cells = _counts(p, line)
+                text = source[n - 1] if source is not None and 0 < n <= len(source) else ""
+                classes = " ".join(c for c, on in (("hot", line is not None and id(line) in hot),
+                                                   ("spill", bool(cells[-1] or cells[-2]))) if on)
+                row = "".join(f"<td>{escape(c)}</td>" for c in cells[:-2])
+                row += "".join(f"<td class=sp>{escape(c)}</td>" for c in cells[-2:])
+                parts.append(f"<tr class='{classes}'><td>{n}</td>{row}<td class=src>{escape(text)}</td></tr>")
+            parts.append("</table>")
+    return "\n".join(parts) + "\n"
+
+
+def _series_svg(p: Pressure, width: int = 900, height: int = 120) -> str:
+    """The live count of each class along the code, as polylines (at most ``width`` points each)."""
+    colors = ["#c0392b", "#2980b9", "#27ae60"]
+    top = max([1, *(max(v, default=0) for v in p.series.values())])
+    lines = []
+    for color, c in zip(colors, p.classes):
+        values = p.series.get(c, [])
+        if not values:
+            continue
+        step = max(1, len(values) // width)
+        points = [max(values[i:i + step]) for i in range(0, len(values), step)]
+        xs = [i * width / max(1, len(points) - 1) for i in range(len(points))]
+        coords = " ".join(f"{x:.1f},{height - v * (height - 10) / top:.1f}" for x, v in zip(xs, points))
+        lines.append(f"<polyline fill=none stroke='{color}' stroke-width=1 points='{coords}'><title>{c}</title>"
+                     "</polyline>")
+    legend = ", ".join(f"{class_label(c)} ({color})" for color, c in zip(["red", "blue", "green"], p.classes))
+    return (f"<svg width={width} height={height} role=img aria-label='live registers along the code'>"
+            + "".join(lines) + f"</svg><div class=note>live registers along the code, peak {top}: {legend}</div>")

@@ -1,0 +1,176 @@
+"""Register pressure of an NVIDIA kernel, from its cubin and the PTX it was assembled from.
+
+Live registers per instruction are nvdisasm's own (``--print-life-ranges --life-range-mode count``):
+the general registers (``GPR``) and the uniform ones (``UGPR``) live at each SASS instruction. nvdisasm
+13.1 refuses a kernel whose REGCOUNT is 255 ("Invalid register count : '255'"), which is every kernel
+ptxas had to squeeze (the ones that spill): for those it reads a private copy whose REGCOUNT says 254.
+The count only bounds the register numbers nvdisasm accepts (R0 to R254; R255 is RZ), so the life
+ranges are the same.
+
+Source lines: the cubin's ``.nv_debug_line_sass`` maps each SASS address to a line of the PTX, and the
+PTX's ``.loc`` directives give that line's source location and, with ``inlined_at``, the call sites
+of the ``@triton.jit`` helpers it was inlined from. Without the PTX, the cubin's ``.debug_line`` gives
+the innermost location alone.
+
+Spills are the ``STL`` stores and ``LDL`` loads of local memory, with their widths in bytes (the same
+sum the object reader reports as spill store and load bytes).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tempfile
+
+from elftools.common.utils import struct_parse
+from elftools.dwarf.lineprogram import LineProgram
+from elftools.dwarf.structs import DWARFStructs
+from elftools.elf.elffile import ELFFile
+
+from ..errors import CorruptObjectError
+from ..model.pressure import Frame, Pressure
+from ..objects import nvidia_object
+from ..objects.elfcheck import PARSE_ERRORS, first_line
+from .build import Step, build
+
+CLASSES = ("gpr", "ugpr")
+
+# "/*0080*/   LDG.E R33, desc[UR4][R4.64] ;     // |   6   |        |   2    |", under a header naming the
+# columns ("// | GPR   | PRED   | UGPR   |"; a class no instruction uses has no column).
+_COUNTED = re.compile(r"^[ \t]*/\*([0-9a-f]+)\*/[ \t]+([^\n]*?)[ \t]*;?[ \t]*//[ \t]*\|([^\n]*)\|[ \t]*$", re.M)
+_HEADER = re.compile(r"^[ \t]*//[ \t]*\|((?:[ \t]*[A-Z]+[ \t]*\|)+)[ \t]*$", re.M)
+_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
+_REGCOUNT_MAX = 254
+
+
+def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressure:
+    """The pressure of the kernel in ``cubin``; CorruptObjectError for an object nvdisasm or the ELF
+    reader rejects."""
+    try:
+        elf = ELFFile(io.BytesIO(cubin))
+        kernel, _ = nvidia_object.kernel_symbol(elf)
+        address_lines = _line_table(elf, ".nv_debug_line_sass" if ptx else ".debug_line")
+        debug_files = _debug_line_files(elf) if not ptx else []
+    except CorruptObjectError:
+        raise
+    except PARSE_ERRORS as exc:
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    counted = _life_ranges(cubin)
+    if ptx:
+        by_ptx_line = _ptx_frames(ptx)
+        frames_of = {address: by_ptx_line.get(line, ()) for address, (_, line) in address_lines.items()}
+    else:
+        frames_of = {address: ((debug_files[f - 1], line),) if 0 < f <= len(debug_files)
+                     and line else () for address, (f, line) in address_lines.items()}
+    starts = sorted(frames_of)
+    steps = []
+    position = -1
+    for address, text, gpr, ugpr in counted:
+        while position + 1 < len(starts) and starts[position + 1] <= address:
+            position += 1
+        frames = frames_of[starts[position]] if position >= 0 else ()
+        steps.append(Step(text, frames, {"gpr": gpr, "ugpr": ugpr}, _spill(text)))
+    return build(kernel, target, "nvdisasm life ranges", CLASSES, steps)
+
+
+def _life_ranges(cubin: bytes) -> list[tuple[int, str, int, int]]:
+    """(address, instruction, live GPRs, live UGPRs) of each SASS instruction, from nvdisasm."""
+    data = nvidia_object.with_regcount_at_most(cubin, _REGCOUNT_MAX)
+    with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(data)
+        out = nvidia_object.run_tool("nvdisasm", ["-c", "-plr", "-lrm", "count", path], path)
+    header = _HEADER.search(out)
+    if header is None:
+        raise CorruptObjectError("nvdisasm printed no life ranges")
+    columns = [name.strip() for name in header[1].split("|") if name.strip()]
+    rows = []
+    for m in _COUNTED.finditer(out):
+        cells = dict(zip(columns, m[3].split("|")))
+        rows.append((int(m[1], 16), " ".join(m[2].split()), _count(cells.get("GPR", "")),
+                     _count(cells.get("UGPR", ""))))
+    if not rows:
+        raise CorruptObjectError("nvdisasm printed no life ranges")
+    return rows
+
+
+def _count(cell: str) -> int:
+    cell = cell.strip()
+    return int(cell) if cell.isdigit() else 0
+
+
+def _spill(text: str) -> tuple[str, str, int] | None:
+    access = nvidia_object.local_access(text)
+    if access is None:
+        return None
+    op, size = access
+    return ("store" if op == "STL" else "reload", "local", size)
+
+
+# -- line tables ------------------------------------------------------------------------------------------
+
+def _program(elf: ELFFile, name: str) -> LineProgram | None:
+    section = elf.get_section_by_name(name)
+    if section is None:
+        return None
+    stream = io.BytesIO(section.data())
+    structs = DWARFStructs(little_endian=elf.little_endian, dwarf_format=32, address_size=elf.elfclass // 8)
+    header = struct_parse(structs.Dwarf_lineprog_header, stream, 0)
+    return LineProgram(header=header, stream=stream, structs=structs, program_start_offset=stream.tell(),
+                       program_end_offset=header["unit_length"] + 4)
+
+
+def _line_table(elf: ELFFile, name: str) -> dict[int, tuple[int, int]]:
+    """Address -> (file number, line) of the line program in section ``name`` (empty without one)."""
+    program = _program(elf, name)
+    if program is None:
+        return {}
+    table: dict[int, tuple[int, int]] = {}
+    for entry in program.get_entries():
+        state = entry.state
+        if state is not None and not state.end_sequence:
+            table[state.address] = (state.file, state.line)
+    return table
+
+
+def _debug_line_files(elf: ELFFile) -> list[str]:
+    program = _program(elf, ".debug_line")
+    if program is None:
+        return []
+    directories = [d.decode(errors="replace") for d in program.header["include_directory"]]
+    files = []
+    for entry in program.header["file_entry"]:
+        name = entry.name.decode(errors="replace")
+        index = entry.dir_index
+        files.append(f"{directories[index - 1]}/{name}" if 0 < index <= len(directories) else name)
+    return files
+
+
+def _ptx_frames(ptx: str) -> dict[int, tuple[Frame, ...]]:
+    """For each PTX line (from 1), the source frames of the ``.loc`` in force there: its own location,
+    then the call sites it was inlined at (followed through the ``.loc`` that each names)."""
+    files = {int(m[1]): m[2] for m in _PTX_FILE.finditer(ptx)}
+    chains: dict[tuple[int, int, int], tuple[Frame, ...]] = {}  # a location -> its frames, as last seen
+    out: dict[int, tuple[Frame, ...]] = {}
+    current: tuple[Frame, ...] = ()
+    for number, line in enumerate(ptx.splitlines(), start=1):
+        if ".loc" in line:
+            m = _PTX_LOC.match(line)
+            if m:
+                f, n, col = int(m[1]), int(m[2]), int(m[3])
+                own: Frame = (files.get(f, ""), n)
+                if n == 0:
+                    current = ()
+                    continue
+                outer: tuple[Frame, ...] = ()
+                if m[4] is not None:
+                    at = (int(m[4]), int(m[5]), int(m[6]))
+                    outer = chains.get(at) or ((files.get(at[0], ""), at[1]),)
+                current = (own, *outer)
+                chains[(f, n, col)] = current
+                continue
+        out[number] = current
+    return out

@@ -1,0 +1,89 @@
+"""Source paths in a kernel's line tables, named as the reader knows them, and their text.
+
+A compiled object names its source files by the paths the compiler saw, which are rarely where the
+reader stands: the temporary worktree a survey of a commit ran in (``/tmp/regsurvey-<sha>-xyz/tree/
+pkg/attention.py``), the repository itself for a survey of the working tree, another checkout
+altogether when Triton's own cache served a kernel compiled there first, or an installed package
+(``.../site-packages/liger_kernel/ops/rms_norm.py``). The pressure keeps them as they are (it belongs to
+the object); :class:`SourcePaths` names each relative to the repository of the surveyed revision (by the
+longest tail of the path that is one of its files), else to the import path, and reads the text.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .checkout import file_at
+
+_WORKTREE = re.compile(r"^.*/regsurvey-[0-9a-f]{10}-[^/]+/tree/(.+)$")
+_PACKAGES = re.compile(r"^.*/(?:site|dist)-packages/(.+)$")
+
+
+class SourcePaths:
+    """Names and texts of source files for one surveyed revision: ``root`` the repository (None outside
+    one), ``commit`` the revision (None: the working tree as it is)."""
+
+    def __init__(self, root: Path | None, commit: str | None):
+        self.root = root
+        self.commit = commit
+        self._names: dict[str, str] = {}
+        self._texts: dict[str, list[str] | None] = {}
+
+    @functools.cached_property
+    def _files(self) -> frozenset[str]:
+        """The repository's files at the revision."""
+        if self.root is None:
+            return frozenset()
+        args = ["ls-tree", "-r", "--name-only", self.commit] if self.commit else ["ls-files", "-co",
+                                                                                  "--exclude-standard"]
+        out = subprocess.run(["git", "-C", str(self.root), *args], capture_output=True, text=True, check=False)
+        return frozenset(out.stdout.splitlines()) if out.returncode == 0 else frozenset()
+
+    def name(self, path: str) -> str:
+        """``path`` as the reader names it: relative to the repository when a tail of it is one of its
+        files (the longest such tail), else relative to the import path, else as it is."""
+        if path not in self._names:
+            self._names[path] = self._name(path)
+        return self._names[path]
+
+    def _name(self, path: str) -> str:
+        m = _WORKTREE.match(path)
+        if m and m[1] in self._files:
+            return m[1]
+        if self.root is not None and path.startswith(str(self.root).rstrip("/") + "/"):
+            inside = path[len(str(self.root).rstrip("/")) + 1:]
+            if inside in self._files or not self._files:
+                return inside
+        parts = path.split("/")
+        for start in range(1, len(parts)):
+            tail = "/".join(parts[start:])
+            if tail in self._files:
+                return tail
+        m = _PACKAGES.match(path)
+        if m:
+            return m[1]
+        return path
+
+    def read(self, path: str) -> list[str] | None:
+        """The lines of the file ``path`` names (as the object names it) at the revision, or None."""
+        if path not in self._texts:
+            self._texts[path] = self._read(path)
+        return self._texts[path]
+
+    def _read(self, path: str) -> list[str] | None:
+        name = self.name(path)
+        if self.root is not None and name in self._files:
+            text = file_at(self.root, self.commit, name)
+            return text.splitlines() if text is not None else None
+        candidates = [Path(path)] if Path(path).is_absolute() else []
+        candidates += [Path(entry or ".") / name for entry in sys.path]
+        for candidate in candidates:
+            try:
+                return candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+        return None

@@ -1,0 +1,61 @@
+"""Writing files so that nothing half-written is ever kept: what the store and the reports use."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+
+class WriteError(OSError):
+    """A file that could not be written (a full disk, a quota, a read-only directory): one line naming
+    the file and the system's reason. Nothing of it is left behind."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never a part;
+    WriteError when it cannot be written."""
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            error = WriteError(f"cannot write {path}: {exc.strerror or exc}")
+            error.errno, error.strerror, error.filename = exc.errno, exc.strerror, str(path)
+            raise error from exc
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    """``path`` holds ``text`` (UTF-8), whole, or is left as it was; WriteError when it cannot be written."""
+    atomic_write(path, text.encode("utf-8"))
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a full disk or an exhausted quota: a failure of the moment,
+    which a survey never stores as a key's result."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _NO_SPACE:
+            return True
+        if any(os.strerror(code) in str(current) for code in _NO_SPACE):  # a compiler's own words
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -1,0 +1,98 @@
+"""Where a change moved the registers (issue #13, part 3): ``diff`` names the source lines, on a project
+whose second commit launches the kernel on twice the tile it keeps across a loop (tests/pressure_kernels.py's
+``spill_kernel``): twice the registers live in the loop. Spills at known lines, from two compiles."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from regsurvey.explaining import where_sentences
+from regsurvey.revisions.sources import SourcePaths
+
+from .. import pressure_kernels as pk
+from ..conftest import commit_all, git
+from .test_pressure import pressure
+
+KEYS = '''
+import regsurvey as rs
+from kernels import spill_kernel
+
+matrix = rs.Matrix(targets=["gfx950"], n=[4])
+
+
+@matrix.kind(axes=["n"])
+def spill(n):
+    x, y, out = rs.tensor((8192,), "fp32"), rs.tensor((4 * 8192,), "fp32"), rs.tensor((8192,), "fp32")
+    spill_kernel[(1,)](x, y, out, BLOCK=4096, N=n, num_warps=1)
+'''
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Commit 1: spill_kernel launched with BLOCK=4096; commit 2: with BLOCK=8192."""
+    repo = tmp_path_factory.mktemp("where") / "proj"
+    (repo / "keys").mkdir(parents=True)
+    (repo / "keys" / "k.py").write_text(KEYS)
+    shutil.copy(pk.__file__, repo / "kernels.py")
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "spill kernel")
+    (repo / "keys" / "k.py").write_text(KEYS.replace("BLOCK=4096", "BLOCK=8192"))
+    commit_all(repo, "twice the block")
+    return repo
+
+
+def test_diff_says_where_the_peak_went(project: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "diff", "HEAD~1", "HEAD", "-q", "--format", "markdown"],
+                         cwd=project, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    # Under the VGPR sentence (and only there): the peak, on the unrolled loop's line, about twice as high.
+    vgprs = next(i for i, line in enumerate(lines) if line.startswith("- raises VGPRs of spill n4 on gfx950 ("))
+    where = lines[vgprs + 1]
+    prefix = f"  - where: the VGPR peak at kernels.py:{pk.marked_line('LOOP')} rose from "
+    assert where.startswith(prefix) and where.endswith(" live VGPRs"), out.stdout
+    was, now = (int(n) for n in where.removeprefix(prefix).removesuffix(" live VGPRs").split(" to "))
+    assert 1.8 < now / was <= 2.0
+    occupancy = next(i for i, line in enumerate(lines) if line.startswith("- lowers occupancy of spill n4"))
+    assert not lines[occupancy + 1].startswith("  - where:")
+    # JSON: the build's own sentences; HTML: the same, in the page's data.
+    data = json.loads(subprocess.run([sys.executable, "-m", "regsurvey", "diff", "HEAD~1", "HEAD", "-q", "--format",
+                                      "json"], cwd=project, capture_output=True, text=True, timeout=900).stdout)
+    (row,) = data["rows"]
+    assert row["where"] == [where.removeprefix("  - where: ")]
+    page = project / "report.html"
+    subprocess.run([sys.executable, "-m", "regsurvey", "diff", "HEAD~1", "HEAD", "-q", "--format", "html", "-o",
+                    str(page)], cwd=project, capture_output=True, text=True, timeout=900, check=True)
+    assert json.dumps(row["where"][0])[1:-1] in page.read_text()
+
+
+def test_the_sentences_from_two_pressures() -> None:
+    """Straight from two compiles: BLOCK 4096 (no spills) then 8192 (the kept tile spilled)."""
+    before, after = pressure("spill_kernel", "gfx950", 4096), pressure("spill_kernel", "gfx950", 8192)
+    vgpr_spills = [s for s in after.spills if s.medium != "vgpr-lane"]  # (both spill a few SGPRs to lanes)
+    assert vgpr_spills and not [s for s in before.spills if s.medium != "vgpr-lane"]
+    here = Path(__file__).resolve().parents[2]
+    paths = SourcePaths(here if (here / ".git").exists() else None, None)
+    sentences = where_sentences(before, after, paths, paths)
+    name = paths.name(str(Path(pk.__file__).resolve()))
+    stores = sum(1 for s in vgpr_spills if s.kind == "store")
+    reloads = sum(1 for s in vgpr_spills if s.kind == "reload")
+    assert f"new spills at {name}:{pk.marked_line('KEEP')} ({stores} stores, 0 reloads)" in sentences
+    assert f"new spills at {name}:{pk.marked_line('USE')} (0 stores, {reloads} reloads)" in sentences
+    peak = [s for s in sentences if "peak" in s]
+    assert len(peak) == 1 and peak[0].startswith("the VGPR peak ")
+    # And back: the spills go away.
+    assert f"no spills left at {name}:{pk.marked_line('KEEP')} (were {stores} stores, 0 reloads)" in \
+        where_sentences(after, before, paths, paths)
+
+
+def test_no_change_no_sentence() -> None:
+    p = pressure("spill_kernel", "gfx950", 8192)
+    paths = SourcePaths(None, None)
+    assert where_sentences(p, p, paths, paths) == ()
