@@ -4,8 +4,11 @@ register-limited (they spill, or their VGPR count is at the file's limit), and t
 allocated - peak over those; and any build whose peak exceeds the allocation (there must be none).
 
     python benchmarks/pressure_check.py REPO [--commit REV] [--store DIR] [-j N]
+    python benchmarks/pressure_check.py --survey SURVEY.json --store DIR [-j N]
 
 REPO: a repository with a stored survey of REV (default HEAD), e.g. the demo's (`regsurvey demo --keep`).
+SURVEY.json: what `regsurvey run --format json --store DIR` printed (a project outside git, such as a
+real-world corpus library's).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from regsurvey.explaining import pressure_of
+from regsurvey.model.results import Survey
 from regsurvey.revisions.checkout import resolve_commit
 from regsurvey.store.store import Store
 
@@ -26,18 +30,25 @@ ALLOCATED = {"vgpr": "vgpr", "agpr": "agpr", "sgpr": "sgpr", "gpr": "regs"}
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("repo", type=Path)
+    parser.add_argument("repo", type=Path, nargs="?")
     parser.add_argument("--commit", default="HEAD")
+    parser.add_argument("--survey", type=Path)
     parser.add_argument("--store", type=Path)
     parser.add_argument("-j", "--jobs", type=int, default=2)
     args = parser.parse_args()
     store = Store(args.store or args.repo / ".regsurvey")
-    commit = resolve_commit(args.repo, args.commit)
-    targets = sorted(p.stem for p in (store.root / "surveys" / commit).glob("*.json") if p.name != "index.json")
-    survey = store.load(commit, targets)
-    if survey is None:
-        print(f"no stored survey of {commit[:12]} in {store.root}", file=sys.stderr)
-        return 2
+    if args.survey is not None:
+        survey = Survey.from_json(args.survey.read_text())
+        commit = survey.commit or "working tree"
+        targets = list(survey.targets)
+    else:
+        commit = resolve_commit(args.repo, args.commit)
+        targets = sorted(p.stem for p in (store.root / "surveys" / commit).glob("*.json") if p.name != "index.json")
+        loaded = store.load(commit, targets)
+        if loaded is None:
+            print(f"no stored survey of {commit[:12]} in {store.root}", file=sys.stderr)
+            return 2
+        survey = loaded
     rows = {r.object.sha256: r for r in survey.rows if r.ok and r.object is not None}
     started = time.perf_counter()
     with ThreadPoolExecutor(args.jobs) as pool:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .errors import CorruptObjectError
-from .model.comparison import Comparison, RowComparison
+from .model.comparison import Comparison, HotLine, RowComparison
 from .model.figures import BY_IMPORTANCE, REGISTER, SPILL
 from .model.pressure import Pressure, attribution
 from .model.results import Row
@@ -88,9 +88,26 @@ def where_changed(comparison: Comparison, objects: ObjectStore, start: Path, job
             assert r.before is not None and r.after is not None and r.before.object and r.after.object
             before, after = pressures.get(r.before.object.sha256), pressures.get(r.after.object.sha256)
             if before is not None and after is not None:
-                r = replace(r, where=where_sentences(before, after, base_paths, head_paths))
+                r = replace(r, where=where_sentences(before, after, base_paths, head_paths),
+                            hot_before=hot_lines(before, base_paths), hot_after=hot_lines(after, head_paths))
         out.append(r)
     return replace(comparison, rows=tuple(out))
+
+
+HOT_LINES = 5  # per side of a changed build, in the HTML report's detail and the JSON
+
+
+def hot_lines(pressure: Pressure, paths: SourcePaths, count: int = HOT_LINES) -> tuple[HotLine, ...]:
+    """The lines of ``pressure`` holding the most registers, with their text at the revision."""
+    c = pressure.classes[0]
+    out = []
+    for stats in pressure.top_lines(count):
+        text = paths.read(stats.frame[0])
+        source = text[stats.frame[1] - 1].strip() if text is not None and 0 < stats.frame[1] <= len(text) else ""
+        out.append(HotLine(f"{paths.name(stats.frame[0])}:{stats.frame[1]}", stats.live.get(c, 0),
+                           _CLASS_NOUN.get(c, c), stats.spill_stores + stats.inlined_stores,
+                           stats.spill_reloads + stats.inlined_reloads, source))
+    return tuple(out)
 
 
 def _explained(r: RowComparison) -> bool:

@@ -58,18 +58,19 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         store = open_store(store_dir, start)
         with survey_progress(enabled=not quiet) as progress:
             survey = obtain_survey(start, rev, store, options, progress, reuse=True)
-        rows = _chosen(survey, key, kernel)
-        root = repo_root(start) or start
         try:
-            items = [Explained(row, pressure_of(row, store.objects)) for row in rows]
+            items = [Explained(row, pressure_of(row, store.objects)) for row in _chosen(survey, key, kernel)]
         except CorruptObjectError as exc:
             # An object damaged since its survey: compiled again on the spot, then explained.
             click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
             with survey_progress(enabled=not quiet) as progress:
                 survey = obtain_survey(start, rev, store, options, progress, reuse=False)
             items = [Explained(row, pressure_of(row, store.objects)) for row in _chosen(survey, key, kernel)]
-    text = _format(items, fmt, SourcePaths(repo_root(start), survey.commit), top)
-    write_report(text, fmt, output, root / "reports" / f"explain-{_file_part(key)}.html")
+        except ValueError as exc:  # a text that holds no kernel
+            fail(str(exc))
+    root = repo_root(start)
+    text = _format(items, fmt, SourcePaths(root, survey.commit), top)
+    write_report(text, fmt, output, (root or start) / "reports" / f"explain-{_file_part(key)}.html")
     sys.exit(EXIT_OK)
 
 

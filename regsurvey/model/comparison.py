@@ -162,6 +162,22 @@ class ToolchainChange:
 
 
 @dataclass(frozen=True)
+class HotLine:
+    """A source line of a build and what it holds: the most registers live at its instructions (of the
+    build's first register class, ``noun``), its spill stores and reloads, and its text."""
+
+    line: str  # "decode_layer/attention.py:108"
+    live: int
+    noun: str  # "VGPR" or "register"
+    stores: int
+    reloads: int
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class RowComparison:
     """One build (a row of a key on a target) on both sides."""
 
@@ -187,6 +203,9 @@ class RowComparison:
     # attention.py:188 to attention.py:203 (+24 live VGPRs)"): filled in from the objects when the
     # store holds them (regsurvey.explaining.where_changed), else empty.
     where: tuple[str, ...] = ()
+    # The source lines holding the most registers on each side of such a build (same source).
+    hot_before: tuple[HotLine, ...] = ()
+    hot_after: tuple[HotLine, ...] = ()
 
     @property
     def ref(self) -> str:

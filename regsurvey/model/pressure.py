@@ -113,6 +113,14 @@ class Pressure:
     def spill_total(self, kind: str) -> int:
         return sum(s.size for s in self.spills if s.kind == kind)
 
+    def top_lines(self, count: int) -> list[LineStats]:
+        """The lines with the most registers live (of the first class), then the most spill instructions:
+        user code only (not Triton's own), call sites included."""
+        first = self.classes[0]
+        lines = [line for line in self.lines if not is_toolchain(line.frame[0])]
+        lines.sort(key=lambda s: (-s.live.get(first, 0), -(s.spill_stores + s.spill_reloads), s.frame))
+        return lines[:count]
+
     def to_dict(self) -> dict[str, Any]:
         return {"version": PRESSURE_VERSION, "kernel": self.kernel, "target": self.target, "method": self.method,
                 "classes": list(self.classes), "instructions": self.instructions,

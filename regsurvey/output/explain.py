@@ -48,15 +48,6 @@ def site_text(site: Site, paths: SourcePaths) -> str:
     return text
 
 
-def top_lines(pressure: Pressure, count: int) -> list[LineStats]:
-    """The lines with the most registers live (of the first class), then the most spill instructions:
-    user code only, call sites included."""
-    first = pressure.classes[0]
-    lines = [line for line in pressure.lines if not is_toolchain(line.frame[0])]
-    lines.sort(key=lambda s: (-s.live.get(first, 0), -(s.spill_stores + s.spill_reloads), s.frame))
-    return lines[:count]
-
-
 def spill_summary(pressure: Pressure) -> str:
     """``52 stores, 58 reloads (168 dwords to scratch, 1 to AGPRs)``, or ``no spills``."""
     stores = [s for s in pressure.spills if s.kind == "store"]
@@ -106,7 +97,7 @@ def format_text(items: list[Explained], paths: SourcePaths, top: int = 12) -> st
         out.append(_title(item) + f" ({p.method})")
         out.extend(f"  {s}" for s in _peak_sentences(p, item.row, paths))
         out.append(f"  {spill_summary(p)}")
-        lines = top_lines(p, top)
+        lines = p.top_lines(top)
         if lines:
             out.append("")
             out.append("  the lines holding the most registers:")
@@ -186,7 +177,7 @@ def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -
         out.extend(f"- {s}" for s in _peak_sentences(p, item.row, paths))
         out.append(f"- {spill_summary(p)}")
         out.append("")
-        lines = top_lines(p, top)
+        lines = p.top_lines(top)
         if lines:
             heads = ["line", *[class_label(c) for c in p.classes], "spill stores", "reloads", "source"]
             out.append("| " + " | ".join(heads) + " |")
@@ -233,7 +224,7 @@ def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> st
         parts.extend(f"<li>{escape(s)}</li>" for s in _peak_sentences(p, item.row, paths))
         parts.append(f"<li>{escape(spill_summary(p))}</li></ul>")
         parts.append(_series_svg(p))
-        hot = {id(s) for s in top_lines(p, top)}
+        hot = {id(s) for s in p.top_lines(top)}
         by_file: dict[str, dict[int, LineStats]] = {}
         for stats in p.lines:
             if not is_toolchain(stats.frame[0]):

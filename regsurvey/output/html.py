@@ -101,7 +101,8 @@ def _row(r: RowComparison) -> dict[str, Any]:
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
             "kernel_text": (r.kernel or "") + (f" cfg{r.config}" if r.config is not None else ""),
             "f": {f.name: _figure(f) for f in r.figures}, "note": note_text(r, "→") or None,
-            "lint": _lint(r), "before": _side(r.before), "after": _side(r.after), "where": list(r.where)}
+            "lint": _lint(r), "before": _side(r.before), "after": _side(r.after), "where": list(r.where),
+            "hot": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]}}
 
 
 def _side_text(word: str, side: SurveyInfo) -> str:

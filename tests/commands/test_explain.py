@@ -4,6 +4,7 @@ Markdown, JSON and HTML, the pressure kept beside the object, and bad input in o
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,20 @@ def test_bad_input_is_one_line(tiny: Tiny, tiny_survey: dict[str, Any]) -> None:
                           "no build of key 'scale/width2' runs kernel 'other'")
     assert_one_line_error(invoke("explain", "scale/width2", "--key", "x", *tiny.survey_args()),
                           "--kind and --key do not apply: KEY selects the builds")
+
+
+def test_a_damaged_object_is_compiled_again(tiny: Tiny, tiny_survey: dict[str, Any], tmp_path: Path) -> None:
+    """As under ``lint --commit``: a stored object damaged since its survey is compiled again, then explained."""
+    store = tmp_path / "store"
+    shutil.copytree(tiny.store, store)
+    row = tiny_survey["data"]["rows"][0]
+    obj = store / row["object"]["path"]
+    for kept in obj.parent.glob(obj.name.split(".")[0] + ".pressure.gz"):
+        kept.unlink()
+    obj.write_bytes(obj.read_bytes()[:100])
+    result = invoke("explain", "scale/width2", "-C", tiny.repo, "--store", store, "-q", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith(f"regsurvey: warning: stored object {row['object']['path']} does not match "
+                                    "its sha256")
+    assert json.loads(result.stdout)["builds"][0]["kernel"] == "scale_rows"
+    assert obj.read_bytes()[:4] == b"\x7fELF" and len(obj.read_bytes()) > 100

@@ -66,6 +66,13 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
                                       "json"], cwd=project, capture_output=True, text=True, timeout=900).stdout)
     (row,) = data["rows"]
     assert row["where"] == [where.removeprefix("  - where: ")]
+    # The lines holding the most registers on each side, with their text: the loop's first (the peak).
+    loop = f"kernels.py:{pk.marked_line('LOOP')}"
+    for side, live in (("before", was), ("after", now)):
+        hot = row["hot_lines"][side]
+        assert hot[0]["line"] == loop and hot[0]["live"] == live and hot[0]["noun"] == "VGPR"
+        assert hot[0]["source"] == "acc += tl.exp(tl.load(y_ptr + i * BLOCK + offs))  # LOOP"
+        assert [h["live"] for h in hot] == sorted((h["live"] for h in hot), reverse=True)
     page = project / "report.html"
     subprocess.run([sys.executable, "-m", "regsurvey", "diff", "HEAD~1", "HEAD", "-q", "--format", "html", "-o",
                     str(page)], cwd=project, capture_output=True, text=True, timeout=900, check=True)
