@@ -226,3 +226,35 @@ def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     smem_per_block = -(-(shared + _SM90["smem_reserved"]) // _SM90["smem_unit"]) * _SM90["smem_unit"]
     blocks = min(_SM90["blocks"], _SM90["warps"] // warps, warps_by_regs // warps, _SM90["smem"] // smem_per_block)
     return {**ptxas, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps}
+
+
+def test_register_pressure_is_within_what_was_allocated(corpus: Corpus) -> None:
+    """Issue #13 on code nobody here wrote: every build's peak of live registers (``regsurvey explain``'s)
+    is at most what the compiler allocated, and its spill instructions add up to the surveyed spills."""
+    from regsurvey.explaining import pressure_of
+    from regsurvey.model.results import Row
+    from regsurvey.store.objectstore import ObjectStore
+
+    objects = ObjectStore(corpus.store / "objects")
+    allocated = {"vgpr": "vgpr", "agpr": "agpr", "sgpr": "sgpr", "gpr": "regs"}
+    problems, checked = [], 0
+    for data in corpus.survey["rows"]:
+        row = Row.from_dict(data)
+        if not row.ok or row.object is None:
+            continue
+        checked += 1
+        p = pressure_of(row, objects)
+        for c in p.classes:
+            peak, figure = (p.peaks[c].live[c] if c in p.peaks else 0), allocated.get(c)
+            if figure in row.resources and peak > row.resources[figure]:
+                problems.append(f"{row.row_id} {row.target}: {c} peak {peak} > {figure} {row.resources[figure]}")
+        stores = sum(s.size for s in p.spills if s.kind == "store" and s.medium != "vgpr-lane")
+        surveyed = row.resources.get("vgpr_spill", row.resources.get("spill_store_bytes"))
+        if surveyed is not None and stores != surveyed:
+            problems.append(f"{row.row_id} {row.target}: spill stores {stores}, surveyed {surveyed}")
+        lanes = sum(s.size for s in p.spills if s.kind == "store" and s.medium == "vgpr-lane")
+        if "sgpr_spill" in row.resources and lanes != row.resources["sgpr_spill"]:
+            problems.append(f"{row.row_id} {row.target}: SGPR spill stores {lanes}, surveyed "
+                            f"{row.resources['sgpr_spill']}")
+    assert checked, "no build to check"
+    assert not problems, f"{len(problems)} of {checked} builds:\n" + "\n".join(problems[:20])
