@@ -208,8 +208,9 @@ def format_json(items: list[Explained]) -> str:
 
 _STYLE = """body{font:14px system-ui,sans-serif;margin:2em;color:#222}h2{font-size:1.1em;margin-top:2em}
 table{border-collapse:collapse;font:12px ui-monospace,monospace}td,th{padding:1px 8px;text-align:right}
-td.src,th:last-child{text-align:left}td.src{white-space:pre}th{border-bottom:1px solid #999}tr.hot td{background:#fde2e1}
-tr.spill td.sp{color:#b00;font-weight:bold}svg{background:#f6f6f6;margin:.5em 0}.note{color:#666}"""
+td.src,th:last-child{text-align:left}td.src{white-space:pre}th{border-bottom:1px solid #999}
+tr.hot td{background:#fde2e1}tr.spill td.sp{color:#b00;font-weight:bold}
+svg{background:#f6f6f6;margin:.5em 0}.note{color:#666}"""
 
 
 def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
