@@ -18,7 +18,7 @@ from .model.pressure import Pressure, attribution
 from .model.results import Row
 from .model.targets import get_target
 from .revisions.checkout import repo_root
-from .revisions.sources import SourcePaths
+from .revisions.sources import NO_LINE, SourcePaths
 from .store.files import WriteError
 from .store.objectstore import ObjectStore
 
@@ -102,11 +102,9 @@ def hot_lines(pressure: Pressure, paths: SourcePaths, count: int = HOT_LINES) ->
     c = pressure.classes[0]
     out = []
     for stats in pressure.top_lines(count):
-        text = paths.read(stats.frame[0])
-        source = text[stats.frame[1] - 1].strip() if text is not None and 0 < stats.frame[1] <= len(text) else ""
-        out.append(HotLine(f"{paths.name(stats.frame[0])}:{stats.frame[1]}", stats.live.get(c, 0),
+        out.append(HotLine(paths.where(stats.frame), stats.live.get(c, 0),
                            _CLASS_NOUN.get(c, c), stats.spill_stores + stats.inlined_stores,
-                           stats.spill_reloads + stats.inlined_reloads, source))
+                           stats.spill_reloads + stats.inlined_reloads, paths.source_line(stats.frame)))
     return tuple(out)
 
 
@@ -150,16 +148,12 @@ def where_sentences(before: Pressure, after: Pressure, base: SourcePaths, head: 
     return tuple(out)
 
 
-_NO_LINE = "(no source line)"
-
-
 def _at(line: str) -> str:
-    return "where the compiler gave no source line" if line == _NO_LINE else f"at {line}"
+    return "where the compiler gave no source line" if line == NO_LINE else f"at {line}"
 
 
 def _line(frames: tuple, paths: SourcePaths) -> str:
-    own, _ = attribution(frames)
-    return f"{paths.name(own[0])}:{own[1]}" if own else _NO_LINE
+    return paths.where(attribution(frames)[0])
 
 
 def _spills_by_line(pressure: Pressure, paths: SourcePaths, sgpr: bool) -> dict[str, tuple[int, int]]:

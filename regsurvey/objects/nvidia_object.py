@@ -196,11 +196,17 @@ def disassemble(data: bytes) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _disassemble(data: bytes) -> str:
+    return nvdisasm(data, ["-c"])
+
+
+def nvdisasm(data: bytes, options: list[str]) -> str:
+    """nvdisasm's output for the cubin ``data`` (written to a temporary file) with ``options``;
+    CorruptObjectError if nvdisasm rejects it (see :func:`run_tool`)."""
     with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(data)
-        return run_tool("nvdisasm", ["-c", path], path)
+        return run_tool("nvdisasm", [*options, path], path)
 
 
 # One instruction line of nvdisasm's output, its address and what follows it.

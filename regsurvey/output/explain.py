@@ -17,6 +17,10 @@ class SourcePaths(Protocol):
 
     def name(self, path: str) -> str: ...
 
+    def where(self, frame: tuple[str, int] | None) -> str: ...
+
+    def source_line(self, frame: tuple[str, int]) -> str: ...
+
     def read(self, path: str) -> list[str] | None: ...
 
 
@@ -35,16 +39,12 @@ def class_label(name: str) -> str:
     return _CLASS_LABEL.get(name, name)
 
 
-def frame_text(frame: tuple[str, int] | None, paths: SourcePaths) -> str:
-    return f"{paths.name(frame[0])}:{frame[1]}" if frame else "(no source line)"
-
-
 def site_text(site: Site, paths: SourcePaths) -> str:
     """``kern.py:7 (inlined at kern.py:15)``: the frame it is attributed to, and its call sites."""
     own, callers = attribution(site.frames)
-    text = frame_text(own, paths)
+    text = paths.where(own)
     if callers:
-        text += " (inlined at " + ", ".join(frame_text(f, paths) for f in callers) + ")"
+        text += " (inlined at " + ", ".join(paths.where(f) for f in callers) + ")"
     return text
 
 
@@ -122,8 +122,8 @@ def _line_table(p: Pressure, lines: list[LineStats], paths: SourcePaths) -> list
     headers = ["line", *[class_label(c) for c in p.classes], "st", "ld", "source"]
     rows = []
     for stats in lines:
-        label = frame_text(stats.frame, paths) + (" *" if stats.inlined_instructions else "")
-        rows.append([label, *_counts(p, stats), _source_line(paths, stats.frame)])
+        label = paths.where(stats.frame) + (" *" if stats.inlined_instructions else "")
+        rows.append([label, *_counts(p, stats), paths.source_line(stats.frame)])
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers) - 1)]
     text = []
     for r in [headers, *rows]:
@@ -132,13 +132,6 @@ def _line_table(p: Pressure, lines: list[LineStats], paths: SourcePaths) -> list
     if any(s.inlined_instructions for s in lines):
         text.append("    * a call site: its figures include the helpers inlined there")
     return text
-
-
-def _source_line(paths: SourcePaths, frame: tuple[str, int]) -> str:
-    lines = paths.read(frame[0])
-    if lines is None or not 0 < frame[1] <= len(lines):
-        return ""
-    return lines[frame[1] - 1].strip()
 
 
 def _annotated(p: Pressure, paths: SourcePaths) -> list[str]:
@@ -183,8 +176,8 @@ def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -
             out.append("| " + " | ".join(heads) + " |")
             out.append("|" + "|".join(["---", *["---:"] * (len(heads) - 2), "---"]) + "|")
             for stats in lines:
-                source = _source_line(paths, stats.frame).replace("|", "\\|")
-                label = f"`{frame_text(stats.frame, paths)}`" + (" (call site)" if stats.inlined_instructions else "")
+                source = paths.source_line(stats.frame).replace("|", "\\|")
+                label = f"`{paths.where(stats.frame)}`" + (" (call site)" if stats.inlined_instructions else "")
                 cells = [label, *_counts(p, stats), f"`{source}`" if source else ""]
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")

@@ -19,9 +19,7 @@ sum the object reader reports as spill store and load bytes).
 from __future__ import annotations
 
 import io
-import os
 import re
-import tempfile
 
 from elftools.common.utils import struct_parse
 from elftools.dwarf.lineprogram import LineProgram
@@ -78,11 +76,7 @@ def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressu
 def _life_ranges(cubin: bytes) -> list[tuple[int, str, int, int]]:
     """(address, instruction, live GPRs, live UGPRs) of each SASS instruction, from nvdisasm."""
     data = nvidia_object.with_regcount_at_most(cubin, _REGCOUNT_MAX)
-    with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
-        path = os.path.join(tmp, "kernel.cubin")
-        with open(path, "wb") as f:
-            f.write(data)
-        out = nvidia_object.run_tool("nvdisasm", ["-c", "-plr", "-lrm", "count", path], path)
+    out = nvidia_object.nvdisasm(data, ["-c", "-plr", "-lrm", "count"])
     header = _HEADER.search(out)
     if header is None:
         raise CorruptObjectError("nvdisasm printed no life ranges")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .checkout import file_at
 
+NO_LINE = "(no source line)"  # how an instruction the compiler gave no line is named
 _WORKTREE = re.compile(r"^.*/regsurvey-[0-9a-f]{10}-[^/]+/tree/(.+)$")
 _PACKAGES = re.compile(r"^.*/(?:site|dist)-packages/(.+)$")
 
@@ -67,6 +68,15 @@ class SourcePaths:
         if m:
             return m[1]
         return path
+
+    def where(self, frame: tuple[str, int] | None) -> str:
+        """``decode_layer/attention.py:108`` for a frame (None: ``NO_LINE``)."""
+        return f"{self.name(frame[0])}:{frame[1]}" if frame else NO_LINE
+
+    def source_line(self, frame: tuple[str, int]) -> str:
+        """The frame's line of source, stripped ("" when the file or the line is not found)."""
+        lines = self.read(frame[0])
+        return lines[frame[1] - 1].strip() if lines is not None and 0 < frame[1] <= len(lines) else ""
 
     def read(self, path: str) -> list[str] | None:
         """The lines of the file ``path`` names (as the object names it) at the revision, or None."""
