@@ -1,7 +1,13 @@
-"""Register pressure for the commands: a build's, computed once per object at first need and kept beside
-the object in the store (``<sha>.pressure.gz``; content-addressed like the object, so a survey of an old
-commit needs no recompile to be explained, and a second ``explain`` reads it back); and, for a
-comparison, where on the source lines each changed build's registers and spills moved."""
+"""Register pressure for the commands: a build's, computed once per object and kept beside the object in
+the store (``<sha>.pressure.gz``; content-addressed like the object, so a survey of an old commit needs no
+recompile to be explained, and a second ``explain`` reads it back); and, for a comparison, where on the
+source lines each changed build's registers and spills moved.
+
+When it is computed: an AMD build's in the survey's finishing step (:func:`keep_pressure`, from the amdgcn
+text the worker holds: about 30 ms an object, 2% of the demo suite's compile time); a cubin's at first need
+(:func:`pressure_of`), because nvdisasm's life ranges take a run of their own per cubin (0.57 s of CPU
+each on the demo suite, a third of its compile time), which nvdisasm cannot batch: it reads one cubin a
+run, and prints no life ranges for a raw instruction stream (``--binary``)."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .errors import CorruptObjectError
-from .model.comparison import Comparison, HotLine, RowComparison
+from .model.comparison import AnnotatedFile, Comparison, HotLine, RowComparison
 from .model.figures import BY_IMPORTANCE, REGISTER, SPILL
 from .model.pressure import Pressure, attribution
 from .model.results import Row
@@ -50,9 +56,31 @@ def pressure_of(row: Row, objects: ObjectStore) -> Pressure:
         from .pressure.nvidia import nvidia_pressure
 
         pressure = nvidia_pressure(objects.get(rel, row.object.sha256), target.name, objects.text(rel, "ptx"))
-    with contextlib.suppress(WriteError):  # (a full disk: computed again next time)
-        objects.put_text(rel, TEXT_NAME, json.dumps(pressure.to_dict(), separators=(",", ":")))
+    _keep(objects, rel, pressure)
     return pressure
+
+
+def keep_pressure(objects: ObjectStore, rel: str, target_name: str, amdgcn: str | None) -> bool:
+    """The finishing step's part: the pressure of a just-stored AMD object (at ``rel``), computed from its
+    amdgcn text and kept beside it. False, computing nothing, for a cubin (see the module's note) or a
+    text that holds no kernel; a full disk leaves it to be computed at first need."""
+    if amdgcn is None or not get_target(target_name).is_amd:
+        return False
+    from .pressure.amd import amd_pressure
+
+    try:
+        pressure = amd_pressure(amdgcn, target_name)
+    except ValueError:
+        return False
+    return _keep(objects, rel, pressure)
+
+
+def _keep(objects: ObjectStore, rel: str, pressure: Pressure) -> bool:
+    try:
+        objects.put_text(rel, TEXT_NAME, json.dumps(pressure.to_dict(), separators=(",", ":")))
+    except WriteError:  # a full disk: computed again next time
+        return False
+    return True
 
 
 # -- where a comparison's registers changed -------------------------------------------------------------
@@ -89,7 +117,9 @@ def where_changed(comparison: Comparison, objects: ObjectStore, start: Path, job
             before, after = pressures.get(r.before.object.sha256), pressures.get(r.after.object.sha256)
             if before is not None and after is not None:
                 r = replace(r, where=where_sentences(before, after, base_paths, head_paths),
-                            hot_before=hot_lines(before, base_paths), hot_after=hot_lines(after, head_paths))
+                            hot_before=hot_lines(before, base_paths), hot_after=hot_lines(after, head_paths),
+                            source_before=annotated_files(before, base_paths),
+                            source_after=annotated_files(after, head_paths))
         out.append(r)
     return replace(comparison, rows=tuple(out))
 
@@ -105,6 +135,35 @@ def hot_lines(pressure: Pressure, paths: SourcePaths, count: int = HOT_LINES) ->
         out.append(HotLine(paths.where(stats.frame), stats.live.get(c, 0),
                            _CLASS_NOUN.get(c, c), stats.spill_stores + stats.inlined_stores,
                            stats.spill_reloads + stats.inlined_reloads, paths.source_line(stats.frame)))
+    return tuple(out)
+
+
+MAX_ANNOTATED_LINES = 400  # per file and side: a longer stretch keeps the lines around the hot ones
+
+
+def annotated_files(pressure: Pressure, paths: SourcePaths, hot: int = HOT_LINES) -> tuple[AnnotatedFile, ...]:
+    """Each user source file of ``pressure``, annotated from its first to its last line with code (as
+    ``explain`` shows it), its ``hot`` lines holding the most registers marked. A stretch longer than
+    MAX_ANNOTATED_LINES is cut to the lines around the hottest one."""
+    c = pressure.classes[0]
+    hottest = {s.frame for s in pressure.top_lines(hot)}
+    out = []
+    for path, lines in pressure.by_file().items():
+        source = paths.read(path)
+        first, last = min(lines), max(lines)
+        if last - first + 1 > MAX_ANNOTATED_LINES:
+            centre = max(lines.values(), key=lambda s: s.live.get(c, 0)).frame[1]
+            first = max(first, centre - MAX_ANNOTATED_LINES // 2)
+            last = first + MAX_ANNOTATED_LINES - 1
+        numbers = range(first, last + 1)
+        stats = [lines.get(n) for n in numbers]
+        out.append(AnnotatedFile(
+            paths.name(path), first,
+            tuple(source[n - 1].rstrip() if source is not None and 0 < n <= len(source) else "" for n in numbers),
+            tuple(None if s is None else s.live.get(c, 0) for s in stats),
+            tuple(0 if s is None else s.spill_stores + s.inlined_stores for s in stats),
+            tuple(0 if s is None else s.spill_reloads + s.inlined_reloads for s in stats),
+            tuple(sorted(n for (f, n) in hottest if f == path and first <= n <= last)), source is not None))
     return tuple(out)
 
 

@@ -85,9 +85,10 @@ class SurveyTiming:
 
     ``compile_s`` is the toolchain's own work; ``capture_s`` (kind bodies), ``hash_s`` (Triton cache
     keys and result-cache look-ups), ``analyze_s`` (reading and linting each object:
-    ``analysis.analyze``), ``store_s`` (storing objects and results) and ``lint_s`` (the lint of the
-    cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``idle_s`` is the time
-    the N compile slots spent not compiling once the keys were listed (start-up still running,
+    ``analysis.analyze``), ``store_s`` (storing objects and results), ``pressure_s`` (an AMD
+    build's register pressure, kept beside its object: ``explaining.keep_pressure``) and ``lint_s`` (the
+    lint of the cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``idle_s`` is
+    the time the N compile slots spent not compiling once the keys were listed (start-up still running,
     waiting for a key, or the tail; reading and linting run beside compiling, in each worker's
     finishing process); ``list_s`` is the wall time until the key
     list arrived; ``worker_peak_rss_mb`` is the largest worker's (or finishing process's) peak

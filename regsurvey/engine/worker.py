@@ -37,6 +37,7 @@ from ..analysis import analyze
 from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
 from ..compile import toolchain
 from ..errors import CorruptObjectError
+from ..explaining import keep_pressure
 from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, shown_site, where_raised
 from ..keys.matrix import Kind
 from ..model.findings import Finding
@@ -341,7 +342,9 @@ class Worker:
                        error=f"not stored: {exc}", transient=True)
         row = Row(**common, status=Status.OK, resources=report.resources, compile_s=compile_s, object=ref,
                   triton_hash=compiled.triton_hash)
-        self._spent("store_s", phase)
+        phase = self._spent("store_s", phase)
+        if keep_pressure(self.objects, path, target.name, compiled.asm.get("amdgcn")):
+            self._spent("pressure_s", phase)
         return replace(row, lint=_own_findings(row, report.findings))
 
 

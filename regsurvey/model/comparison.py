@@ -178,6 +178,27 @@ class HotLine:
 
 
 @dataclass(frozen=True)
+class AnnotatedFile:
+    """A source file of a build, annotated: from its first to its last line with code, each line's text
+    and figures (``live``: the most registers live at its instructions, of the build's first class;
+    None where the line made no instruction), with the lines holding the most registers marked ``hot``."""
+
+    name: str  # "decode_layer/attention.py", or the path the object names where the file was not found
+    first: int  # the number of the first line
+    text: tuple[str, ...]
+    live: tuple[int | None, ...]
+    stores: tuple[int, ...]
+    reloads: tuple[int, ...]
+    hot: tuple[int, ...] = ()  # line numbers
+    found: bool = True  # whether the text was read at the revision (else the lines are blank)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "first": self.first, "text": list(self.text), "live": list(self.live),
+                "stores": list(self.stores), "reloads": list(self.reloads), "hot": list(self.hot),
+                "found": self.found}
+
+
+@dataclass(frozen=True)
 class RowComparison:
     """One build (a row of a key on a target) on both sides."""
 
@@ -206,6 +227,9 @@ class RowComparison:
     # The source lines holding the most registers on each side of such a build (same source).
     hot_before: tuple[HotLine, ...] = ()
     hot_after: tuple[HotLine, ...] = ()
+    # Each side's source, annotated (the HTML report's detail shows it), where ``where`` was computed.
+    source_before: tuple[AnnotatedFile, ...] = ()
+    source_after: tuple[AnnotatedFile, ...] = ()
 
     @property
     def ref(self) -> str:

@@ -121,6 +121,15 @@ class Pressure:
         lines.sort(key=lambda s: (-s.live.get(first, 0), -(s.spill_stores + s.spill_reloads), s.frame))
         return lines[:count]
 
+    def by_file(self) -> dict[str, dict[int, LineStats]]:
+        """The user source lines with code (not Triton's own), by file in the order first met, then by
+        line number: what an annotated view of the source shows."""
+        out: dict[str, dict[int, LineStats]] = {}
+        for stats in self.lines:
+            if not is_toolchain(stats.frame[0]):
+                out.setdefault(stats.frame[0], {})[stats.frame[1]] = stats
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {"version": PRESSURE_VERSION, "kernel": self.kernel, "target": self.target, "method": self.method,
                 "classes": list(self.classes), "instructions": self.instructions,

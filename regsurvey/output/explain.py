@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..model.pressure import LineStats, Pressure, Site, attribution, is_toolchain
+from ..model.pressure import LineStats, Pressure, Site, attribution
 from ..model.results import Row
 
 
@@ -137,10 +137,7 @@ def _line_table(p: Pressure, lines: list[LineStats], paths: SourcePaths) -> list
 def _annotated(p: Pressure, paths: SourcePaths) -> list[str]:
     """Each user source file the kernel came from, from its first to its last line with code, every
     line with its figures (blank where it made no instruction)."""
-    by_file: dict[str, dict[int, LineStats]] = {}
-    for stats in p.lines:
-        if not is_toolchain(stats.frame[0]):
-            by_file.setdefault(stats.frame[0], {})[stats.frame[1]] = stats
+    by_file = p.by_file()
     out: list[str] = []
     headers = [*[class_label(c) for c in p.classes], "st", "ld"]
     for path, lines in by_file.items():
@@ -219,10 +216,7 @@ def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> st
         parts.append(f"<li>{escape(spill_summary(p))}</li></ul>")
         parts.append(_series_svg(p))
         hot = {id(s) for s in p.top_lines(top)}
-        by_file: dict[str, dict[int, LineStats]] = {}
-        for stats in p.lines:
-            if not is_toolchain(stats.frame[0]):
-                by_file.setdefault(stats.frame[0], {})[stats.frame[1]] = stats
+        by_file = p.by_file()
         heads = "".join(f"<th>{escape(h)}</th>" for h in ["line", *[class_label(c) for c in p.classes],
                                                           "spill st", "ld", "source"])
         for path, lines in by_file.items():

@@ -102,7 +102,9 @@ def _row(r: RowComparison) -> dict[str, Any]:
             "kernel_text": (r.kernel or "") + (f" cfg{r.config}" if r.config is not None else ""),
             "f": {f.name: _figure(f) for f in r.figures}, "note": note_text(r, "→") or None,
             "lint": _lint(r), "before": _side(r.before), "after": _side(r.after), "where": list(r.where),
-            "hot": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]}}
+            "hot": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]},
+            "source": {"before": [f.to_dict() for f in r.source_before],
+                       "after": [f.to_dict() for f in r.source_after]}}
 
 
 def _side_text(word: str, side: SurveyInfo) -> str:

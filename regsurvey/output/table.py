@@ -91,7 +91,7 @@ def timing_line(survey: Survey) -> str | None:
     if not t or "wall_s" not in t:
         return None
     compiled = sum(1 for r in survey.rows if r.ok and not r.reused)
-    own = [(name, t.get(f"{name}_s", 0.0)) for name in ("analyze", "store", "lint", "capture", "hash")]
+    own = [(name, t.get(f"{name}_s", 0.0)) for name in ("analyze", "store", "pressure", "lint", "capture", "hash")]
     parts = ", ".join(f"{name.replace('_', ' and ')} {seconds:.1f}" for name, seconds in own if seconds >= 0.05)
     return (f"made {survey.created or 'earlier'} on {int(t.get('jobs', 1))} worker(s) in {t['wall_s']:.1f} s: "
             f"{compiled} launches compiled in {t.get('compile_s', 0.0):.1f} s of compile time, "

@@ -99,3 +99,30 @@ def test_a_damaged_object_is_compiled_again(tiny: Tiny, tiny_survey: dict[str, A
                                     "its sha256")
     assert json.loads(result.stdout)["builds"][0]["kernel"] == "scale_rows"
     assert obj.read_bytes()[:4] == b"\x7fELF" and len(obj.read_bytes()) > 100
+
+
+def test_an_amd_builds_pressure_is_kept_by_the_survey_itself(tiny: Tiny, tmp_path: Path) -> None:
+    """On AMD the survey's finishing step computes the pressure (from the amdgcn text the worker holds)
+    and keeps it beside the object: it is there before any ``explain``, equal to what ``explain`` shows
+    and to a computation from the stored text, and the survey's timing says what it cost."""
+    import gzip
+
+    from regsurvey.pressure.amd import amd_pressure
+
+    store = tmp_path / "store"
+    args = ("-C", str(tiny.repo), "--store", str(store), "-q")
+    result = invoke("run", *args, "--target", "gfx950", "--key", "scale/*", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    survey = json.loads(result.stdout)
+    (row,) = survey["rows"]
+    obj = store / row["object"]["path"]
+    kept = obj.with_name(obj.name.replace(".hsaco", ".pressure.gz"))
+    assert kept.exists()
+    assert survey["timing"]["pressure_s"] > 0
+    stored = Pressure.from_dict(json.loads(gzip.decompress(kept.read_bytes())))
+    amdgcn = gzip.decompress(obj.with_name(obj.name.replace(".hsaco", ".amdgcn.gz")).read_bytes()).decode()
+    assert stored == amd_pressure(amdgcn, "gfx950")
+    assert stored.classes[0] == "vgpr" and 0 < stored.peaks["vgpr"].live["vgpr"] <= row["resources"]["vgpr"]
+    explained = invoke("explain", "scale/width2", *args, "--target", "gfx950", "--format", "json")
+    assert explained.exit_code == 0, explained.stderr
+    assert Pressure.from_dict(json.loads(explained.stdout)["builds"][0]["pressure"]) == stored

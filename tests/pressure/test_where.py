@@ -17,6 +17,7 @@ from regsurvey.revisions.sources import SourcePaths
 
 from .. import pressure_kernels as pk
 from ..conftest import commit_all, git
+from ..output.chromium import CHROMIUM, Chromium
 from .test_pressure import pressure
 
 KEYS = '''
@@ -76,7 +77,35 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
     page = project / "report.html"
     subprocess.run([sys.executable, "-m", "regsurvey", "diff", "HEAD~1", "HEAD", "-q", "--format", "html", "-o",
                     str(page)], cwd=project, capture_output=True, text=True, timeout=900, check=True)
-    assert json.dumps(row["where"][0])[1:-1] in page.read_text()
+    text = page.read_text()
+    assert json.dumps(row["where"][0])[1:-1] in text
+    # The build's detail: each side's source annotated, the loop's line marked hot with the peak's count.
+    data = json.loads(text.split('<script id="report-data" type="application/json">')[1].split("</script>")[0])
+    (shown,) = data["comparisons"][0]["rows"]
+    source = (project / "kernels.py").read_text().splitlines()
+    for side, live in (("before", was), ("after", now)):
+        (annotated,) = shown["source"][side]
+        assert annotated["name"] == "kernels.py" and annotated["found"]
+        at = pk.marked_line("LOOP") - annotated["first"]
+        assert annotated["text"][at] == source[pk.marked_line("LOOP") - 1]
+        assert annotated["live"][at] == live == max(v for v in annotated["live"] if v is not None)
+        assert pk.marked_line("LOOP") in annotated["hot"]
+        assert len(annotated["text"]) == len(annotated["live"]) == len(annotated["stores"])
+    if Path(CHROMIUM).exists():  # drawn: the detail's annotated tables, the loop's row marked
+        browser = Chromium(project.parent / "chromium-profile")
+        try:
+            tab = browser.new_page()
+            tab.open(page.as_uri())
+            tab.evaluate("document.querySelector('#rows tbody tr.row').click()")
+            rows = tab.evaluate("Array.from(document.querySelectorAll('tr.detail details.annotated')).map(d => "
+                                "[d.querySelector('summary').textContent, Array.from(d.querySelectorAll('tr.hot'))"
+                                ".map(tr => Array.from(tr.cells).map(td => td.textContent))])")
+            assert [r[0] for r in rows] == ["before: kernels.py annotated", "after: kernels.py annotated"]
+            for (_, hot), live in zip(rows, (was, now)):
+                assert [str(pk.marked_line("LOOP")), str(live)] in [cells[:2] for cells in hot]
+            assert tab.errors() == []
+        finally:
+            browser.close()
 
 
 def test_the_sentences_from_two_pressures() -> None:
@@ -103,3 +132,38 @@ def test_no_change_no_sentence() -> None:
     p = pressure("spill_kernel", "gfx950", 8192)
     paths = SourcePaths(None, None)
     assert where_sentences(p, p, paths, paths) == ()
+
+
+def test_the_annotated_source_carries_the_spills_and_the_hot_lines() -> None:
+    """``annotated_files`` (the HTML detail's source): the spill stores on the kept tile's line, the
+    reloads where it is used, figures equal to the pressure's own per-line table, the long stretch cut."""
+    from regsurvey import explaining
+    from regsurvey.explaining import annotated_files
+
+    after = pressure("spill_kernel", "gfx950", 8192)
+    here = Path(__file__).resolve().parents[2]
+    paths = SourcePaths(here if (here / ".git").exists() else None, None)
+    (annotated,) = annotated_files(after, paths)
+    by_line = next(iter(after.by_file().values()))
+    assert annotated.name.endswith("pressure_kernels.py") and annotated.found
+    assert annotated.first == min(by_line) and annotated.first + len(annotated.text) - 1 == max(by_line)
+    source = Path(pk.__file__).read_text().splitlines()
+    for n, stats in by_line.items():
+        i = n - annotated.first
+        assert annotated.text[i] == source[n - 1].rstrip()
+        assert annotated.live[i] == stats.live["vgpr"]
+        assert (annotated.stores[i], annotated.reloads[i]) == (stats.spill_stores + stats.inlined_stores,
+                                                              stats.spill_reloads + stats.inlined_reloads)
+    assert annotated.stores[pk.marked_line("KEEP") - annotated.first] > 0
+    assert annotated.reloads[pk.marked_line("USE") - annotated.first] > 0
+    assert list(annotated.hot) == sorted(s.frame[1] for s in after.top_lines(explaining.HOT_LINES)
+                                         if s.frame[1] in by_line)
+    # A stretch longer than the cap keeps the lines around the hottest.
+    old_cap = explaining.MAX_ANNOTATED_LINES
+    try:
+        explaining.MAX_ANNOTATED_LINES = 4
+        (cut,) = annotated_files(after, paths)
+    finally:
+        explaining.MAX_ANNOTATED_LINES = old_cap
+    hottest = max(by_line.values(), key=lambda s: s.live["vgpr"]).frame[1]
+    assert len(cut.text) == 4 and cut.first <= hottest < cut.first + 4
