@@ -15,6 +15,8 @@ COMMANDS: dict[str, str] = {
     "capture": "capture",
     "diff": "diff",
     "stack": "stack",
+    "history": "history",
+    "bisect": "bisect",
     "rebuild-check": "rebuild_check",
     "demo": "demo",
     "lint": "lint",

@@ -46,6 +46,31 @@ DEMO_CHANGE = DemoChange(
     replacement=r"\g<indent>block_h = 16  # one 16-head block per program: half the q and accumulator tiles",
     message="mla_decode: one 16-head block per program (was up to 32 heads)",
 )
+# The commits between the suite and DEMO_CHANGE (``regsurvey history HEAD~20..HEAD`` draws them): notes,
+# and one tuning of MLA's combine kernel tried and taken back. A string is a line added to NOTES.md.
+DEMO_HISTORY: tuple[DemoChange | str, ...] = (
+    "notes: what the decode layer is (the public DeepSeek-V3 shapes)",
+    "notes: tensor parallel 4 and 8",
+    "notes: batch widths 2, 4 and 8",
+    "notes: the fp8 e4m3 KV cache",
+    "notes: the stop flag",
+    DemoChange("decode_layer/attention.py", r"^(?P<indent>[ \t]*)num_warps=4,$", r"\g<indent>num_warps=8,",
+               "mla_decode: the split combine with 8 warps"),
+    "notes: how the splits are combined",
+    "notes: the MoE experts per GPU",
+    "notes: the router's top-k",
+    "notes: the absorbed projections",
+    "notes: the rotary embedding",
+    "notes: the KV write",
+    DemoChange("decode_layer/attention.py", r"^(?P<indent>[ \t]*)num_warps=8,$", r"\g<indent>num_warps=4,",
+               "mla_decode: the split combine back to 4 warps (8 bought nothing)"),
+    "notes: paging",
+    "notes: masks",
+    "notes: targets",
+    "notes: what a key is",
+    "notes: reading a survey",
+    "notes: next, fewer heads per program",
+)
 DEMO_KINDS = ("mla_decode",)  # the kind the change touches: keeps the demo to a minute or two
 DEMO_TARGETS = ("gfx950", "sm90")
 
@@ -92,7 +117,8 @@ def apply_change(repo: Path, change: DemoChange = DEMO_CHANGE) -> None:
 
 
 def build_demo_repo(dest: Path, source: Path | None = None) -> tuple[str, str]:
-    """A two-commit repository at ``dest``: the demo suite, then :data:`DEMO_CHANGE`. Returns the shas."""
+    """A repository at ``dest`` of 21 commits: the demo suite, :data:`DEMO_HISTORY`, then
+    :data:`DEMO_CHANGE`. Returns the shas of the last two (``HEAD~1``, ``HEAD``)."""
     root = source or suite_root()
     _check_suite(root)
     dest.mkdir(parents=True)
@@ -103,6 +129,15 @@ def build_demo_repo(dest: Path, source: Path | None = None) -> tuple[str, str]:
     _git(dest, "init", "-q", "-b", "main")
     _git(dest, "add", "-A")
     _git(dest, "commit", "-q", "-m", "decode layer: the demo suite")
+    for step in DEMO_HISTORY:
+        if isinstance(step, DemoChange):
+            apply_change(dest, step)
+            _git(dest, "commit", "-q", "-am", step.message)
+        else:
+            with (dest / "NOTES.md").open("a") as notes:
+                notes.write(f"- {step.removeprefix('notes: ')}\n")
+            _git(dest, "add", "NOTES.md")
+            _git(dest, "commit", "-q", "-m", step)
     base = _git(dest, "rev-parse", "HEAD")
     apply_change(dest, DEMO_CHANGE)
     _git(dest, "commit", "-q", "-am", DEMO_CHANGE.message)

@@ -57,22 +57,8 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     if commit is None or not reuse or not store.has(commit):
         start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
     if reuse and commit is not None and not (options.kinds or options.keys):
-        targets = list(options.targets) if options.targets else store.default_targets(commit)
-        stored = None
-        if targets:
-            try:
-                stored = store.load(commit, targets)
-            except StoreError as exc:
-                print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
-        if stored is not None and stored.reader != READER_REVISION:
-            print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
-                  f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
-                  file=sys.stderr)
-        elif stored is not None and (passing := sum(r.passing_failure for r in stored.rows)):
-            print(f"regsurvey: the stored survey of {commit[:12]} has {passing} build(s) that failed for a "
-                  "cause of the moment (a time-out, a lost worker, an intermittent toolchain failure); "
-                  "surveying again", file=sys.stderr)
-        elif stored is not None and stored.toolchain == current_toolchain(targets or []):
+        stored = stored_survey(store, commit, options)
+        if stored is not None:
             # Named as this command asked for it, not as the run that stored it did.
             return replace(stored, label=label)
     start_workers_early()  # (again, at once, if it is already running)
@@ -84,12 +70,43 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
             survey = survey_checkout(checkout, store.objects.root, options, progress)
     try:
         if options.kinds or options.keys:
-            store.save(survey, partial=True)
+            store.save(survey, partial=True, selection=selection_text(options))
         else:
             store.save(survey, default_targets=not options.targets)
     except WriteError as exc:  # a full disk: the survey is still right, only not kept for the next run
         print(f"regsurvey: warning: the survey is not stored ({exc})", file=sys.stderr)
     return survey
+
+
+def selection_text(options: SurveyOptions) -> str:
+    """The selection of kinds and keys of ``options`` as one text (the same for the same selection)."""
+    return f"kinds={' '.join(sorted(options.kinds))} keys={' '.join(sorted(options.keys))}"
+
+
+def stored_survey(store: Store, commit: str, options: SurveyOptions, selection: bool = False) -> Survey | None:
+    """The stored survey of every key of ``commit`` (``selection``: of ``options``' selection of kinds and
+    keys, which a survey of that selection stored) that serves ``options``' targets (or the matrices' own),
+    made with the toolchain in use, by these readers and with no build failed for a cause of the moment;
+    else None (saying why on stderr where one is stored but unusable). A survey of every key is not
+    narrowed here: the caller narrows (:func:`regsurvey.revisions.range.narrowed`)."""
+    targets = list(options.targets) if options.targets else store.default_targets(commit)
+    stored = None
+    if targets:
+        try:
+            stored = store.load(commit, targets, selection_text(options) if selection else None)
+        except StoreError as exc:
+            print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
+    if stored is not None and stored.reader != READER_REVISION:
+        print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
+              f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
+              file=sys.stderr)
+    elif stored is not None and (passing := sum(r.passing_failure for r in stored.rows)):
+        print(f"regsurvey: the stored survey of {commit[:12]} has {passing} build(s) that failed for a "
+              "cause of the moment (a time-out, a lost worker, an intermittent toolchain failure); "
+              "surveying again", file=sys.stderr)
+    elif stored is not None and stored.toolchain == current_toolchain(targets or []):
+        return stored
+    return None
 
 
 def revision_commit(start: Path, rev: str) -> str:

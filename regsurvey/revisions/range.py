@@ -24,7 +24,7 @@ from ..model.progress import Progress
 from ..model.results import Row, Survey, SurveyFormatError
 from ..store.store import Store, StoreError
 from .checkout import CheckoutError, repo_root, resolve_commit
-from .obtain import obtain_survey, revision_commit
+from .obtain import obtain_survey, revision_commit, stored_survey
 
 WORKING_TREE = None  # the revision value meaning "the working tree as it is"
 
@@ -51,6 +51,12 @@ def load_survey_file(path: str, options: SurveyOptions | None = None) -> Survey:
         raise StoreError(f"survey file {path} is unusable: {exc}") from None
     if options is None:
         return survey
+    return narrowed(survey, options)
+
+
+def narrowed(survey: Survey, options: SurveyOptions) -> Survey:
+    """``survey`` narrowed to the selection of ``options`` (targets, kinds, keys) as a survey made now
+    would be."""
 
     def selected(row: Row) -> bool:
         return ((not options.targets or row.target in options.targets)
@@ -60,6 +66,24 @@ def load_survey_file(path: str, options: SurveyOptions | None = None) -> Survey:
     rows = tuple(r for r in survey.rows if selected(r))
     targets = tuple(t for t in survey.targets if not options.targets or t in options.targets)
     return replace(survey, rows=rows, targets=targets)
+
+
+def selection_survey(start: Path, commit: str, store: Store, options: SurveyOptions,
+                     progress: Progress | None = None) -> tuple[Survey, bool]:
+    """The survey of ``commit`` for ``options``' selection, and whether it had to be made: a stored survey
+    of every key narrowed when one serves, else a stored survey of the same selection, else a survey of
+    the selected keys only (its unchanged kernels from the store's content-addressed results; kept under
+    the store's ``partial/``, where it never stands in for a survey of every key). For ``history`` and
+    ``bisect``, which visit many commits."""
+    stored = stored_survey(store, commit, options)
+    if stored is not None:
+        return narrowed(stored, options), False
+    if options.kinds or options.keys:
+        stored = stored_survey(store, commit, options, selection=True)
+        if stored is not None:
+            return stored, False
+    # (reuse=False: the one stored survey it could reuse was just found unusable, and said why)
+    return obtain_survey(start, commit, store, options, progress, reuse=False), True
 
 
 def commit_range(start: Path, spec: str) -> tuple[str, list[RangeCommit]]:

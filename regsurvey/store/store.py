@@ -37,16 +37,19 @@ class Store:
     def _dir(self, commit: str | None) -> Path:
         return self.root / "surveys" / (commit or "worktree")
 
-    def save(self, survey: Survey, default_targets: bool = False, partial: bool = False) -> list[Path]:
+    def save(self, survey: Survey, default_targets: bool = False, partial: bool = False,
+             selection: str = "") -> list[Path]:
         """Store each target's rows of ``survey`` as its own file; return the paths written.
 
         ``default_targets``: the survey covers every key on the matrices' own targets, which later
-        runs without ``--target`` may then reuse. ``partial``: only some kinds or keys were surveyed;
-        kept under ``partial/`` so it never stands in for (or replaces) a whole survey.
+        runs without ``--target`` may then reuse. ``partial``: only some kinds or keys were surveyed
+        (``selection`` says which: see :func:`selection_name`); kept under ``partial/<selection>/`` so it
+        never stands in for (or replaces) a whole survey, and a later survey of the same selection may
+        reuse it (:meth:`load` with the same ``selection``).
         """
         self.prepare()
         paths = []
-        folder = self._dir(survey.commit) / "partial" if partial else self._dir(survey.commit)
+        folder = self._partial_dir(survey.commit, selection) if partial else self._dir(survey.commit)
         if default_targets:
             atomic_write(self._dir(survey.commit) / "index.json",
                          json.dumps({"default_targets": list(survey.targets)}).encode())
@@ -87,11 +90,16 @@ class Store:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def load(self, commit: str | None, targets: list[str]) -> Survey | None:
-        """The stored survey of ``commit`` for all ``targets``, or None if any target is missing."""
+    def _partial_dir(self, commit: str | None, selection: str) -> Path:
+        return self._dir(commit) / "partial" / selection_name(selection)
+
+    def load(self, commit: str | None, targets: list[str], selection: str | None = None) -> Survey | None:
+        """The stored survey of ``commit`` for all ``targets`` (of the ``selection`` of kinds and keys, when
+        given), or None if any target is missing."""
         merged: Survey | None = None
+        folder = self._dir(commit) if selection is None else self._partial_dir(commit, selection)
         for target in targets:
-            path = self._dir(commit) / f"{target}.json"
+            path = folder / f"{target}.json"
             if not path.exists():
                 return None
             try:
@@ -104,6 +112,12 @@ class Store:
                 raise StoreError(f"stored survey {path} is unusable: unreadable ({exc.strerror or exc})") from None
             merged = part if merged is None else merged.merge(part)
         return merged
+
+
+def selection_name(selection: str) -> str:
+    """The folder name of a selection of kinds and keys (its text, e.g. ``kinds=mla_* keys=*/tp4/*``,
+    hashed: globs hold characters a file name should not)."""
+    return hashlib.sha256(selection.encode()).hexdigest()[:16]
 
 
 def _checksum_path(path: Path) -> Path:

@@ -17,6 +17,8 @@ HELP = {
     "capture": ("Usage: regsurvey capture [OPTIONS] COMMAND...", "Run COMMAND (a Python program) and write a keys"),
     "diff": ("Usage: regsurvey diff [OPTIONS] BASE [HEAD]", "Compare the surveys of BASE and HEAD"),
     "stack": ("Usage: regsurvey stack [OPTIONS] BASE..HEAD", "Survey every commit of BASE..HEAD"),
+    "history": ("Usage: regsurvey history [OPTIONS] A..B", "Figures over the commits of A..B"),
+    "bisect": ("Usage: regsurvey bisect [OPTIONS] GOOD BAD", "Find the first commit of GOOD..BAD"),
     "rebuild-check": ("Usage: regsurvey rebuild-check [OPTIONS]", "Compile every key twice, each time from a"),
     "demo": ("Usage: regsurvey demo [OPTIONS]", "Show what a diff looks like"),
     "lint": ("Usage: regsurvey lint [OPTIONS] [FILES]...", "Find kernel arguments that are loaded into"),
@@ -34,7 +36,8 @@ def test_the_group_lists_every_command_in_order() -> None:
     assert result.exit_code == 0, result.stderr
     listed = result.stdout.split("\nCommands:\n")[1].splitlines()
     assert [line.split()[0] for line in listed] == [
-        "run", "capture", "diff", "stack", "rebuild-check", "demo", "lint", "explain", "check", "server"]
+        "run", "capture", "diff", "stack", "history", "bisect", "rebuild-check", "demo", "lint", "explain", "check",
+        "server"]
     assert result.stdout.startswith("Usage: regsurvey [OPTIONS] COMMAND [ARGS]...\n")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from regsurvey.model.results import Row, Survey
-from regsurvey.store.store import Store, StoreError
+from regsurvey.store.store import Store, StoreError, selection_name
 
 from ..conftest import commit_all, git
 from ..lint_surveys import clean_and_mutated
@@ -153,12 +153,16 @@ def test_a_partial_survey_never_stands_in_for_a_whole_one(tmp_path: Path, survey
     base, head = surveys
     store = Store(tmp_path / "store")
     only_gemm = replace(head, commit=base.commit, rows=tuple(r for r in head.rows if r.kind == "gemm"))
-    (path,) = store.save(only_gemm, partial=True)
-    assert path == tmp_path / "store" / "surveys" / base.commit / "partial" / "gfx950.json"
+    (path,) = store.save(only_gemm, partial=True, selection="kinds=gemm keys=")
+    assert path == (tmp_path / "store" / "surveys" / base.commit / "partial" / selection_name("kinds=gemm keys=")
+                    / "gfx950.json")
     assert Survey.from_json(path.read_text()) == only_gemm
     assert store.load(base.commit, ["gfx950"]) is None  # a partial survey is not the commit's survey
+    # ... but a later survey of the same selection finds it, and of another selection does not.
+    assert store.load(base.commit, ["gfx950"], "kinds=gemm keys=") == only_gemm
+    assert store.load(base.commit, ["gfx950"], "kinds= keys=gemm/*") is None
     store.save(base, default_targets=True)
-    store.save(only_gemm, partial=True)  # a later partial survey replaces nothing whole
+    store.save(only_gemm, partial=True, selection="kinds=gemm keys=")  # a later partial survey replaces nothing whole
     assert store.load(base.commit, ["gfx950"]) == base
     assert store.default_targets(base.commit or "") == ["gfx950"]
 

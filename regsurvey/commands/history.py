@@ -1,0 +1,82 @@
+"""``regsurvey history A..B``: chosen figures over every commit of a range, as charts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..revisions.obtain import open_store
+from ..revisions.range import commit_range, selection_survey
+from .common import EXIT_OK, command_errors, fail, split_csv
+from .options import default_report_path, filename_part, make_survey_options, survey_options, write_report
+
+
+@click.command()
+@click.argument("commits", metavar="A..B")
+@click.option("--figure", "figures", multiple=True, metavar="NAME",
+              help="Figures to draw (repeat or comma-separate; names as in the survey JSON, e.g. vgpr, "
+                   "vgpr_spill, occupancy, regs, spill_store_bytes). Default: registers and spills of each vendor.")
+@click.option("--every", type=click.IntRange(1), default=1, show_default=True,
+              help="Survey one commit in N of a long range (the last one always).")
+@survey_options
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown", "json"]), default="html", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report here (default: HTML to reports/<A>..<B>.history.html at the repository "
+                   "root, the others to stdout).")
+def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[str, ...], kinds: tuple[str, ...],
+            keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path,
+            quiet: bool, fmt: str, output: Path | None) -> None:
+    """Figures over the commits of A..B: A, then every commit up to B along first parents, each
+    surveyed (stored surveys are reused; a selection of kinds or keys reuses a stored survey of every
+    key, else surveys only those keys, their unchanged kernels from the store's results).
+
+    The HTML page draws, per kind and target, each figure over the commits: the largest value over the
+    kind's builds as a line, the spread to the smallest as a band, failing builds as red crosses; each
+    point links to its commit's diff against the one before it, summarized below the charts.
+    """
+    from ..diff.history import DEFAULT_FIGURES
+    from ..diff.history import history as make_history
+    from ..model.figures import FIGURES
+    from ..output.history import format_html, format_json, format_markdown
+    from ..output.progress import survey_progress
+
+    chosen = split_csv(figures) or DEFAULT_FIGURES
+    known = {f.name for f in FIGURES}
+    unknown = [f for f in chosen if f not in known]
+    if unknown:
+        fail(f"unknown figure {unknown[0]!r}; figures: {', '.join(sorted(known))}")
+    start = repo.resolve()
+    with command_errors():
+        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        base, in_range = commit_range(start, commits)
+        picked = in_range[::-1][::every][::-1]  # one in N, counted back from B (which is always in)
+        shas = [base, *(c.sha for c in picked)]
+        subjects = [_subject(start, base), *(c.subject for c in picked)]
+        store = open_store(store_dir, start)
+        surveys = []
+        made = 0
+        with survey_progress(enabled=not quiet) as progress:
+            for sha in shas:
+                survey, fresh = selection_survey(start, sha, store, options, progress)
+                surveys.append(survey)
+                made += fresh
+        if not quiet:
+            click.echo(f"regsurvey: {len(shas)} commits, {made} surveyed now, {len(shas) - made} from the store",
+                       err=True)
+        result = make_history(commits, surveys, subjects, chosen, every)
+    text = {"html": format_html, "markdown": format_markdown, "json": format_json}[fmt](result)
+    base_rev, head_rev = commits.split("..")
+    name = (f"{filename_part(base_rev or 'HEAD', base)}..{filename_part(head_rev or 'HEAD', picked[-1].sha)}"
+            ".history.html")
+    write_report(text, fmt, output, default_report_path(start, name))
+    sys.exit(EXIT_OK)
+
+
+def _subject(start: Path, sha: str) -> str:
+    import subprocess
+
+    out = subprocess.run(["git", "-C", str(start), "log", "-1", "--format=%s", sha], capture_output=True, text=True,
+                         check=False)
+    return out.stdout.strip()

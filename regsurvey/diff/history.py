@@ -1,0 +1,70 @@
+"""Figures over commits: the series ``regsurvey history`` draws, from one survey per commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..model.comparison import Comparison
+from ..model.figures import AMD, NVIDIA, figure
+from ..model.history import History, HistoryCommit, Point, Series
+from ..model.results import Survey
+from ..model.targets import get_target
+from .core import compare
+from .summary import summarize
+
+# Drawn when no --figure is given: per vendor, its registers and its spills.
+DEFAULT_FIGURES = ("vgpr", "vgpr_spill", "regs", "spill_store_bytes")
+
+
+def history(spec: str, surveys: Sequence[Survey], subjects: Sequence[str], figures: Sequence[str] = DEFAULT_FIGURES,
+            every: int = 1) -> History:
+    """The history of ``surveys`` (one per commit, oldest first; ``subjects`` their commit subjects):
+    per kind, target and figure (of the target's vendor), the largest and smallest value over the kind's
+    builds at each commit; and per commit, its diff against the commit before it, summarized."""
+    for name in figures:
+        figure(name)  # KeyError for an unknown figure: the command checks names first
+    commits = []
+    previous: Survey | None = None
+    for survey, subject in zip(surveys, subjects):
+        built = sum(1 for r in survey.rows if r.ok)
+        failed = sum(1 for r in survey.rows if r.failed)
+        if previous is None:
+            commits.append(HistoryCommit(survey.commit or "", subject, builds=built + failed, failed=failed))
+        else:
+            comparison = compare(previous, survey)
+            commits.append(HistoryCommit(survey.commit or "", subject, _summary(comparison), _counts(comparison),
+                                         built + failed, failed))
+        previous = survey
+    kinds: dict[tuple[str, str], None] = {}
+    for survey in surveys:
+        kinds.update(dict.fromkeys((r.kind, r.target) for r in survey.rows))
+    series = []
+    for kind, target in sorted(kinds, key=lambda kt: (kt[0], _target_order(kt[1]))):
+        vendor = AMD if get_target(target).is_amd else NVIDIA
+        for name in figures:
+            if figure(name).vendor != vendor:
+                continue
+            points = []
+            for survey in surveys:
+                rows = [r for r in survey.rows if r.kind == kind and r.target == target]
+                values = [r.resources[name] for r in rows if r.ok and isinstance(r.resources.get(name), int)]
+                points.append(Point(max(values, default=None), min(values, default=None), len(values),
+                                    sum(1 for r in rows if r.failed)))
+            series.append(Series(kind, target, name, tuple(points)))
+    return History(spec, tuple(commits), tuple(series), every, tuple(figures))
+
+
+def _summary(comparison: Comparison) -> tuple[str, ...]:
+    return summarize(comparison).texts
+
+
+def _counts(comparison: Comparison) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in comparison.rows:
+        counts[r.mark.value] = counts.get(r.mark.value, 0) + 1
+    return counts
+
+
+def _target_order(target: str) -> int:
+    names = ("gfx942", "gfx950", "sm90", "sm100")
+    return names.index(target) if target in names else len(names)

@@ -1,0 +1,72 @@
+"""What ``regsurvey history`` reports: figures over the commits of a range, per kind and target."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class HistoryCommit:
+    """One commit of the history: what it is, and what its diff against the point before it says."""
+
+    sha: str
+    subject: str
+    # The prose summary of its diff against the previous point (its parent, unless --every skips
+    # commits; the first point has none), in ASCII arrows, worst first.
+    summary: tuple[str, ...] = ()
+    counts: dict[str, int] | None = None  # builds per mark of that diff (None for the first point)
+    builds: int = 0  # builds in its survey (of the selection)
+    failed: int = 0  # of which failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One figure of one kind on one target at one commit: the largest and smallest value over the
+    kind's builds that built (None when none did), how many built, and how many failed."""
+
+    max: int | None
+    min: int | None
+    built: int
+    failed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Series:
+    """A figure of a kind on a target over the history's commits (one point per commit, in order)."""
+
+    kind: str
+    target: str
+    figure: str
+    points: tuple[Point, ...]
+
+    @property
+    def changed(self) -> bool:
+        """Whether the figure moved anywhere along the history (or a build failed)."""
+        seen = {(p.max, p.min) for p in self.points if p.built}
+        return len(seen) > 1 or any(p.failed for p in self.points)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "target": self.target, "figure": self.figure,
+                "points": [p.to_dict() for p in self.points]}
+
+
+@dataclass(frozen=True)
+class History:
+    """The commits of a range (oldest first; the first is the range's base) and the series over them."""
+
+    spec: str  # "HEAD~20..HEAD" as given
+    commits: tuple[HistoryCommit, ...]
+    series: tuple[Series, ...]
+    every: int = 1  # one commit in N was surveyed (the last always is)
+    figures: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec, "every": self.every, "figures": list(self.figures),
+                "commits": [c.to_dict() for c in self.commits], "series": [s.to_dict() for s in self.series]}

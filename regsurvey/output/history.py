@@ -1,0 +1,197 @@
+"""``regsurvey history``'s reports: a self-contained HTML page (a chart per kind and target, drawn here as
+inline SVG: no script, no network), Markdown and JSON with the same series."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from ..model.figures import figure
+from ..model.history import History, HistoryCommit, Point, Series
+from .markdown import code
+from .markdown import escape as md_escape
+
+
+def format_json(h: History) -> str:
+    return json.dumps(h.to_dict(), indent=1)
+
+
+def _value(p: Point) -> str:
+    if p.max is None:
+        return f"{p.failed} failed" if p.failed else "-"
+    text = str(p.max) if p.min == p.max else f"{p.max} ({p.min}-{p.max})"
+    return text + (f" ({p.failed} failed)" if p.failed else "")
+
+
+def _grouped(h: History) -> dict[tuple[str, str], list[Series]]:
+    out: dict[tuple[str, str], list[Series]] = {}
+    for s in h.series:
+        out.setdefault((s.kind, s.target), []).append(s)
+    return out
+
+
+def _tone(c: HistoryCommit) -> str:
+    """``worse`` when its diff made any build worse or failing, ``better`` when it only improved some,
+    else empty."""
+    counts = c.counts or {}
+    if counts.get("worse") or counts.get("newly failing"):
+        return "worse"
+    return "better" if counts.get("better") or counts.get("fixed") else ""
+
+
+def _moved(c: HistoryCommit) -> bool:
+    """Whether its diff changed anything (a build's figures, status or presence)."""
+    return c.counts is not None and any(n for mark, n in c.counts.items() if mark != "unchanged")
+
+
+def _step_title(c: HistoryCommit) -> str:
+    counts = c.counts or {}
+    marks = ", ".join(f"{n} {mark}" for mark, n in counts.items() if mark != "unchanged" and n)
+    return marks or ("every build unchanged" if c.counts is not None else "the base")
+
+
+# -- Markdown -----------------------------------------------------------------------------------------------
+
+def format_markdown(h: History) -> str:
+    out = [f"### Registers over `{md_escape(h.spec)}`", ""]
+    out.append(f"{len(h.commits)} commits" + (f" (one in {h.every})" if h.every > 1 else "")
+               + ", each against the one before it; a figure is the largest over the kind's builds, with the "
+               "smallest in brackets where they differ.")
+    out.append("")
+    for (kind, target), series in _grouped(h).items():
+        moved = [s for s in series if s.changed]
+        if not moved:
+            continue
+        out.append(f"#### {kind} on {target}")
+        out.append("")
+        heads = ["commit", "subject", *[figure(s.figure).label for s in moved]]
+        out.append("| " + " | ".join(heads) + " |")
+        out.append("|" + "|".join(["---", "---", *["---:"] * len(moved)]) + "|")
+        for i, c in enumerate(h.commits):
+            cells = [code(c.sha[:10]), md_escape(c.subject), *[_value(s.points[i]) for s in moved]]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    still = [f"{k} on {t}" for (k, t), series in _grouped(h).items() if not any(s.changed for s in series)]
+    if still:
+        out.append("Unchanged along the range: " + ", ".join(still) + ".")
+        out.append("")
+    out.append("#### Commit by commit")
+    out.append("")
+    for c in h.commits[1:]:
+        out.append(f"- {code(c.sha[:10])} {md_escape(c.subject)}: {_step_title(c)}")
+        if _moved(c):
+            out.extend(f"  - {md_escape(line)}" for line in c.summary[:6])
+    return "\n".join(out).rstrip() + "\n"
+
+
+# -- HTML -----------------------------------------------------------------------------------------------------
+
+_STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#101828}
+header{padding:16px 24px;border-bottom:1px solid #e4e7ec}h1{font-size:20px;margin:0}
+main{padding:8px 24px 40px}h2{font-size:16px;margin:24px 0 4px}.muted{color:#667085}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #e4e7ec;border-radius:6px;padding:6px 8px}
+.chart h3{font-size:13px;margin:0 0 2px;font-weight:600}svg{display:block}
+svg .band{fill:#d1e0ff}svg .line{fill:none;stroke:#175cd3;stroke-width:1.5}svg .min{fill:none;stroke:#84adff;
+stroke-width:1;stroke-dasharray:3 2}svg circle{fill:#175cd3}svg circle.worse{fill:#b42318}
+svg circle.better{fill:#067647}svg a:hover circle{stroke:#101828;stroke-width:2}svg .tick{stroke:#d0d5dd}
+tr.quiet td{color:#98a2b3;padding-top:1px;padding-bottom:1px}
+svg .fail{stroke:#b42318;stroke-width:2}svg .axis{stroke:#98a2b3;stroke-width:1}svg text{font-size:10px;fill:#667085}
+table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #e4e7ec;
+vertical-align:top;text-align:left}tr:target td{background:#fef0c7}.mono{font-family:ui-monospace,monospace}
+.worse{color:#b42318}.better{color:#067647}ul{margin:2px 0;padding-left:18px}"""
+
+_W, _H, _PAD = 420, 124, 30
+
+
+def _chart(s: Series, h: History) -> str:
+    """One figure's chart: the largest value over the kind's builds (line), the spread to the smallest
+    (band), each commit a point linking to its diff; a red cross where builds failed."""
+    f = figure(s.figure)
+    values = [v for p in s.points for v in (p.max, p.min) if v is not None]
+    top, bottom = max(values, default=1), min(values, default=0)
+    if top == bottom:
+        top, bottom = top + 1, max(0, bottom - 1)
+    n = len(s.points)
+
+    def x(i: int) -> float:
+        return _PAD + (i * (_W - _PAD - 8) / (n - 1) if n > 1 else (_W - _PAD) / 2)
+
+    def y(v: int) -> float:
+        return 8 + (top - v) * (_H - 26) / (top - bottom)
+
+    parts = [f"<svg width={_W} height={_H} role=img aria-label='{escape(f.noun)} of {escape(s.kind)} on "
+             f"{escape(s.target)} over {n} commits'>",
+             f"<line class=axis x1={_PAD} y1={_H - 18} x2={_W - 4} y2={_H - 18} />",
+             f"<text x=2 y={y(top) + 4:.1f}>{top}</text><text x=2 y={y(bottom) + 4:.1f}>{bottom}</text>"]
+    # The commits that changed a build: a guide line and their number under the axis (and the ends').
+    for i, c in enumerate(h.commits):
+        if _moved(c) or i in (0, n - 1):
+            if _moved(c):
+                parts.append(f"<line class=tick x1={x(i):.1f} y1=6 x2={x(i):.1f} y2={_H - 18} />")
+            parts.append(f"<text x={min(x(i) - 3, _W - 6 * len(str(i))):.1f} y={_H - 5}>{i}</text>")
+    built = [(i, p) for i, p in enumerate(s.points) if p.max is not None]
+    if built:
+        upper = [(x(i), y(p.max)) for i, p in built if p.max is not None]
+        lower = [(x(i), y(p.min)) for i, p in reversed(built) if p.min is not None]
+        parts.append("<polygon class=band points='" + " ".join(f"{a:.1f},{b:.1f}" for a, b in upper + lower)
+                     + "' />")
+        parts.append("<polyline class=min points='" + " ".join(f"{a:.1f},{b:.1f}" for a, b in reversed(lower))
+                     + "' />")
+        parts.append("<polyline class=line points='" + " ".join(f"{a:.1f},{b:.1f}" for a, b in upper) + "' />")
+    for i, p in enumerate(s.points):
+        c = h.commits[i]
+        tip = f"{c.sha[:10]} {c.subject}: {f.label} {_value(p)}"
+        if p.failed:
+            cx, cy = x(i), _H - 12
+            parts.append(f"<a href='#c-{c.sha}'><path class=fail d='M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8'>"
+                         f"<title>{escape(tip)}</title></path></a>")
+        if p.max is not None:
+            tone = f" class={_tone(c)}" if _tone(c) else ""
+            parts.append(f"<a href='#c-{c.sha}'><circle{tone} cx={x(i):.1f} cy={y(p.max):.1f} r={4 if tone else 3}>"
+                         f"<title>{escape(tip)}</title></circle></a>")
+    parts.append("</svg>")
+    last = s.points[-1]
+    return (f"<div class=chart><h3>{escape(f.noun)}{escape(f.unit)} <span class=muted>now {escape(_value(last))}"
+            f"</span></h3>{''.join(parts)}</div>")
+
+
+def format_html(h: History) -> str:
+    """The page a kernel engineer opens first: what moved, as charts, then each commit's diff."""
+    groups = _grouped(h)
+    moved = {k: v for k, v in groups.items() if any(s.changed for s in v)}
+    still = {k: v for k, v in groups.items() if k not in moved}
+    failing = sum(1 for c in h.commits if c.failed)
+    out = ["<!doctype html><html lang=en><meta charset=utf-8>",
+           f"<title>Registers over {escape(h.spec)}</title><style>{_STYLE}</style>",
+           f"<header><h1>Registers over {escape(h.spec)}</h1><div class=muted>{len(h.commits)} commits"
+           + (f", one in {h.every}" if h.every > 1 else "")
+           + f" · {len(moved)} of {len(groups)} kinds×targets moved"
+           + (f" · {failing} commits with failing builds" if failing else "")
+           + " · the line is the largest value over a kind's builds, the band the spread to the smallest;"
+           " a point links to the commit's diff against the one before it</div></header><main>"]
+    for title, chosen in (("What moved", moved), ("Unchanged along the range", still)):
+        if not chosen:
+            continue
+        out.append(f"<h2>{title}</h2>" if title == "What moved" else f"<details><summary><h2 style='display:inline'>"
+                   f"{title} ({len(chosen)})</h2></summary>")
+        for (kind, target), series in chosen.items():
+            out.append(f"<section class=kind data-kind='{escape(kind)}' data-target='{escape(target)}'>"
+                       f"<h2 class=mono>{escape(kind)} on {escape(target)}</h2><div class=charts>")
+            out.extend(_chart(s, h) for s in series)
+            out.append("</div></section>")
+        if title != "What moved":
+            out.append("</details>")
+    out.append("<h2>Commit by commit</h2><table><tr><th>#</th><th>commit</th><th>subject</th><th>against the one "
+               "before</th></tr>")
+    for i, c in enumerate(h.commits):
+        step_moved = _moved(c)
+        items = "".join(f"<li>{escape(line)}</li>" for line in c.summary) if step_moved else ""
+        failed = f" · {c.failed} of {c.builds} builds fail" if c.failed else ""
+        out.append(f"<tr id='c-{c.sha}'" + ("" if step_moved or i == 0 else " class=quiet") + f"><td>{i}</td>"
+                   f"<td class=mono>{c.sha[:10]}</td><td>{escape(c.subject)}</td>"
+                   f"<td><span class='{_tone(c)}'>{escape(_step_title(c))}{failed}</span>"
+                   + (f"<ul>{items}</ul>" if items else "")
+                   + (f"<div class='muted mono'>regsurvey diff {h.commits[i - 1].sha[:10]} {c.sha[:10]}</div>"
+                      if step_moved else "") + "</td></tr>")
+    out.append("</table></main></html>")
+    return "\n".join(out) + "\n"
