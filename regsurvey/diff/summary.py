@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
+from ..model.comparison import FIGURE_MARKS, Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, SPILL_FIGURES, figure
 
 # Shown beside a companion's values in its parent's line.
@@ -36,6 +36,7 @@ MAX_BREAKDOWN_PARTS = 4
 _ARROW_MARK = "\x00"
 ARROW = f" {_ARROW_MARK} "
 MAX_KINDS_NAMED = 5
+MAX_BUILD_CHANGES = 3  # build changes named per summary line
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def _effects(row: RowComparison) -> list[_Effect]:
     lint = _lint_effects(row)
     if row.mark in _STATUS_EFFECTS:
         return [_STATUS_EFFECTS[row.mark], *lint]
-    if row.mark not in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
+    if row.mark not in FIGURE_MARKS:
         return lint
     changed = {f.name: f for f in row.changed_figures}
     effects = []
@@ -188,17 +189,17 @@ class _Describer:
         self.rows = comparison.rows
         self.kernels_of: dict[str, set[str | None]] = {}
         for row in self.rows:
-            self.kernels_of.setdefault(row.kind, set()).add(row.kernel)
+            self.kernels_of.setdefault(row.kind, set()).add(_launch(row))
         self.target_order = {t: i for i, t in enumerate(comparison.targets)}
 
     def candidates(self, rows: list[RowComparison], effect: _Effect) -> list[RowComparison]:
         """Every build the description of ``rows`` covers, changed or not: the same kernels of the same
         kinds, with the same constant axis values and targets (and, for a figure, built on both sides)."""
         constants = _constants(rows)
-        pairs = {(r.kind, r.kernel) for r in rows}
+        pairs = {(r.kind, _launch(r)) for r in rows}
         out = []
         for row in self.rows:
-            if (row.kind, row.kernel) not in pairs:
+            if (row.kind, _launch(row)) not in pairs:
                 continue
             if effect.figure is not None and not _comparable(row, effect.figure):
                 continue
@@ -218,7 +219,7 @@ class _Describer:
         kinds = list(dict.fromkeys(r.kind for r in rows))
         named = []
         for kind in kinds[:MAX_KINDS_NAMED]:
-            kernels = sorted({r.kernel for r in rows if r.kind == kind and r.kernel}, key=str)
+            kernels = sorted({k for r in rows if r.kind == kind and (k := _launch(r))}, key=str)
             qualify = len(self.kernels_of[kind]) > 1 and set(kernels) != self.kernels_of[kind]
             named.append(f"{kind} ({', '.join(kernels)})" if qualify and kernels else kind)
         if len(kinds) > MAX_KINDS_NAMED:
@@ -231,6 +232,23 @@ class _Describer:
             words.append("on " + _join(targets))
         total = len(self.candidates(rows, effect))
         return " ".join(words), (f"{len(rows)} of {total} builds" if total > len(rows) else None)
+
+
+def _launch(row: RowComparison) -> str | None:
+    """The launch as the summary names it: what the kind body called it, else its kernel (``matmul launch
+    1`` where the key launches it more than than once); None for a key's own row."""
+    return row.label or row.kernel
+
+
+def _built_with(rows: list[RowComparison]) -> str:
+    """``; built with num_warps 4 -> 8`` (arrows as :data:`ARROW`): what the builds of a line were made with
+    that differs, each change once, with how many of them where not all; empty when none differs."""
+    told = Counter(c.describe(_ARROW_MARK) for r in rows for c in r.build_changes)
+    if not told:
+        return ""
+    parts = [d if n == len(rows) else f"{d} in {n} of {len(rows)}" for d, n in told.most_common(MAX_BUILD_CHANGES)]
+    more = len(told) - MAX_BUILD_CHANGES
+    return "; built with " + ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
 
 def _comparable(row: RowComparison, name: str) -> bool:
@@ -405,7 +423,7 @@ def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -
     # Per kind and kernel first; then merge units whose union keeps every describing value.
     units: dict[tuple[str, str | None], list[RowComparison]] = {}
     for row in rows:
-        units.setdefault((row.kind, row.kernel), []).append(row)
+        units.setdefault((row.kind, _launch(row)), []).append(row)
     merged: list[list[RowComparison]] = []
     mergeable: list[bool] = []
     for unit in units.values():
@@ -424,7 +442,8 @@ def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -
 
 
 def summarize(comparison: Comparison) -> Summary:
-    """The comparison's sentences: worse changes first, then better, then the rest and the totals."""
+    """The comparison's sentences: worse changes first, then better, then neutral ones and the totals (a
+    mixed build speaks in a worse line and a better one)."""
     describer = _Describer(comparison)
     by_effect: dict[_Effect, list[RowComparison]] = {}
     for row in comparison.rows:
@@ -438,7 +457,7 @@ def summarize(comparison: Comparison) -> Summary:
             elif effect.figure is None:
                 text = _status_sentence(group, effect, describer)
             else:
-                text = _figure_sentence(group, effect, describer)
+                text = _figure_sentence(group, effect, describer) + _built_with(group)
             line = SummaryLine.of(text, effect.tone, tuple(r.ref for r in group))
             if effect.figure is not None and figure(effect.figure).kind in (REGISTER, SPILL):
                 line = replace(line, where=_where(group, effect.figure))
