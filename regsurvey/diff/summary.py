@@ -35,8 +35,7 @@ MAX_BREAKDOWN_PARTS = 4
 # Where a sentence has an arrow (before -> after): SummaryLine keeps the words between, a report draws it.
 _ARROW_MARK = "\x00"
 ARROW = f" {_ARROW_MARK} "
-MAX_KINDS_NAMED = 5
-MAX_BUILD_CHANGES = 3  # build changes named per summary line
+MAX_KINDS_NAMED, MAX_BUILD_CHANGES = 5, 3  # kinds, and build changes, named per line
 
 
 @dataclass(frozen=True)
@@ -189,17 +188,17 @@ class _Describer:
         self.rows = comparison.rows
         self.kernels_of: dict[str, set[str | None]] = {}
         for row in self.rows:
-            self.kernels_of.setdefault(row.kind, set()).add(_launch(row))
+            self.kernels_of.setdefault(row.kind, set()).add(row.label or row.kernel)
         self.target_order = {t: i for i, t in enumerate(comparison.targets)}
 
     def candidates(self, rows: list[RowComparison], effect: _Effect) -> list[RowComparison]:
         """Every build the description of ``rows`` covers, changed or not: the same kernels of the same
         kinds, with the same constant axis values and targets (and, for a figure, built on both sides)."""
         constants = _constants(rows)
-        pairs = {(r.kind, _launch(r)) for r in rows}
+        pairs = {(r.kind, r.label or r.kernel) for r in rows}
         out = []
         for row in self.rows:
-            if (row.kind, _launch(row)) not in pairs:
+            if (row.kind, row.label or row.kernel) not in pairs:
                 continue
             if effect.figure is not None and not _comparable(row, effect.figure):
                 continue
@@ -219,7 +218,7 @@ class _Describer:
         kinds = list(dict.fromkeys(r.kind for r in rows))
         named = []
         for kind in kinds[:MAX_KINDS_NAMED]:
-            kernels = sorted({k for r in rows if r.kind == kind and (k := _launch(r))}, key=str)
+            kernels = sorted({k for r in rows if r.kind == kind and (k := r.label or r.kernel)}, key=str)
             qualify = len(self.kernels_of[kind]) > 1 and set(kernels) != self.kernels_of[kind]
             named.append(f"{kind} ({', '.join(kernels)})" if qualify and kernels else kind)
         if len(kinds) > MAX_KINDS_NAMED:
@@ -234,21 +233,12 @@ class _Describer:
         return " ".join(words), (f"{len(rows)} of {total} builds" if total > len(rows) else None)
 
 
-def _launch(row: RowComparison) -> str | None:
-    """The launch as the summary names it: what the kind body called it, else its kernel (``matmul launch
-    1`` where the key launches it more than than once); None for a key's own row."""
-    return row.label or row.kernel
-
-
 def _built_with(rows: list[RowComparison]) -> str:
-    """``; built with num_warps 4 -> 8`` (arrows as :data:`ARROW`): what the builds of a line were made with
-    that differs, each change once, with how many of them where not all; empty when none differs."""
+    """What the line's builds were made with that differs: ``; built with num_warps 4 -> 8 in 2 of 3``."""
     told = Counter(c.describe(_ARROW_MARK) for r in rows for c in r.build_changes)
-    if not told:
-        return ""
     parts = [d if n == len(rows) else f"{d} in {n} of {len(rows)}" for d, n in told.most_common(MAX_BUILD_CHANGES)]
-    more = len(told) - MAX_BUILD_CHANGES
-    return "; built with " + ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+    more = f" and {len(told) - MAX_BUILD_CHANGES} more" if len(told) > MAX_BUILD_CHANGES else ""
+    return "; built with " + ", ".join(parts) + more if told else ""
 
 
 def _comparable(row: RowComparison, name: str) -> bool:
@@ -423,7 +413,7 @@ def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -
     # Per kind and kernel first; then merge units whose union keeps every describing value.
     units: dict[tuple[str, str | None], list[RowComparison]] = {}
     for row in rows:
-        units.setdefault((row.kind, _launch(row)), []).append(row)
+        units.setdefault((row.kind, row.label or row.kernel), []).append(row)
     merged: list[list[RowComparison]] = []
     mergeable: list[bool] = []
     for unit in units.values():
