@@ -31,6 +31,7 @@ class CapturedLaunch:
     # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel) and its compile time.
     compiled: Any = None
     compile_s: float = 0.0
+    name: str | None = None  # what the kind body called the launch (``rs.name``)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class CaptureSession:
     config_index: int | None = None  # the autotune config whose launch is being made, if any
     tuner: Any = None  # the autotuner whose own ``run`` (a subclass's) is running, if any
     benched: list[CapturedLaunch] = field(default_factory=list)  # launches that tuner's benchmarking made
+    launch_name: str | None = None  # the name ``rs.name`` gave the launches that follow
 
 
 _session: contextvars.ContextVar[CaptureSession | None] = contextvars.ContextVar(
@@ -105,6 +107,16 @@ def skip(reason: str) -> None:
     run on a GPU) it raises :class:`SkipKey` all the same, for the caller to pass over the key.
     """
     raise SkipKey(str(reason))
+
+
+def name(launch_name: str | None) -> None:
+    """Name the launches the kind body makes next (``rs.name("up")``), until it names others (or calls
+    ``rs.name(None)``): reports tell launches of one key apart by it (the up and the down GEMM of an MoE)
+    instead of by kernel and launch index. Outside a survey (a kind body run on a GPU) it does nothing.
+    """
+    session = _session.get()
+    if session is not None:
+        session.launch_name = None if launch_name is None else str(launch_name)
 
 
 def pin_config(kernel: Any, index: int) -> None:

@@ -261,6 +261,7 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
         specialization_data=compile["specialization_data"],
         config=session.config_index if session.config_index is not None else _pick_index(session.tuner),
         where=_launch_site(),
+        name=session.launch_name,
     ))
     return not is_manual_warmup
 
@@ -314,7 +315,7 @@ class SurveyedKernel:
             session = capture_mod.current_session()
             if session is not None:
                 session.launches.append(dataclasses.replace(launch, where=_launch_site(), compiled=None,
-                                                            compile_s=0.0))
+                                                            compile_s=0.0, name=session.launch_name))
 
         return runner
 
@@ -660,6 +661,23 @@ def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
     if stages_hook is not None:
         key += stages_hook()[0]
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def constexpr_values(launch: CapturedLaunch) -> dict[str, Any]:
+    """The launch's constexpr arguments by name, as JSON scalars (``{"BLOCK": 512, "EVEN": True}``): what
+    the build was specialized on besides its options (an autotune config's kwargs and the heuristics'
+    values are constexprs too). A dtype is given by its name; any other value by its ``repr``."""
+    names = list(launch.signature)  # Triton's signature: every argument by name, in order
+    values = {}
+    for path, value in launch.constexprs.items():
+        if not (isinstance(path, tuple) and len(path) == 1 and isinstance(path[0], int) and path[0] < len(names)):
+            continue  # a constexpr inside a tuple argument: not named by one argument
+        if is_tl_dtype(value):
+            value = str(value)
+        elif not isinstance(value, (bool, int, float, str, type(None))):
+            value = repr(value)
+        values[names[path[0]]] = value
+    return values
 
 
 def _triton_compile(launch: CapturedLaunch, target: Target) -> Any:

@@ -10,9 +10,11 @@ compiling, no reading objects, no linting).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from ..model.comparison import (
+    BuildChange,
     Comparison,
     FigureDelta,
     LintChange,
@@ -73,13 +75,52 @@ def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta],
         return Mark.NEWLY_FAILING
     verdicts = {f.verdict for f in figures}
     # A new miscompile suspect weighs like a figure that got worse; a new or fixed note is neutral.
-    if "worse" in verdicts or lint.new_errors:
-        return Mark.WORSE
-    if "better" in verdicts or lint.fixed_errors:
+    worse = "worse" in verdicts or bool(lint.new_errors)
+    better = "better" in verdicts or bool(lint.fixed_errors)
+    if worse:
+        return Mark.MIXED if better else Mark.WORSE
+    if better:
         return Mark.BETTER
     if "changed" in verdicts or lint.changed:
         return Mark.CHANGED
     return Mark.UNCHANGED
+
+
+# What a build is made with besides its source and constexprs, compared as the build's own changes.
+_BUILD_OPTIONS = ("num_warps", "num_stages")
+
+
+def build_changes(before: Row | None, after: Row | None) -> tuple[BuildChange, ...]:
+    """What the two sides' builds were made with that differs: ``num_warps``, ``num_stages``, then each
+    constexpr (in the head's argument order) where both surveys recorded them. Nothing for a build only
+    one side has. (The autotune config index is part of the row id: matched builds share it, and its
+    kwargs are constexprs.)"""
+    if before is None or after is None:
+        return ()
+    changes = [BuildChange(name, getattr(before, name), getattr(after, name)) for name in _BUILD_OPTIONS
+               if getattr(before, name) is not None and getattr(after, name) is not None
+               and getattr(before, name) != getattr(after, name)]
+    if before.build is not None and after.build is not None:
+        for name in dict.fromkeys([*after.build, *before.build]):
+            was, now = before.build.get(name), after.build.get(name)
+            if was != now or (name in before.build) != (name in after.build):
+                changes.append(BuildChange(name, was, now, constexpr=True))
+    return tuple(changes)
+
+
+def launch_labels(survey: Survey) -> dict[tuple[str, str], str]:
+    """How reports name each build of ``survey`` (by target and row id): the name the kind body gave the
+    launch (``rs.name``), else its kernel, with ``launch N`` where the key launches that kernel (with that
+    autotune config) more than once; empty for a key's own row (no kernel)."""
+    launches = Counter((r.target, r.key, r.kernel, r.config) for r in survey.rows if r.kernel)
+    labels = {}
+    for r in survey.rows:
+        if r.name:
+            labels[(r.target, r.row_id)] = r.name
+        elif r.kernel:
+            several = launches[(r.target, r.key, r.kernel, r.config)] > 1
+            labels[(r.target, r.row_id)] = f"{r.kernel} launch {r.launch}" if several else r.kernel
+    return labels
 
 
 def compare(base: Survey, head: Survey) -> Comparison:
@@ -102,6 +143,7 @@ def compare(base: Survey, head: Survey) -> Comparison:
     every = {**before_rows, **after_rows}
     order = sorted(every, key=lambda ref: (key_rank[every[ref].key], target_rank.get(ref[0], len(target_rank)),
                                            every[ref].launch, -1 if every[ref].config is None else every[ref].config))
+    labels = {**launch_labels(base), **launch_labels(head)}
     rows = []
     for ref in order:
         before, after = before_rows.get(ref), after_rows.get(ref)
@@ -129,7 +171,8 @@ def compare(base: Survey, head: Survey) -> Comparison:
             target=row.target, row_id=row.row_id, key=row.key, kind=row.kind, axes=dict(row.axes),
             kernel=(after.kernel if after is not None and after.kernel else before.kernel if before else None),
             launch=row.launch, config=row.config, mark=mark, figures=figures, before=before, after=after,
-            note=note, lint_findings=lint, toolchain_changes=backend_changes))
+            note=note, lint_findings=lint, toolchain_changes=backend_changes,
+            build_changes=build_changes(before, after), label=labels.get(ref, "")))
     skipped = []
     for ref in dict.fromkeys([*skipped_before, *skipped_after]):
         was, now = skipped_before.get(ref), skipped_after.get(ref)
@@ -173,4 +216,4 @@ def stack(surveys: list[Survey], subjects: list[str]) -> Stack:
                  overall=compare(surveys[0], surveys[-1]))
 
 
-__all__ = ["compare", "stack", "toolchain_changes"]
+__all__ = ["build_changes", "compare", "launch_labels", "stack", "toolchain_changes"]

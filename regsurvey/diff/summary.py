@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
+from ..model.comparison import FIGURE_MARKS, Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, SPILL_FIGURES, figure
 
 # Shown beside a companion's values in its parent's line.
@@ -35,7 +35,7 @@ MAX_BREAKDOWN_PARTS = 4
 # Where a sentence has an arrow (before -> after): SummaryLine keeps the words between, a report draws it.
 _ARROW_MARK = "\x00"
 ARROW = f" {_ARROW_MARK} "
-MAX_KINDS_NAMED = 5
+MAX_KINDS_NAMED, MAX_BUILD_CHANGES = 5, 3  # kinds, and build changes, named per line
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def _effects(row: RowComparison) -> list[_Effect]:
     lint = _lint_effects(row)
     if row.mark in _STATUS_EFFECTS:
         return [_STATUS_EFFECTS[row.mark], *lint]
-    if row.mark not in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
+    if row.mark not in FIGURE_MARKS:
         return lint
     changed = {f.name: f for f in row.changed_figures}
     effects = []
@@ -188,17 +188,17 @@ class _Describer:
         self.rows = comparison.rows
         self.kernels_of: dict[str, set[str | None]] = {}
         for row in self.rows:
-            self.kernels_of.setdefault(row.kind, set()).add(row.kernel)
+            self.kernels_of.setdefault(row.kind, set()).add(row.label or row.kernel)
         self.target_order = {t: i for i, t in enumerate(comparison.targets)}
 
     def candidates(self, rows: list[RowComparison], effect: _Effect) -> list[RowComparison]:
         """Every build the description of ``rows`` covers, changed or not: the same kernels of the same
         kinds, with the same constant axis values and targets (and, for a figure, built on both sides)."""
         constants = _constants(rows)
-        pairs = {(r.kind, r.kernel) for r in rows}
+        pairs = {(r.kind, r.label or r.kernel) for r in rows}
         out = []
         for row in self.rows:
-            if (row.kind, row.kernel) not in pairs:
+            if (row.kind, row.label or row.kernel) not in pairs:
                 continue
             if effect.figure is not None and not _comparable(row, effect.figure):
                 continue
@@ -218,7 +218,7 @@ class _Describer:
         kinds = list(dict.fromkeys(r.kind for r in rows))
         named = []
         for kind in kinds[:MAX_KINDS_NAMED]:
-            kernels = sorted({r.kernel for r in rows if r.kind == kind and r.kernel}, key=str)
+            kernels = sorted({k for r in rows if r.kind == kind and (k := r.label or r.kernel)}, key=str)
             qualify = len(self.kernels_of[kind]) > 1 and set(kernels) != self.kernels_of[kind]
             named.append(f"{kind} ({', '.join(kernels)})" if qualify and kernels else kind)
         if len(kinds) > MAX_KINDS_NAMED:
@@ -231,6 +231,14 @@ class _Describer:
             words.append("on " + _join(targets))
         total = len(self.candidates(rows, effect))
         return " ".join(words), (f"{len(rows)} of {total} builds" if total > len(rows) else None)
+
+
+def _built_with(rows: list[RowComparison]) -> str:
+    """What the line's builds were made with that differs: ``; built with num_warps 4 -> 8 in 2 of 3``."""
+    told = Counter(c.describe(_ARROW_MARK) for r in rows for c in r.build_changes)
+    parts = [d if n == len(rows) else f"{d} in {n} of {len(rows)}" for d, n in told.most_common(MAX_BUILD_CHANGES)]
+    more = f" and {len(told) - MAX_BUILD_CHANGES} more" if len(told) > MAX_BUILD_CHANGES else ""
+    return "; built with " + ", ".join(parts) + more if told else ""
 
 
 def _comparable(row: RowComparison, name: str) -> bool:
@@ -405,7 +413,7 @@ def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -
     # Per kind and kernel first; then merge units whose union keeps every describing value.
     units: dict[tuple[str, str | None], list[RowComparison]] = {}
     for row in rows:
-        units.setdefault((row.kind, row.kernel), []).append(row)
+        units.setdefault((row.kind, row.label or row.kernel), []).append(row)
     merged: list[list[RowComparison]] = []
     mergeable: list[bool] = []
     for unit in units.values():
@@ -424,7 +432,8 @@ def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -
 
 
 def summarize(comparison: Comparison) -> Summary:
-    """The comparison's sentences: worse changes first, then better, then the rest and the totals."""
+    """The comparison's sentences: worse changes first, then better, then neutral ones and the totals (a
+    mixed build speaks in a worse line and a better one)."""
     describer = _Describer(comparison)
     by_effect: dict[_Effect, list[RowComparison]] = {}
     for row in comparison.rows:
@@ -438,7 +447,7 @@ def summarize(comparison: Comparison) -> Summary:
             elif effect.figure is None:
                 text = _status_sentence(group, effect, describer)
             else:
-                text = _figure_sentence(group, effect, describer)
+                text = _figure_sentence(group, effect, describer) + _built_with(group)
             line = SummaryLine.of(text, effect.tone, tuple(r.ref for r in group))
             if effect.figure is not None and figure(effect.figure).kind in (REGISTER, SPILL):
                 line = replace(line, where=_where(group, effect.figure))

@@ -240,7 +240,8 @@ class Worker:
                         target: Target, reuse: bool) -> Item:
         common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
                       num_warps=launch.options.get("num_warps"),
-                      num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root))
+                      num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root),
+                      build=toolchain.constexpr_values(launch), name=launch.name)
         start = time.perf_counter()
         try:
             cache_hash = toolchain.triton_cache_hash(launch, target)

@@ -26,8 +26,11 @@ class Mark(str, Enum):
     """What happened to one build between the two surveys."""
 
     # A figure moved the wrong way (see model.figures.FIGURES), or the lint found a new miscompile suspect,
-    # whatever else improved.
+    # and nothing improved.
     WORSE = "worse"
+    # Some figures (or lint findings) got worse and others better: a regression all the same (``check``
+    # judges its worse figures as a worse build's), shown apart so a trade-off is not read as a plain loss.
+    MIXED = "mixed"
     NEWLY_FAILING = "newly failing"  # built before, fails now
     BETTER = "better"  # a figure improved or a miscompile suspect went away, and nothing got worse
     FIXED = "fixed"  # failed before, builds now
@@ -41,7 +44,9 @@ class Mark(str, Enum):
 
 # Report order: bloaty lists what grew first; regressions lead.
 MARK_ORDER: tuple[Mark, ...] = tuple(Mark)
-REGRESSIONS = frozenset({Mark.WORSE, Mark.NEWLY_FAILING})
+REGRESSIONS = frozenset({Mark.WORSE, Mark.MIXED, Mark.NEWLY_FAILING})
+# Marks of builds whose figures (or lint findings) changed while both sides built.
+FIGURE_MARKS = frozenset({Mark.WORSE, Mark.MIXED, Mark.BETTER, Mark.CHANGED})
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,27 @@ class ToolchainChange:
 
 
 @dataclass(frozen=True)
+class BuildChange:
+    """One thing the build itself was made with that differs between the sides: ``num_warps``,
+    ``num_stages``, the autotune ``config`` index, or a constexpr argument by its name (None: that side
+    has no such value)."""
+
+    name: str
+    before: Any
+    after: Any
+    constexpr: bool = False  # a constexpr argument (else a compile option or the config index)
+
+    def describe(self, arrow: str = "->") -> str:
+        """``num_warps 4 -> 8``, ``BLOCK_N 64 -> 128`` (a side without it: ``-``)."""
+        def shown(value: Any) -> str:
+            return "-" if value is None else str(value)
+        return f"{self.name} {shown(self.before)} {arrow} {shown(self.after)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class HotLine:
     """A source line of a build and what it holds: the most registers live at its instructions (of the
     build's first register class, ``noun``), its spill stores and reloads, and its text."""
@@ -230,6 +256,17 @@ class RowComparison:
     # Each side's source, annotated (the HTML report's detail shows it), where ``where`` was computed.
     source_before: tuple[AnnotatedFile, ...] = ()
     source_after: tuple[AnnotatedFile, ...] = ()
+    # What the build was made with that differs between the sides (warps, stages, autotune config,
+    # constexprs), where both sides are there (constexprs only where both surveys recorded them).
+    build_changes: tuple[BuildChange, ...] = ()
+    # How reports name the launch: the name the kind body gave it (``rs.name``), else its kernel, with
+    # ``launch N`` where the key launches that kernel more than once (see diff.core.launch_label).
+    label: str = ""
+
+    @property
+    def launch_label(self) -> str:
+        """The launch's name in reports (``label``, else the kernel, else ``-``)."""
+        return self.label or self.kernel or "-"
 
     @property
     def ref(self) -> str:

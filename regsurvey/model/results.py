@@ -13,8 +13,10 @@ from .findings import Finding, findings_from_json
 
 # 2: rows carry the reader revision's typed findings (Row.lint) and the survey its ``reader``; a version 1
 # survey has the same shape (findings were already Finding.to_dict) and is read, never reused for a new one.
-SCHEMA_VERSION = 2
-READABLE_SCHEMA_VERSIONS = (1, 2)
+# 3: rows carry their build's constexprs (``build``) and the name a kind body gave the launch (``name``);
+# older rows read with both None (not recorded), so a diff against them says nothing about constexprs.
+SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
 
 class SurveyFormatError(ValueError):
@@ -103,6 +105,10 @@ class Row:
     # The build failed for a cause of the moment, not of the kernel: a time-out, a worker lost (killed,
     # out of memory). A stored survey holding such a row is surveyed again rather than reused.
     transient: bool = False
+    # The build's constexpr arguments by name (an autotune config's kwargs and heuristics' values among
+    # them), as JSON scalars (a dtype as its name); None where the survey did not record them (schema < 3).
+    build: dict[str, Any] | None = None
+    name: str | None = None  # what the kind body called the launch (``rs.name("up")``), if anything
 
     def __post_init__(self) -> None:
         if not isinstance(self.status, Status):
@@ -247,8 +253,9 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "error": (str, type(None)), "resources": (dict,), "compile_s": (int, float), "launch": (int,),
     "config": (int, type(None)), "triton_hash": (str, type(None)), "num_warps": (int, type(None)),
     "num_stages": (int, type(None)), "where": (str, type(None)), "reused": (bool,), "flaky": (str, type(None)),
-    "skip_reason": (str, type(None)), "transient": (bool,),
+    "skip_reason": (str, type(None)), "transient": (bool,), "build": (dict, type(None)), "name": (str, type(None)),
 }
+BUILD_VALUE_TYPES = (bool, int, float, str, type(None))  # what a constexpr of ``Row.build`` may be
 _SURVEY_TYPES: dict[str, tuple[type, ...]] = {
     "commit": (str, type(None)), "label": (str,), "targets": (list,), "toolchain": (dict,), "dirty": (bool,),
     "created": (str,), "timing": (dict,), "reader": (str,),
@@ -289,6 +296,9 @@ def _check_row(row: Row) -> None:
             raise ValueError(f"row {row.row_id} ({row.target}): figure {name} is {value!r}, not a whole number")
     if row.lint is not None and not all(isinstance(f, Finding) for f in row.lint):
         raise ValueError(f"row {row.row_id} ({row.target}): lint is neither null nor a list of findings")
+    if row.build is not None and not all(isinstance(k, str) and isinstance(v, BUILD_VALUE_TYPES)
+                                         for k, v in row.build.items()):
+        raise ValueError(f"row {row.row_id} ({row.target}): build is not constexpr names and values")
     if not (isinstance(row.messages, list) and all(isinstance(m, str) for m in row.messages)):
         raise ValueError(f"row {row.row_id} ({row.target}): messages are not a list of lines")
 

@@ -19,9 +19,11 @@ from ..model.figures import figure
 from ..model.rebuild import RebuildCheck
 from ..model.targets import TARGETS
 from .figure_text import (
+    build_text,
     change_text,
     changed_names,
     figure_total_delta,
+    launch_text,
     lint_change_text,
     lint_counts_text,
     rebuild_difference,
@@ -31,7 +33,8 @@ from .figure_text import (
 )
 
 _MARK_STYLE = {
-    Mark.WORSE: "bold red", Mark.NEWLY_FAILING: "bold red", Mark.BETTER: "bold green", Mark.FIXED: "bold green",
+    Mark.WORSE: "bold red", Mark.MIXED: "bold yellow", Mark.NEWLY_FAILING: "bold red", Mark.BETTER: "bold green",
+    Mark.FIXED: "bold green",
     Mark.ADDED: "cyan", Mark.REMOVED: "magenta", Mark.CHANGED: "yellow", Mark.STILL_FAILING: "red",
     Mark.NOT_COMPARABLE: "yellow",
 }
@@ -63,19 +66,23 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
     status = mark in _STATUS_MARKS or mark is Mark.NOT_COMPARABLE
     if status:
         table.add_column("why" if mark is Mark.NOT_COMPARABLE else "error", overflow="fold")
+    built = any(r.build_changes for r in rows)
+    if built:
+        table.add_column("built with", overflow="fold")
     shown = rows if limit <= 0 else rows[:limit]
     for r in shown:
-        kernel = (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
-        cells: list[Text | str] = [r.key, r.target, kernel, *[_figure_cell(r, n) for n in names]]
+        cells: list[Text | str] = [r.key, r.target, launch_text(r), *[_figure_cell(r, n) for n in names]]
         if lint:
             style = "red" if r.lint_findings.new_errors else "green" if r.lint_findings.fixed_errors else ""
             cells.append(Text(lint_change_text(r), style=style))
         if status:
             cells.append(Text(status_text(r), style="red" if mark is not Mark.FIXED else ""))
+        if built:
+            cells.append(build_text(r, "->"))
         table.add_row(*cells)
     if len(rows) > len(shown):
         table.add_row(Text(f"[Other] {len(rows) - len(shown)} more", style="dim"), "", "",
-                      *[""] * (len(names) + lint + status))
+                      *[""] * (len(names) + lint + status + built))
     return table
 
 

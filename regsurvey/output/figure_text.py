@@ -3,7 +3,7 @@ alike."""
 
 from __future__ import annotations
 
-from ..model.comparison import Comparison, FigureDelta, LintCounts, Mark, RowComparison
+from ..model.comparison import FIGURE_MARKS, Comparison, FigureDelta, LintCounts, Mark, RowComparison
 from ..model.figures import FIGURE_ORDER, figure
 from ..model.findings import Finding
 from ..model.rebuild import RebuildCheck, RebuildDifference
@@ -21,6 +21,49 @@ def change_text(f: FigureDelta, arrow: str = "→") -> str:
     if f.before == f.after:
         return str(f.after)
     return f"{f.before} {arrow} {f.after} ({f.after - f.before:+d})"
+
+
+# The occupancy a build change is told with, per vendor: waves per SIMD (AMD), warps per SM (NVIDIA).
+_OCCUPANCY_FIGURES = ("occupancy", "occupancy_warps")
+
+
+def occupancy_text(r: RowComparison, arrow: str = "→") -> str:
+    """``warps/SM unchanged at 48`` or ``waves/SIMD 8 → 6``: the build's occupancy on both sides; empty
+    where a side has none."""
+    for name in _OCCUPANCY_FIGURES:
+        f = r.figure(name)
+        if f is None or f.before is None or f.after is None:
+            continue
+        unit = figure(name).unit.strip()
+        return f"{unit} unchanged at {f.after}" if f.before == f.after else f"{unit} {f.before} {arrow} {f.after}"
+    return ""
+
+
+def build_text(r: RowComparison, arrow: str = "→") -> str:
+    """What the build was made with that differs, then its occupancy: ``num_warps 4 → 8; warps/SM
+    unchanged at 48``, ``BLOCK_N 64 → 128; waves/SIMD 8 → 6``; empty when the builds were made alike."""
+    if not r.build_changes:
+        return ""
+    made = ", ".join(c.describe(arrow) for c in r.build_changes)
+    return "; ".join(t for t in (made, occupancy_text(r, arrow)) if t)
+
+
+def figures_text(r: RowComparison, arrow: str = "→") -> str:
+    """The figures that changed, each with its label (``VGPR 38 → 64 (+26), waves 8 → 6 (-2)``)."""
+    return ", ".join(f"{figure(f.name).label} {change_text(f, arrow)}" for f in r.changed_figures)
+
+
+def row_change_text(r: RowComparison, arrow: str = "→") -> str:
+    """A build's change column: the figures that changed (or its status), the lint's change, and what its
+    build was made with that differs (``built with num_warps 4 → 8; warps/SM unchanged at 48``)."""
+    text = figures_text(r, arrow) if r.mark in FIGURE_MARKS else status_text(r, arrow)
+    build = build_text(r, arrow)
+    return "; ".join(t for t in (text, lint_change_text(r), f"built with {build}" if build else "") if t)
+
+
+def launch_text(r: RowComparison) -> str:
+    """The launch as reports name it, with its autotune config: ``matmul launch 1``, ``up``, ``axpy cfg1``."""
+    return r.launch_label + (f" cfg{r.config}" if r.config is not None else "")
 
 
 def changed_names(rows: tuple[RowComparison, ...] | list[RowComparison]) -> list[str]:

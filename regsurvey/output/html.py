@@ -22,23 +22,28 @@ from ..model.comparison import (
     Comparison,
     FigureDelta,
     LintChange,
+    Mark,
     RowComparison,
     Stack,
     SurveyInfo,
 )
-from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, figure
+from ..model.figures import AMD, BY_IMPORTANCE, FIGURE_ORDER, NVIDIA, figure
 from ..model.findings import Finding
 from ..model.rebuild import RebuildCheck
+from ..model.targets import TARGETS
 from .figure_text import (
+    build_text,
     change_text,
     changed_names,
     figure_total_delta,
     finding_text,
+    launch_text,
     lint_change_text,
     lint_counts_text,
     note_text,
     rebuild_difference,
     rebuild_verdict,
+    row_change_text,
     spill_totals_text,
     total_line,
 )
@@ -96,15 +101,82 @@ def _figure(f: FigureDelta) -> dict[str, Any]:
             "verdict": f.verdict, "text": change_text(f, "→")}
 
 
+# The tone of a row's change cell, by its mark.
+_MARK_TONE = {Mark.WORSE: "worse", Mark.NEWLY_FAILING: "worse", Mark.BETTER: "better", Mark.FIXED: "better",
+              Mark.MIXED: "mixed", Mark.CHANGED: "changed"}
+
+
 def _row(r: RowComparison) -> dict[str, Any]:
     return {"ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target,
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
-            "kernel_text": (r.kernel or "") + (f" cfg{r.config}" if r.config is not None else ""),
+            "kernel_text": launch_text(r) if r.kernel or r.label else "",
+            "change": row_change_text(r), "change_tone": _MARK_TONE.get(r.mark, ""), "build": build_text(r),
             "f": {f.name: _figure(f) for f in r.figures}, "note": note_text(r, "→") or None,
             "lint": _lint(r), "before": _side(r.before), "after": _side(r.after), "where": list(r.where),
             "hot": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]},
             "source": {"before": [f.to_dict() for f in r.source_before],
                        "after": [f.to_dict() for f in r.source_after]}}
+
+
+# The figure a grid is coloured by unless another is picked: the spills of the target's vendor.
+DEFAULT_GRID_FIGURE = {AMD: "vgpr_spill", NVIDIA: "spill_store_bytes"}
+_TONE_ORDER = ("worse", "mixed", "better", "changed", "same")
+
+
+def _cell(builds: list[RowComparison], name: str) -> dict[str, Any] | None:
+    """One key's cell for figure ``name``: its builds' tone (``mixed`` where some got worse and others
+    better), and the text of the build that moved most (``0 → 12``; unchanged: its value)."""
+    deltas = [(r, f) for r in builds if (f := r.figure(name)) is not None]
+    if not deltas:
+        return None
+    verdicts = {f.verdict for _, f in deltas}
+    tone = "mixed" if {"worse", "better"} <= verdicts else next((t for t in _TONE_ORDER if t in verdicts), "")
+    shown = max(deltas, key=lambda rf: abs(rf[1].delta or 0))[1]
+    text = change_text(shown, "→") if shown.before is None or shown.after is None or not shown.changed else \
+        f"{shown.before} → {shown.after}"
+    return {"text": text, "tone": tone}
+
+
+def grids(comparison: Comparison) -> list[dict[str, Any]]:
+    """Per kind and target, its keys laid out by its axes: the first half of the axes down, the rest
+    across (``cells``: a list per label of ``rows``, a cell or None per label of ``cols``). Each cell
+    holds per figure the change's tone and ``before → after`` (see :func:`_cell`), the builds it
+    holds, and the words the table's notice shows when it is clicked."""
+    by_grid: dict[tuple[str, str], dict[str, list[RowComparison]]] = {}
+    for r in comparison.rows:
+        by_grid.setdefault((r.kind, r.target), {}).setdefault(r.key, []).append(r)
+    out = []
+    for (kind, target), keys in by_grid.items():
+        first = next(iter(keys.values()))[0]
+        axes = list(first.segments)
+        down, across = axes[:(len(axes) + 1) // 2], axes[(len(axes) + 1) // 2:]
+        row_labels: dict[str, None] = {}
+        col_labels: dict[str, None] = {}
+        cells: dict[tuple[str, str], dict[str, Any]] = {}
+        names: dict[str, None] = {}
+        for key, builds in keys.items():
+            segments = builds[0].segments
+            row_label = " ".join(segments.get(a, "") for a in down) or kind
+            col_label = " ".join(segments.get(a, "") for a in across) or "-"
+            row_labels[row_label] = None
+            col_labels[col_label] = None
+            for b in builds:
+                names.update(dict.fromkeys(f.name for f in b.figures))
+            figures = {n: c for n in names if (c := _cell(builds, n)) is not None}
+            cells[(row_label, col_label)] = {
+                "key": key, "rows": [b.ref for b in builds], "focus": f"{key} on {target}", "f": figures}
+        known = TARGETS.get(target)
+        vendor = (AMD if known.is_amd else NVIDIA) if known is not None else None
+        default = DEFAULT_GRID_FIGURE.get(vendor or "", "")
+        ordered: list[str] = sorted(names, key=lambda n: FIGURE_ORDER.get(n, len(FIGURE_ORDER)))
+        out.append({"kind": kind, "target": target, "title": f"{kind} on {target}",
+                    "axes": " · ".join(t for t in (f"rows {' × '.join(down)}" if down else "",
+                                                    f"columns {' × '.join(across)}" if across else "") if t)
+                            or "one key",
+                    "rows": list(row_labels), "cols": list(col_labels),
+                    "cells": [[cells.get((r, c)) for c in col_labels] for r in row_labels],
+                    "default": default if default in names else next(iter(ordered), ""), "figures": ordered})
+    return out
 
 
 def _side_text(word: str, side: SurveyInfo) -> str:
@@ -147,6 +219,7 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "changed": changed_names(comparison.rows),
         "lint_changed": any(r.lint_findings.changed for r in comparison.rows),
         "rows": [_row(r) for r in comparison.rows],
+        "grids": grids(comparison),
         "rebuild": _rebuild(comparison.rebuild),
     }
 
@@ -214,4 +287,4 @@ class HtmlFormat:
         return render_page(_page_data(title, comparisons, steps, self.note))
 
 
-__all__ = ["HtmlFormat", "comparison_data", "render_page", "script_json"]
+__all__ = ["HtmlFormat", "comparison_data", "grids", "render_page", "script_json"]

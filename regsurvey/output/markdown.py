@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..diff.summary import summarize
 from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
-from ..model.figures import figure
-from .figure_text import change_text, figure_total_delta, lint_change_text, lint_counts_text, status_text, total_line
+from .figure_text import figure_total_delta, launch_text, lint_counts_text, row_change_text, total_line
 
 if TYPE_CHECKING:
     from ..check.gate import GateResult
@@ -42,21 +41,12 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
-def _changes(r: RowComparison) -> str:
-    if r.mark in (Mark.WORSE, Mark.BETTER, Mark.CHANGED):
-        text = ", ".join(f"{figure(f.name).label} {change_text(f)}" for f in r.changed_figures)
-    else:
-        text = status_text(r, "→")
-    lint = lint_change_text(r)
-    return "; ".join(t for t in (text, lint) if t)
-
-
 def _rows_table(rows: list[RowComparison]) -> list[str]:
     lines = ["| | key | target | kernel | change |", "| --- | --- | --- | --- | --- |"]
     for r in rows[:MAX_TABLE_ROWS]:
-        mark = f"**{r.mark.value}**" if r.mark in (Mark.WORSE, Mark.NEWLY_FAILING) else r.mark.value
-        lines.append(f"| {mark} | {code(r.key)} | {escape(r.target)} | {code(r.kernel or '-')} "
-                     f"| {escape(_changes(r))} |")
+        mark = f"**{r.mark.value}**" if r.mark in (Mark.WORSE, Mark.MIXED, Mark.NEWLY_FAILING) else r.mark.value
+        lines.append(f"| {mark} | {code(r.key)} | {escape(r.target)} | {code(launch_text(r))} "
+                     f"| {escape(row_change_text(r))} |")
     if len(rows) > MAX_TABLE_ROWS:
         lines.append(f"| | {len(rows) - MAX_TABLE_ROWS} more changed builds: see the HTML report | | | |")
     return lines

@@ -92,14 +92,16 @@ def test_the_wider_tile_is_worse_with_the_real_figures(history: dict[str, Any]) 
         survey = stored(history["store"], sha)
         for r in survey.rows:
             assert rows[(r.key, r.target)][side]["resources"] == r.resources
+    # The commit widened the tile: each line says the builds were made with it.
+    WIDER = "; built with BLOCK_N 64 -> 256"
     assert [s["text"] for s in data["summary"]] == [
-        "lowers occupancy of gemm on gfx950 (7 -> 2 waves/SIMD)",
-        "lowers occupancy of gemm on sm90 (40 -> 12 warps/SM; 10 -> 3 blocks/SM)",
-        "raises VGPRs of gemm on gfx950 (38 -> 68)",
-        "raises SGPRs of gemm on gfx950 (38 -> 40)",
-        "raises registers of gemm on sm90 (48 -> 123)",
-        "raises LDS of gemm on gfx950 (20960 -> 71648 B)",
-        "raises shared memory of gemm on sm90 (20480 -> 69632 B)",
+        "lowers occupancy of gemm on gfx950 (7 -> 2 waves/SIMD)" + WIDER,
+        "lowers occupancy of gemm on sm90 (40 -> 12 warps/SM; 10 -> 3 blocks/SM)" + WIDER,
+        "raises VGPRs of gemm on gfx950 (38 -> 68)" + WIDER,
+        "raises SGPRs of gemm on gfx950 (38 -> 40)" + WIDER,
+        "raises registers of gemm on sm90 (48 -> 123)" + WIDER,
+        "raises LDS of gemm on gfx950 (20960 -> 71648 B)" + WIDER,
+        "raises shared memory of gemm on sm90 (20480 -> 69632 B)" + WIDER,
         "every key builds on both commits",
         "8 of 12 builds unchanged",
     ]
@@ -124,7 +126,8 @@ def test_every_format_from_the_stored_surveys(history: dict[str, Any]) -> None:
     assert markdown.stdout.startswith(f"### Registers: `HEAD~1` ({history['shas'][0][:10]}) → `HEAD` "
                                       f"({history['shas'][1][:10]})\n")
     assert ("| **worse** | `gemm/w8` | sm90 | `matmul` | warps 40 → 12 (-28), blocks 10 → 3 (-7), "
-            "regs 48 → 123 (+75), smem 20480 → 69632 (+49152) |") in markdown.stdout
+            "regs 48 → 123 (+75), smem 20480 → 69632 (+49152); built with BLOCK_N 64 → 256; warps/SM 40 → 12 |"
+            ) in markdown.stdout
     html = regsurvey("diff", *common, "--format", "html", cwd=repo)
     assert html.returncode == 0, html.stderr
     path = repo / "reports" / "HEAD_1..HEAD.html"

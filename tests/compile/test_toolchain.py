@@ -381,3 +381,23 @@ def _line_of(function: Callable[..., Any], text: str) -> int:
 
     lines, start = inspect.getsourcelines(function)
     return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_rs_name_names_the_launches_that_follow(ops: Any) -> None:
+    a, b = rs.tensor((16, 512), "bf16"), rs.tensor((512, 256), "bf16")
+
+    def body() -> None:
+        rs.name("up")
+        ops.gemm(a, b)
+        rs.name("down")
+        ops.gemm(a, b, block_n=32)
+        rs.name(None)
+        ops.scale(a, 0.5)
+
+    session = capture("gfx950", body)
+    assert [(launch.kernel, launch.name) for launch in session.launches] == [
+        ("matmul", "up"), ("matmul", "down"), ("scale_rows", None)]
+    assert [toolchain.constexpr_values(launch) for launch in session.launches] == [
+        {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64},
+        {"BLOCK": 512, "STOP": False}]
+    rs.name("outside a survey: nothing to name")

@@ -19,7 +19,7 @@ from regsurvey.model.results import Survey
 from regsurvey.output.formats import get_format
 from regsurvey.output.html import comparison_data, script_json
 
-from ..layer_survey import edited
+from ..layer_survey import edited, row
 from .chromium import CHROMIUM, Chromium, Page
 
 MALICIOUS = "</script><img src=x onerror=alert(1)><!-- & \u2028"
@@ -148,6 +148,10 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     assert len(visible(page, "1")) == 40
     assert page.evaluate("document.getElementById('meta').textContent") == (
         "base main · aaaaaaaaaaaa  →  head HEAD · bbbbbbbbbbbb  ·  targets gfx950, sm90")
+    # The table shows each build's change; every figure's column on demand.
+    assert page.evaluate("Array.from(document.querySelectorAll('#rows thead th')).map(th => th.dataset.col)") == [
+        "mark", "key", "target", "kernel", "change"]
+    page.evaluate("document.getElementById('all-figures').click()")
     # A figure's cell: the change's text, coloured by its verdict (fewer waves per SIMD is worse).
     cells = page.evaluate(
         "(() => { const tr = document.querySelector('#rows tr.row[data-ref=\"gfx950:attn/tp4/w2/bf16\"]');"
@@ -248,4 +252,73 @@ def test_stack_page(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     assert page.evaluate("document.getElementById('pick').value") == "2"
     assert visible(page, "tr.dataset.ref")[0] == "sm90:proj/tp4/w2"
     page.screenshot(tmp_path / "stack.png")
+    assert page.errors() == []
+
+
+@needs_chromium
+def test_keys_by_axes_and_the_change_column(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
+    spilled = row(layer, "attn/tp8/w8/e4m3", "gfx950")
+    mixed = row(layer, "attn/tp4/w8/bf16", "gfx950")
+    base = replace(layer, commit="a" * 40, label="main (aaaaaaaaaa)")
+    head = edited(layer, {
+        ("attn/tp8/w8/e4m3", "gfx950"): {"vgpr": 120, "vgpr_spill": 12, "scratch_bytes": 48},
+        ("attn/tp4/w8/bf16", "gfx950"): {"vgpr": mixed.resources["vgpr"] - 8,
+                                         "occupancy": mixed.resources["occupancy"] - 1},
+        ("proj/tp4/w2", "sm90"): {"spill_store_bytes": 16},
+    }, commit="b" * 40, label="HEAD (bbbbbbbbbb)")
+    head = replace(head, rows=tuple(replace(r, num_warps=8) if (r.row_id, r.target) == ("attn/tp8/w8/e4m3", "gfx950")
+                                    else r for r in head.rows))
+    page = open_report(browser, tmp_path / "grids.html", get_format("html").format(compare(base, head)))
+    assert page.errors() == []
+    assert page.evaluate("document.images.length + document.querySelectorAll('[src], link[href^=http]').length") == 0
+    assert page.evaluate("document.getElementById('counts').textContent") == "2worse1mixed37unchanged"
+    # One grid per kind and target: attn's tp × width down, cache across; coloured by the spills.
+    grids = page.evaluate("Array.from(document.querySelectorAll('#grids .kgrid')).map(g => [g.querySelector('h3')"
+                          ".textContent, g.querySelector('.axes').textContent])")
+    assert grids == [["attn on gfx950", "VGPR spills · rows tp × width · columns cache"],
+                     ["attn on sm90", "spill stores (B) · rows tp × width · columns cache"],
+                     ["proj on gfx950", "VGPR spills · rows tp · columns width"],
+                     ["proj on sm90", "spill stores (B) · rows tp · columns width"]]
+    attn = ("Array.from(document.querySelectorAll('#grids table.keys[data-kind=attn][data-target=gfx950] tr'))"
+            ".map(tr => Array.from(tr.cells).map(td => td.textContent + (td.classList.contains('cell') ? "
+            "'|' + td.className.split(' ')[1] : '')))")
+    assert page.evaluate(attn) == [["", "bf16", "e4m3"], ["tp4 w2", "0|same", "0|same"],
+                                   ["tp4 w8", "0|same", "0|same"], ["tp8 w2", "0|same", "0|same"],
+                                   ["tp8 w8", "0|same", "0 → 12|worse"]]
+    proj = page.evaluate("document.querySelector('#grids table.keys[data-kind=proj][data-target=sm90] "
+                         "td[data-key=\"proj/tp4/w2\"]').className")
+    assert proj == "cell worse"
+    # Another figure: the mixed build's occupancy fell, its VGPRs fell.
+    page.evaluate("(() => { const s = document.getElementById('grid-figure'); s.value = 'occupancy';"
+                  " s.dispatchEvent(new Event('change')); })()")
+    waves = mixed.resources["occupancy"]
+    cell = page.evaluate("(() => { const td = document.querySelector('#grids table.keys[data-target=gfx950] "
+                         "td[data-key=\"attn/tp4/w8/bf16\"]'); return [td.textContent, td.className]; })()")
+    assert cell == [f"{waves} → {waves - 1}", "cell worse"]
+    # The table's change column: only what moved, and what the build was made with.
+    spill_row = visible(page, "[tr.dataset.ref, tr.cells[0].textContent, tr.cells[4].textContent]")
+    vgpr = spilled.resources["vgpr"]
+    assert spill_row[0] == ["gfx950:attn/tp8/w8/e4m3", "worse",
+                            f"Vspill 0 → 12 (+12), scratch 0 → 48 (+48), VGPR {vgpr} → 120 ({120 - vgpr:+d}); "
+                            f"built with num_warps 4 → 8; waves/SIMD unchanged at {spilled.resources['occupancy']}"]
+    assert [r[1] for r in spill_row[:3]] == ["worse", "worse", "mixed"]
+    assert spill_row[2][2] == (f"waves {waves} → {waves - 1} (-1), VGPR {mixed.resources['vgpr']} → "
+                               f"{mixed.resources['vgpr'] - 8} (-8)")
+    # Clicking a cell shows its key's builds (both launches).
+    page.evaluate("document.querySelector('#grids td[data-key=\"attn/tp8/w8/e4m3\"]').click()")
+    assert visible(page, "tr.dataset.ref") == ["gfx950:attn/tp8/w8/e4m3", "gfx950:attn/tp8/w8/e4m3#1"]
+    assert page.evaluate("document.getElementById('focus-text').textContent") == (
+        "showing the builds of: attn/tp8/w8/e4m3 on gfx950")
+    assert page.evaluate("document.querySelector('#grids td.active').dataset.key") == "attn/tp8/w8/e4m3"
+    page.screenshot(tmp_path / "grids.png")
+    # All figures on demand.
+    page.evaluate("document.getElementById('all-figures').click()")
+    cols = page.evaluate("Array.from(document.querySelectorAll('#rows thead th')).map(th => th.dataset.col)")
+    assert cols[:5] == ["mark", "key", "target", "kernel", "change"]
+    assert {"f:vgpr", "f:occupancy", "f:regs"} <= set(cols)
+    page.evaluate("document.getElementById('focus-clear').click()")
+    assert len(visible(page, "1")) == 40
+    page.evaluate("window.scrollTo(0, 0)")
+    shot = page.screenshot(tmp_path / "grids-all.png")
+    assert shot.stat().st_size > 20_000
     assert page.errors() == []
