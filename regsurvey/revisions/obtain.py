@@ -100,6 +100,10 @@ def stored_survey(store: Store, commit: str, options: SurveyOptions, selection: 
         print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
               f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
               file=sys.stderr)
+    elif stored is not None and any(r.kernel and r.build is None for r in stored.rows):
+        # (schema < 3: a diff against it could not say which constexprs changed)
+        print(f"regsurvey: the stored survey of {commit[:12]} was made before builds' constexprs were recorded; "
+              "surveying again", file=sys.stderr)
     elif stored is not None and (passing := sum(r.passing_failure for r in stored.rows)):
         print(f"regsurvey: the stored survey of {commit[:12]} has {passing} build(s) that failed for a "
               "cause of the moment (a time-out, a lost worker, an intermittent toolchain failure); "

@@ -153,6 +153,26 @@ def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> N
     assert third == again and "surveying again" not in err
 
 
+def test_a_survey_stored_before_constexprs_were_recorded_is_made_again(toy_repo: Path) -> None:
+    """A schema-2 survey has no ``build`` on its rows: a diff against it could not say which constexprs
+    changed, so it is surveyed again, and the new one is reused."""
+    first, _ = survey(toy_repo, "--commit", "HEAD")
+    assert all(r["build"] is not None for r in first["rows"] if r["kernel"])
+    stored = [p for p in sorted((toy_repo / ".regsurvey" / "surveys").glob("*/*.json")) if p.name != "index.json"]
+    for path in stored:
+        data = json.loads(path.read_text())
+        data["schema_version"] = 2
+        for row in data["rows"]:
+            del row["build"], row["name"]
+        path.write_text(json.dumps(data))
+        path.with_name(path.name + ".sha256").unlink(missing_ok=True)
+    again, err = survey(toy_repo, "--commit", "HEAD")
+    assert "was made before builds' constexprs were recorded; surveying again" in err
+    assert [r["build"] for r in again["rows"]] == [r["build"] for r in first["rows"]]
+    third, err = survey(toy_repo, "--commit", "HEAD")
+    assert third == again and "surveying again" not in err
+
+
 def test_the_lint_of_every_build_is_kept_for_the_next_survey(toy_repo: Path) -> None:
     # NVIDIA builds without a stack frame are linted at the survey's end; the result cache keeps their
     # findings too, so a survey reusing them (another commit, a working tree) has them without linting.
