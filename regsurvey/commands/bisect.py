@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from dataclasses import replace
@@ -77,7 +76,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
 
         reference: dict[str, int] | None = None
         if above is None:
-            first = judge_survey(survey_of(base), figure, {}, 0)  # (only its values matter)
+            first = judge_survey(survey_of(base), figure, None, None)
             if first.verdict == SKIP:
                 fail(f"GOOD ({good}) cannot be judged: {first.why}")
             reference = first.values
@@ -94,9 +93,8 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
         found = search(len(commits), judge)
     n = len(commits)
     what = f"{figure} of {key!r}" + (f" above {above}" if above is not None else " changes from GOOD's")
-    budget = math.ceil(math.log2(n)) + (1 if above is None else 0) if n > 1 else 1
     tally = (f"{len(surveys)} of {n + 1} commits surveyed for the matching keys ({made} now, "
-             f"{len(surveys) - made} from the store; at most {budget} planned)")
+             f"{len(surveys) - made} from the store)")
     if found.first is None:
         if not found.candidates:
             click.echo(f"no commit of {good}..{bad} shows {what}: {bad} itself does not. {tally}")

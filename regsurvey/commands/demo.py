@@ -66,7 +66,8 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
         if not (keep and finished):
             shutil.rmtree(workdir, ignore_errors=True)
     if keep:
-        click.echo(f"the demo repository: {workdir / 'decode-layer-demo'} (try `regsurvey diff HEAD~1 HEAD` there)")
+        click.echo(f"the demo repository: {workdir / 'decode-layer-demo'} (try `regsurvey diff HEAD~1 HEAD`, "
+                   "`regsurvey history HEAD~20..HEAD --kind mla_decode` there)")
     lines = summarize(comparison).lines
     for line in lines[:SHOWN_LINES]:
         click.echo(f"- {line.text}")

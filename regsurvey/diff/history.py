@@ -54,8 +54,8 @@ def history(spec: str, surveys: Sequence[Survey], subjects: Sequence[str], figur
     return History(spec, tuple(commits), tuple(series), every, tuple(figures))
 
 
-def _summary(comparison: Comparison) -> tuple[str, ...]:
-    return summarize(comparison).texts
+def _summary(comparison: Comparison) -> tuple[tuple[str, ...], ...]:
+    return tuple(line.segments for line in summarize(comparison).lines)
 
 
 def _counts(comparison: Comparison) -> dict[str, int]:

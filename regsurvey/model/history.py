@@ -13,14 +13,19 @@ class HistoryCommit:
     sha: str
     subject: str
     # The prose summary of its diff against the previous point (its parent, unless --every skips
-    # commits; the first point has none), in ASCII arrows, worst first.
-    summary: tuple[str, ...] = ()
+    # commits; the first point has none), worst first: each sentence as the words between its arrows,
+    # which each report draws its own way (diff.summary.SummaryLine).
+    summary: tuple[tuple[str, ...], ...] = ()
     counts: dict[str, int] | None = None  # builds per mark of that diff (None for the first point)
     builds: int = 0  # builds in its survey (of the selection)
     failed: int = 0  # of which failed
 
+    def sentences(self, arrow: str = "->") -> tuple[str, ...]:
+        """The summary's sentences, with ``arrow`` between a before and an after."""
+        return tuple(f" {arrow} ".join(segments) for segments in self.summary)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "summary": list(self.sentences())}
 
 
 @dataclass(frozen=True)

@@ -159,15 +159,15 @@ class TableFormat:
         console, buffer = self._console()
         table = Table(title=Text(f"{stack.base.short}..{stack.head.short}: {len(stack.steps)} commits",
                                  style="bold"), title_justify="left", header_style="bold", box=None)
-        for column in ("commit", "subject", "keys build", "worse", "better", "newly failing", "fixed",
+        for column in ("commit", "subject", "keys build", "worse", "mixed", "better", "newly failing", "fixed",
                        "spills", "lint"):
             table.add_column(column, no_wrap=column != "subject",
                              justify="right" if column not in ("commit", "subject", "spills") else "left")
         for step in stack.steps:
             counts = step.comparison.counts
             ok, total = step.keys_built
-            table.add_row(step.commit[:10], step.subject, f"{ok}/{total}", str(counts[Mark.WORSE]),
-                          str(counts[Mark.BETTER]), str(counts[Mark.NEWLY_FAILING]), str(counts[Mark.FIXED]),
+            marks = [str(counts[m]) for m in (Mark.WORSE, Mark.MIXED, Mark.BETTER, Mark.NEWLY_FAILING, Mark.FIXED)]
+            table.add_row(step.commit[:10], step.subject, f"{ok}/{total}", *marks,
                           figure_total_delta(step.comparison), lint_counts_text(step.lint_findings))
         console.print(table)
         for step in stack.steps:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from ..model.figures import figure
+from ..model.figures import figure, verdict
 from ..model.history import History, HistoryCommit, Point, Series
 from .markdown import code
 from .markdown import escape as md_escape
@@ -31,12 +31,25 @@ def _grouped(h: History) -> dict[tuple[str, str], list[Series]]:
 
 
 def _tone(c: HistoryCommit) -> str:
-    """``worse`` when its diff made any build worse or failing, ``better`` when it only improved some,
-    else empty."""
+    """``worse`` when its diff made any build worse or failing (mixed builds, worse in some figures, too),
+    ``better`` when it only improved some, else empty."""
     counts = c.counts or {}
-    if counts.get("worse") or counts.get("newly failing"):
+    if counts.get("worse") or counts.get("newly failing") or counts.get("mixed"):
         return "worse"
     return "better" if counts.get("better") or counts.get("fixed") else ""
+
+
+def _point_tone(s: Series, i: int) -> str:
+    """How the ``i``-th point of ``s`` moved from the point before it: ``worse`` or ``better`` (the
+    figure registry's verdict on the largest value, else on the smallest), else empty."""
+    if i == 0:
+        return ""
+    was, now = s.points[i - 1], s.points[i]
+    for before, after in ((was.max, now.max), (was.min, now.min)):
+        if before is not None and after is not None and before != after:
+            v = verdict(s.figure, before, after)
+            return v if v in ("worse", "better") else ""
+    return ""
 
 
 def _moved(c: HistoryCommit) -> bool:
@@ -67,9 +80,19 @@ def format_markdown(h: History) -> str:
         heads = ["commit", "subject", *[figure(s.figure).label for s in moved]]
         out.append("| " + " | ".join(heads) + " |")
         out.append("|" + "|".join(["---", "---", *["---:"] * len(moved)]) + "|")
+        # The commits where a shown value moved (and the ends): an unchanged stretch is one line.
+        previous: list[str] | None = None
+        quiet = 0
         for i, c in enumerate(h.commits):
-            cells = [code(c.sha[:10]), md_escape(c.subject), *[_value(s.points[i]) for s in moved]]
-            out.append("| " + " | ".join(cells) + " |")
+            values = [_value(s.points[i]) for s in moved]
+            if values == previous and i != len(h.commits) - 1:
+                quiet += 1
+                continue
+            if quiet:
+                out.append(f"| | *{quiet} commit{'s' if quiet > 1 else ''} unchanged* |" + " |" * len(moved))
+                quiet = 0
+            out.append("| " + " | ".join([code(c.sha[:10]), md_escape(c.subject), *values]) + " |")
+            previous = values
         out.append("")
     still = [f"{k} on {t}" for (k, t), series in _grouped(h).items() if not any(s.changed for s in series)]
     if still:
@@ -77,10 +100,20 @@ def format_markdown(h: History) -> str:
         out.append("")
     out.append("#### Commit by commit")
     out.append("")
-    for c in h.commits[1:]:
-        out.append(f"- {code(c.sha[:10])} {md_escape(c.subject)}: {_step_title(c)}")
-        if _moved(c):
-            out.extend(f"  - {md_escape(line)}" for line in c.summary[:6])
+    run: list[HistoryCommit] = []
+    for step in [*h.commits[1:], None]:
+        if step is not None and not _moved(step):
+            run.append(step)
+            continue
+        if len(run) == 1:
+            out.append(f"- {code(run[0].sha[:10])} {md_escape(run[0].subject)}: {_step_title(run[0])}")
+        elif run:
+            out.append(f"- {code(run[0].sha[:10])} to {code(run[-1].sha[:10])}: {len(run)} commits, every "
+                       "build unchanged")
+        run = []
+        if step is not None:
+            out.append(f"- {code(step.sha[:10])} {md_escape(step.subject)}: {_step_title(step)}")
+            out.extend(f"  - {' → '.join(md_escape(part) for part in segments)}" for segments in step.summary[:6])
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -146,7 +179,8 @@ def _chart(s: Series, h: History) -> str:
             parts.append(f"<a href='#c-{c.sha}'><path class=fail d='M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8'>"
                          f"<title>{escape(tip)}</title></path></a>")
         if p.max is not None:
-            tone = f" class={_tone(c)}" if _tone(c) else ""
+            tone = _point_tone(s, i)
+            tone = f" class={tone}" if tone else ""
             parts.append(f"<a href='#c-{c.sha}'><circle{tone} cx={x(i):.1f} cy={y(p.max):.1f} r={4 if tone else 3}>"
                          f"<title>{escape(tip)}</title></circle></a>")
     parts.append("</svg>")
@@ -185,7 +219,7 @@ def format_html(h: History) -> str:
                "before</th></tr>")
     for i, c in enumerate(h.commits):
         step_moved = _moved(c)
-        items = "".join(f"<li>{escape(line)}</li>" for line in c.summary) if step_moved else ""
+        items = "".join(f"<li>{escape(line)}</li>" for line in c.sentences("→")) if step_moved else ""
         failed = f" · {c.failed} of {c.builds} builds fail" if c.failed else ""
         out.append(f"<tr id='c-{c.sha}'" + ("" if step_moved or i == 0 else " class=quiet") + f"><td>{i}</td>"
                    f"<td class=mono>{c.sha[:10]}</td><td>{escape(c.subject)}</td>"

@@ -100,14 +100,15 @@ class MarkdownFormat:
         """A table of the commits, then each commit against its parent, then the whole range."""
         lines = [f"### Registers, commit by commit: {_name(stack.base)}.."
                  f"{_name(stack.head)}", "",
-                 "| commit | subject | keys build | worse | better | newly failing | fixed | spills | lint |",
-                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                 "| commit | subject | keys build | worse | mixed | better | newly failing | fixed | spills | lint |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for step in stack.steps:
             counts = step.comparison.counts
             ok, total = step.keys_built
             lint = escape(lint_counts_text(step.lint_findings))
-            lines.append(f"| {step.commit[:10]} | {escape(step.subject)} | {ok}/{total} | {counts[Mark.WORSE]} "
-                         f"| {counts[Mark.BETTER]} | {counts[Mark.NEWLY_FAILING]} | {counts[Mark.FIXED]} "
+            marks = " | ".join(str(counts[m]) for m in (Mark.WORSE, Mark.MIXED, Mark.BETTER, Mark.NEWLY_FAILING,
+                                                        Mark.FIXED))
+            lines.append(f"| {step.commit[:10]} | {escape(step.subject)} | {ok}/{total} | {marks} "
                          f"| {escape(figure_total_delta(step.comparison))} | {lint} |")
         lines.append("")
         for step in stack.steps:

@@ -76,7 +76,7 @@ def search(n: int, judge: Callable[[int], str], bad_is_bad: bool = False) -> Sea
 
 def judge_survey(survey: Survey, figure: str, reference: dict[str, int] | None, above: int | None) -> Verdict:
     """A commit's verdict from its survey (narrowed to the matching builds) against GOOD's values
-    (``reference``), or against ``above``."""
+    (``reference``), or against ``above``; with neither, GOOD's own (its values are the reference)."""
     rows = list(survey.rows)
     if not rows:
         return Verdict(SKIP, why="no build matches")
@@ -90,10 +90,19 @@ def judge_survey(survey: Survey, figure: str, reference: dict[str, int] | None, 
         return Verdict(SKIP, why=f"no matching build has {figure}")
     if above is not None:
         over = sorted(ref for ref, v in values.items() if v > above)
-        return Verdict(BAD if over else GOOD, values, ", ".join(f"{ref} {values[ref]}" for ref in over))
-    assert reference is not None
+        return Verdict(BAD if over else GOOD, values, _listed([f"{ref} {values[ref]}" for ref in over]))
+    if reference is None:  # GOOD itself: its values are the reference
+        return Verdict(GOOD, values)
     moved = sorted(ref for ref in values if ref in reference and values[ref] != reference[ref])
     if not any(ref in reference for ref in values):
         return Verdict(SKIP, values, why="no matching build is also in GOOD's survey")
     return Verdict(BAD if moved else GOOD, values,
-                   ", ".join(f"{ref} {reference[ref]} -> {values[ref]}" for ref in moved))
+                   _listed([f"{ref} {reference[ref]} -> {values[ref]}" for ref in moved]))
+
+
+SHOWN = 3  # builds named in a verdict; the rest are counted
+
+
+def _listed(items: list[str]) -> str:
+    more = f" and {len(items) - SHOWN} more builds" if len(items) > SHOWN else ""
+    return ", ".join(items[:SHOWN]) + more

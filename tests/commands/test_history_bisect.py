@@ -187,7 +187,10 @@ def test_history_draws_every_commit(project: tuple[Path, list[str]], env: dict[s
     markdown = regsurvey(repo, env, "history", "HEAD~20..HEAD", "--format", "markdown", "-q").stdout
     assert "#### spill on gfx950" in markdown and "Unchanged along the range: steady on gfx950." in markdown
     assert f"| `{shas[BROKEN_AT][:10]}` | spill: a block of 2000 | 1 failed | 1 failed |" in markdown
-    assert f"- `{shas[0][:10]}` notes: 0: every build unchanged\n- `{shas[1][:10]}`" in markdown
+    assert f"- `{shas[0][:10]}` to `{shas[SPILLS_AT - 1][:10]}`: {SPILLS_AT} commits, every build unchanged\n" \
+        f"- `{shas[SPILLS_AT][:10]}` spill: 8 waves per EU: 1 worse\n  - adds VGPR spills to spill n4 on gfx950 (0 → " \
+        in markdown
+    assert "| | *11 commits unchanged* | | |" in markdown
     # One commit in five (counted back from HEAD), from the store.
     every = json.loads(regsurvey(repo, env, "history", "HEAD~20..HEAD", "--every", "5", "--format", "json",
                                  "-q").stdout)
@@ -207,6 +210,11 @@ def test_history_draws_every_commit(project: tuple[Path, list[str]], env: dict[s
         assert tab.evaluate("document.querySelectorAll('details section.kind svg').length") == 2  # steady
         assert tab.evaluate("document.querySelectorAll('section.kind svg circle').length") == 2 * 21 + 2 * 20
         assert tab.evaluate("document.querySelectorAll('svg path.fail').length") == 2
+        # Coloured where the chart's own figure moved: the spills rose (worse), the VGPRs fell (capped).
+        assert tab.evaluate("Array.from(document.querySelectorAll('svg circle.worse, svg circle.better')).map(c =>"
+                            " [c.closest('.chart').querySelector('h3').firstChild.textContent.trim(),"
+                            " c.getAttribute('class'), c.parentNode.getAttribute('href')])") == [
+            ["VGPRs", "better", f"#c-{shas[SPILLS_AT]}"], ["VGPR spills", "worse", f"#c-{shas[SPILLS_AT]}"]]
         box = tab.evaluate("(() => { const r = document.querySelector('svg polyline.line').getBoundingClientRect();"
                            " return [r.width, r.height]; })()")
         assert box[0] > 300 and box[1] > 10
