@@ -14,7 +14,7 @@ from ..model.results import Survey
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail, split_csv
-from .options import make_survey_options, table_style
+from .options import make_survey_options, store_options, table_style
 
 
 @click.command()
@@ -34,8 +34,7 @@ from .options import make_survey_options, table_style
 @click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="Worker processes (default: usable cores).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Seconds one key may take before it is marked error.")
-@click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where surveys and objects are kept (default: .regsurvey/ at the repository root).")
+@store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")

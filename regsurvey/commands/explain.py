@@ -15,7 +15,7 @@ from ..revisions.checkout import repo_root
 from ..revisions.obtain import obtain_survey, open_store
 from ..revisions.sources import SourcePaths
 from .common import EXIT_OK, command_errors, fail
-from .options import make_survey_options, selection_options, write_report
+from .options import make_survey_options, selection_options, store_options, write_report
 
 
 @click.command()
@@ -32,8 +32,7 @@ from .options import make_survey_options, selection_options, write_report
               help="How many of the lines holding the most registers to list.")
 @selection_options(target_help="Only the builds for these targets (repeat or comma-separate); surveyed if the "
                    "stored survey has none.")
-@click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where surveys and objects are kept (default: .regsurvey/ at the repository root).")
+@store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")
 def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Path | None, top: int,

@@ -50,13 +50,31 @@ def selection_options(*, target_help: str = _TARGET_HELP, kind_help: str = _KIND
 
 
 def survey_options(command: F) -> F:
-    """:func:`selection_options`, and ``--store`` and ``-C/--repo``: the same meaning as in ``regsurvey run``."""
+    """:func:`selection_options`, and ``--store``, ``--results`` and ``-C/--repo``: the same meaning as in
+    ``regsurvey run``."""
     command = click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
                            default=Path("."), help="Run as if started in this directory.")(command)
-    command = click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
-                           help="Where surveys and objects are kept (default: .regsurvey/ at the repository "
-                                "root).")(command)
-    return selection_options()(command)
+    return selection_options()(store_options(command))
+
+
+def store_options(command: F) -> F:
+    """``--store DIR`` (the command's ``store_dir``) and ``--results DIR`` (the environment's
+    ``REGSURVEY_RESULTS``, which :func:`regsurvey.revisions.obtain.open_store` reads)."""
+    command = click.option("--results", type=click.Path(file_okay=False, path_type=Path), expose_value=False,
+                           callback=_results_dir, is_eager=True,
+                           help="Keep objects and results of identical kernels here, shared with other stores "
+                                "(e.g. CI jobs of several branches); the same as REGSURVEY_RESULTS=DIR. "
+                                "Default: in the store.")(command)
+    return click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
+                        help="Where surveys and objects are kept (default: .regsurvey/ at the repository "
+                             "root).")(command)
+
+
+def _results_dir(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    import os
+
+    if value is not None:
+        os.environ["REGSURVEY_RESULTS"] = str(value.absolute())
 
 
 def report_options(formats: tuple[str, ...]) -> Callable[[F], F]:

@@ -228,7 +228,7 @@ class Survey:
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
                        created=data.get("created", ""), timing=dict(data.get("timing") or {}),
-                       reader=str(data.get("reader") or ""))
+                       reader=str(data.get("reader") or ""), schema_version=int(data["schema_version"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
 
@@ -243,7 +243,8 @@ class Survey:
         return Survey(commit=self.commit, label=self.label, targets=targets,
                       toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
                       dirty=self.dirty, created=other.created or self.created,
-                      timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "")
+                      timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "",
+                      schema_version=min(self.schema_version, other.schema_version))
 
 
 # What each field of a stored row may hold (checked on load: a survey file or store edited by hand, or

@@ -3,6 +3,7 @@ surveying it (in a temporary worktree) and storing the result. What diff, stack,
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -20,12 +21,14 @@ from .checkout import Checkout, CheckoutError, commit_checkout, repo_root, resol
 
 def default_store(start: Path) -> Store:
     """``.regsurvey/`` at the repository root containing ``start`` (or in ``start`` outside git)."""
-    return Store((repo_root(start) or start) / ".regsurvey")
+    return open_store(None, start)
 
 
 def open_store(store_dir: Path | None, start: Path) -> Store:
-    """The store ``--store`` names, else the repository's default one."""
-    return Store(store_dir) if store_dir else default_store(start)
+    """The store ``--store`` names, else the repository's default one; its objects and results of identical
+    kernels in ``$REGSURVEY_RESULTS`` when set (``--results``: shared by several stores, e.g. CI jobs)."""
+    results = os.environ.get("REGSURVEY_RESULTS")
+    return Store(store_dir or (repo_root(start) or start) / ".regsurvey", Path(results) if results else None)
 
 
 def current_toolchain(targets: list[str]) -> dict[str, dict]:
@@ -100,8 +103,7 @@ def stored_survey(store: Store, commit: str, options: SurveyOptions, selection: 
         print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
               f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
               file=sys.stderr)
-    elif stored is not None and any(r.kernel and r.build is None for r in stored.rows):
-        # (schema < 3: a diff against it could not say which constexprs changed)
+    elif stored is not None and stored.schema_version < 3:  # a diff could not say which constexprs changed
         print(f"regsurvey: the stored survey of {commit[:12]} was made before builds' constexprs were recorded; "
               "surveying again", file=sys.stderr)
     elif stored is not None and (passing := sum(r.passing_failure for r in stored.rows)):

@@ -114,12 +114,15 @@ def commit_range(start: Path, spec: str) -> tuple[str, list[RangeCommit]]:
 
 @contextlib.contextmanager
 def survey_store(store: Store, options: SurveyOptions) -> Iterator[Store]:
-    """``store`` itself, or a temporary one for a selection of kinds or keys (see the module docstring)."""
+    """``store`` itself, or a temporary one for a selection of kinds or keys (see the module docstring),
+    which shares the store's objects and results."""
     if not (options.kinds or options.keys):
         yield store
         return
     with tempfile.TemporaryDirectory(prefix="regsurvey-selection-") as tmp:
-        yield Store(Path(tmp) / "store")
+        # Its own surveys; the store's objects and results of identical kernels (content-addressed: shared
+        # safely), so a selection compiles only what the store has not.
+        yield Store(Path(tmp) / "store", store.objects.root.parent)
 
 
 def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: SurveyOptions,

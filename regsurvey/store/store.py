@@ -28,11 +28,14 @@ class StoreError(Exception):
 class Store:
     """Stored surveys and objects under one directory."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, results: Path | None = None):
+        """``results``: where objects, the results of identical kernels and their compile costs are kept, when
+        not in the store itself (``<results>/objects``; a directory several stores share, as CI jobs do:
+        every entry is content-addressed and written atomically, so concurrent writers are safe)."""
         # Absolute from the start: a survey of another commit runs its workers in a temporary worktree,
         # where a relative path would put the objects (and lose them with the worktree).
         self.root = Path(root).absolute()
-        self.objects = ObjectStore(self.root / "objects")
+        self.objects = ObjectStore((Path(results).absolute() if results else self.root) / "objects")
 
     def _dir(self, commit: str | None) -> Path:
         return self.root / "surveys" / (commit or "worktree")

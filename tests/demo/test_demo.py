@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.revisions.demo import DEMO_CHANGE, DemoError, build_demo_repo, suite_root
+from regsurvey.revisions.demo import DEMO_CHANGE, DEMO_HISTORY, DemoError, build_demo_repo, suite_root
 
 
 def git(repo: Path, *args: str) -> str:
@@ -17,8 +17,13 @@ def git(repo: Path, *args: str) -> str:
 
 def test_the_demo_repository_changes_one_line_of_attention(tmp_path: Path) -> None:
     base, head = build_demo_repo(tmp_path / "demo")
+    # The suite, the 19 commits of DEMO_HISTORY (for `history` and `bisect`), then the change.
+    history = [step if isinstance(step, str) else step.message for step in DEMO_HISTORY]
     assert git(tmp_path / "demo", "log", "--format=%s").splitlines() == [
-        DEMO_CHANGE.message, "decode layer: the demo suite"]
+        DEMO_CHANGE.message, *reversed(history), "decode layer: the demo suite"]
+    assert git(tmp_path / "demo", "rev-parse", "HEAD~1").strip() == base
+    # The tuning tried and taken back: HEAD~1's kernels are the suite's.
+    assert git(tmp_path / "demo", "diff", "HEAD~20", "HEAD~1", "--stat", "--", "decode_layer", "keys") == ""
     diff = git(tmp_path / "demo", "diff", "-U0", base, head)
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert len(changed) == 2 and changed[0][1:].strip().startswith("block_h = ")
@@ -44,9 +49,9 @@ def test_demo_command(tmp_path: Path) -> None:
     summary = [line for line in lines if line.startswith("- ")]
     assert summary[:2] == [
         "- lowers VGPR spills of mla_decode (mla_decode_split_kernel) tp4 w8 e4m3 on gfx950 "
-        "(56 -> 16; scratch 228 -> 60 B)",
+        "(56 -> 16; scratch 228 -> 60 B); built with BLOCK_H 32 -> 16",
         "- removes SGPR spills from mla_decode (mla_decode_split_kernel) tp4 w8 e4m3 on gfx950: "
-        "nostop 19 -> 0, stop 18 -> 0",
+        "nostop 19 -> 0, stop 18 -> 0; built with BLOCK_H 32 -> 16",
     ]
     # Where (issue #13): under each, the source lines whose spills changed, the same in both builds.
     where = lines[1:lines.index(summary[1])]

@@ -19,8 +19,8 @@ from regsurvey.engine.survey import SurveyError, SurveyOptions
 from regsurvey.model.results import Survey
 from regsurvey.model.version import READER_REVISION
 from regsurvey.revisions.checkout import CheckoutError
-from regsurvey.revisions.obtain import current_toolchain, default_store, obtain_survey, open_store
-from regsurvey.store.store import Store
+from regsurvey.revisions.obtain import current_toolchain, default_store, obtain_survey, open_store, selection_text
+from regsurvey.store.store import Store, selection_name
 
 from ..conftest import commit_all, git
 from ..lint_surveys import clean_and_mutated
@@ -233,7 +233,9 @@ def test_a_survey_by_other_readers_is_replaced_by_these_readers_survey(toy_repo:
     # A selection of kinds is surveyed and kept apart: the whole survey stays.
     scale = obtain_survey(toy_repo, "HEAD", store, SurveyOptions(targets=("gfx950",), kinds=("scale",), jobs=2))
     assert [r.kind for r in scale.rows] == ["scale"] * 4 and all(r.reused for r in scale.rows)
-    assert (toy_repo / ".regsurvey" / "surveys" / sha / "partial" / "gfx950.json").is_file()
+    selection = selection_text(SurveyOptions(kinds=("scale",)))
+    assert (toy_repo / ".regsurvey" / "surveys" / sha / "partial" / selection_name(selection) / "gfx950.json").is_file()
+    assert store.load(sha, ["gfx950"], selection) == scale  # a later survey of the same selection finds it
     assert store.load(sha, ["gfx950"]) == again
     assert git(toy_repo, "status", "--porcelain") == ""  # the store ignores itself
 

@@ -185,3 +185,39 @@ def test_the_lint_of_every_build_is_kept_for_the_next_survey(toy_repo: Path) -> 
     again, _ = survey(toy_repo, "--target", "sm90")
     assert all(r["reused"] and r["lint"] == [] for r in again["rows"])
     assert "lint_s" not in again["timing"] or again["timing"]["lint_s"] < 0.05
+
+
+def test_a_results_directory_shared_by_two_jobs_at_once(toy_repo: Path, tmp_path: Path) -> None:
+    """As two CI jobs restoring one cached directory: surveys of two branches, each with a store of its own
+    and one --results directory, run at once; then a third store's survey of either commit compiles
+    nothing, and what it reports equals each job's own."""
+    from ..conftest import git
+
+    main = git(toy_repo, "rev-parse", "HEAD")
+    ops = toy_repo / "toykernels" / "ops.py"
+    ops.write_text(ops.read_text().replace("block_n: int = 64", "block_n: int = 128"))
+    branch = commit_all(toy_repo, "bigger gemm tile")
+    results = tmp_path / "shared"
+    jobs = [subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "-j", "1",
+                              "--commit", sha, "--store", str(tmp_path / f"store-{i}"), "--results", str(results)],
+                             cwd=toy_repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i, sha in enumerate((main, branch))]
+    outs = [job.communicate(timeout=900) for job in jobs]
+    assert [job.returncode for job in jobs] == [0, 0], [err for _, err in outs]
+    firsts = [json.loads(out) for out, _ in outs]
+    # The stores hold surveys only; objects and results are in the shared directory.
+    assert not (tmp_path / "store-0" / "objects").exists() and (results / "objects").is_dir()
+    assert not list(results.rglob("*.tmp*"))  # no temporary file left by either writer
+    for i, sha in enumerate((main, branch)):
+        third, _ = survey(toy_repo, "--commit", sha, "--store", str(tmp_path / f"third-{i}"),
+                          "--results", str(results))
+        assert all(reused(third).values())
+        strip = ("reused", "compile_s")
+        assert [{k: v for k, v in r.items() if k not in strip} for r in third["rows"]] == \
+            [{k: v for k, v in r.items() if k not in strip} for r in firsts[i]["rows"]]
+    # REGSURVEY_RESULTS is the same as --results.
+    env = {**__import__("os").environ, "REGSURVEY_RESULTS": str(results)}
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--commit", main,
+                          "--store", str(tmp_path / "by-env")], cwd=toy_repo, capture_output=True, text=True,
+                         timeout=900, env=env)
+    assert out.returncode == 0 and all(reused(json.loads(out.stdout)).values())
