@@ -85,9 +85,9 @@ def test_the_action_judges_the_pull_request_comments_and_fails_with_the_check(pr
         assert re.fullmatch(r"py3\.\d+-triton3\.\d+\.\d+\S*", toolchain), toolchain
         restore, save = first.step("Restore the regsurvey store"), first.step("Save the regsurvey store")
         assert restore.uses == "actions/cache/restore@v4" and save.uses == "actions/cache/save@v4" and save.ran
-        key = f"regsurvey-Linux-{toolchain}-{project.base}-{project.head}"
-        assert restore.with_ == {"path": ".regsurvey", "key": key,
-                                 "restore-keys": f"regsurvey-Linux-{toolchain}-{project.base}-\n"
+        key = f"regsurvey-Linux-{toolchain}-{project.head}"  # saved under the commit judged; first restored:
+        assert restore.with_ == {"path": ".regsurvey", "key": key,  # the store of the run that judged the base
+                                 "restore-keys": f"regsurvey-Linux-{toolchain}-{project.base}\n"
                                                  f"regsurvey-Linux-{toolchain}-\n"}
         assert save.with_ == {"path": ".regsurvey", "key": key}
         assert (project.repo / ".regsurvey" / "surveys").is_dir()

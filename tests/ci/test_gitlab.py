@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,10 +72,19 @@ def test_the_gitlab_job_notes_the_merge_request_and_fails_with_the_check(project
         assert body.startswith(f"{MARKER}\n{markdown.rstrip()}\n")
         assert TOKEN not in done.stdout + done.stderr
 
-        # The next pipeline: the note is updated; REGSURVEY_FAIL_ON_REGRESSION false lets the job pass.
+        # The next pipeline: a clean checkout (git clean -ffdx), then the cache restored.
+        store = project.repo / cached
+        kept = {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file() and p.name != "costs.json"}
+        shutil.move(store, tmp_path / "cache")
+        subprocess.run(["git", "-C", str(project.repo), "clean", "-q", "-ffdx"], check=True)
+        shutil.move(tmp_path / "cache", store)
+        # The note is updated; REGSURVEY_FAIL_ON_REGRESSION false lets the job pass; both surveys came
+        # from the cached store (nothing compiled or stored again).
         again, _ = run_job(project, tmp_path, forge, REGSURVEY_FAIL_ON_REGRESSION="false")
         assert again.returncode == 0, again.stderr
         assert forge.calls()[-1] == ("PUT", f"{notes}/1001") and len(forge.comments) == 1
+        assert forge.bodies()[0].startswith(f"{MARKER}\n{markdown.rstrip()}\n")
+        assert {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file() and p.name != "costs.json"} == kept
 
 
 def test_a_refused_note_fails_the_job_in_one_line(project: Project, tmp_path: Path) -> None:
