@@ -1,0 +1,49 @@
+"""The project the CI tests judge: the toy kernels under a keys file of one key on sm90, in a git
+repository of two commits, the second widening the row block from 4096 to 8192 (registers 30 -> 50, and
+warps per SM 64 -> 36: the gate fails on the occupancy drop). A real survey of each commit; one key on one
+target keeps a cold check at a few seconds."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ..conftest import TOY, commit_all, git
+
+REGSURVEY = Path(__file__).resolve().parents[2]  # the action's own checkout: action.yml, ci/
+
+KEYS = '''"""One key on sm90."""
+
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def scale(width):
+    ops.scale(rs.tensor((width, {columns}), "bf16"), 0.5)
+'''
+
+
+@dataclass(frozen=True)
+class Project:
+    repo: Path
+    base: str  # the first commit
+    head: str  # the second, checked out
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    repo = tmp_path / "workspace"
+    shutil.copytree(TOY, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "keys" / "toy.py").write_text(KEYS.format(columns=4096))
+    git(repo, "init", "-q", "-b", "main")
+    base = commit_all(repo, "rows of 4096")
+    (repo / "keys" / "toy.py").write_text(KEYS.format(columns=8192))
+    head = commit_all(repo, "rows of 8192")
+    return Project(repo=repo.resolve(), base=base, head=head)
