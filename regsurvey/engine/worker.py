@@ -141,6 +141,7 @@ class Worker:
         self._in_flight_lock = threading.Lock()  # the compiling thread adds, the relay thread releases
         self._finished: dict[str, Row] = {}  # rows of the kernels finished here, by Triton hash
         self.ready_at: float | None = None  # time.time() when the keys were loaded
+        self.started = time.time()  # builds that failed since (in any process) are not compiled again
 
     def _spent(self, phase: str, since: float) -> float:
         """Add the seconds since ``since`` (a perf_counter reading) to ``phase``; return now."""
@@ -271,7 +272,7 @@ class Worker:
                 lock = self.inflight.take(cache_hash)
                 phase = self._spent("wait_s" if lock is not None and lock.waited else "hash_s", phase)
                 cached = self.results.get(cache_hash)  # finished elsewhere, while waiting or just before
-                failure = lock.failure() if lock is not None and cached is None else None
+                failure = lock.failure(self.started) if lock is not None and cached is None else None
                 if cached is not None or failure is not None:
                     if lock is not None:
                         lock.release()

@@ -9,10 +9,12 @@ the lock held waits for it and then reads the result cache instead of compiling.
 ``flock`` belongs to the open file, and the kernel drops it with the last descriptor: a holder killed at
 a time-out or by Ctrl-C releases it by dying, and the waiter then finds no result and compiles the kernel
 itself. A holder whose compile failed (not for want of disk space, and not the toolchain's intermittent
-failure) leaves the error in ``<h>.failed`` before releasing; only a process that waited for that holder
-reads it (and reuses the failure rather than compiling a kernel that just failed); one that takes a free
-lock removes any such record first, so an old failure is never reused. Lock files stay (empty files, one
-per kernel ever compiled here): removing one under a waiter would let a third process lock a new file.
+failure) leaves the error in ``<h>.failed`` before releasing: a process that waited for that holder, or
+that started its survey before the failure, takes the failure rather than compile a kernel that just
+failed (the same Triton hash is the same source, options and toolchain); a survey started later builds
+it again (failures are not results: the result cache keeps none), and removes the old record first. Lock
+files stay (empty files, one per kernel ever compiled here): removing one under a waiter would let a third
+process lock a new file.
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ class BuildLock:
         self.base = base
         self.waited = waited
 
-    def failure(self) -> str | None:
-        """The error of the failed build the holder this one waited for recorded (None: none, or this
-        one did not wait)."""
-        if not self.waited:
-            return None
+    def failure(self, since: float) -> str | None:
+        """The error of this kernel's build that failed in another process (or earlier in this one): the
+        holder this one waited for, or any holder since ``since`` (time.time(): when the caller's survey
+        started). None when there is none; an older record is removed (this one builds again)."""
+        path = self.base.with_suffix(".failed")
         try:
-            error = json.loads(self.base.with_suffix(".failed").read_text())["error"]
+            if not self.waited and path.stat().st_mtime < since:
+                path.unlink()
+                return None
+            error = json.loads(path.read_text())["error"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return error if isinstance(error, str) else None
@@ -91,8 +96,4 @@ class InFlight:
             if isinstance(exc, OSError):  # a file system without locks: build without it
                 return None
             raise
-        if waited:
-            return BuildLock(fd, base, waited=True)
-        with contextlib.suppress(OSError):  # an old failure is not this build's
-            base.with_suffix(".failed").unlink()
-        return BuildLock(fd, base, waited=False)
+        return BuildLock(fd, base, waited=waited)

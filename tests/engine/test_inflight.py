@@ -91,3 +91,39 @@ def test_two_surveys_on_one_store_compile_each_build_once(shared_repo: Path, tmp
     assert len(hashes) == 3
     assert compiles(one + two) == Counter(dict.fromkeys(hashes, 1))  # between them, once each
     assert not list(store.rglob("*.tmp"))
+
+
+BROKEN_KEYS = '''"""Eight keys of one kernel that fails to compile (the row count only sizes the grid)."""
+
+import triton
+import triton.language as tl
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["gfx950"], width=[1, 2, 3, 4, 5, 6, 7, 8])
+
+
+@triton.jit
+def never_builds(x_ptr, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK < 0, "BLOCK must be negative")
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+@matrix.kind(axes=["width"])
+def broken(width):
+    never_builds[(width,)](rs.tensor((width, 64), "fp32"), BLOCK=64)
+'''
+
+
+def test_a_build_that_failed_in_one_worker_fails_the_others_without_compiling(toy_repo: Path, tmp_path: Path) -> None:
+    """The worker that compiled it recorded the failure; those that waited for it take it: one compile."""
+    (toy_repo / "keys" / "toy.py").write_text(BROKEN_KEYS)
+    commit_all(toy_repo, "a kernel that never builds")
+    proc = run(toy_repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "-t", "gfx950")
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    rows = json.loads(out)["rows"]
+    assert len(rows) == 8 and all(r["status"] == "error" for r in rows)
+    errors = {r["error"] for r in rows}
+    assert len(errors) == 1 and "BLOCK must be negative" in errors.pop()
+    assert sum(1 for r in rows if r["compile_s"]) == 1  # the rows that took it have no compile time of their own
