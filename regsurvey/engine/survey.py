@@ -88,7 +88,9 @@ class SurveyTiming:
     keys and result-cache look-ups), ``analyze_s`` (reading and linting each object:
     ``analysis.analyze``), ``store_s`` (storing objects and results), ``pressure_s`` (an AMD
     build's register pressure, kept beside its object: ``explaining.keep_pressure``) and ``lint_s`` (the
-    lint of the cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``idle_s`` is
+    lint of the cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``wait_s``
+    is time a worker waited for a kernel another worker (or survey) was compiling, rather than compile it
+    twice (it counts in ``idle_s`` too); ``idle_s`` is
     the time the N compile slots spent not compiling once the keys were listed (start-up still running,
     waiting for a key, or the tail; reading and linting run beside compiling, in each worker's
     finishing process); ``list_s`` is the wall time until the key

@@ -10,6 +10,11 @@ objects ("finishing" it) is Python work that would hold the interpreter lock the
 on Linux it runs in a finishing process the worker forks once, beside the compiles (elsewhere, or with
 ``REGSURVEY_FINISH=thread``, on a second thread).
 
+A kernel (a Triton hash) is compiled once: a launch of one still being finished here takes its row
+(:class:`Duplicate`); one being compiled by another worker, or another survey on the store, is awaited
+through its build lock (:mod:`regsurvey.store.inflight`, held until the result is in the result cache)
+and then taken from the result cache.
+
 Its length (over 500 lines): the worker's request loop, its compiling thread and its finishing process
 (or thread) share the per-key state: captured launches, kernels still in flight for reuse, timing phases
 and warnings for the survey. The messages themselves are :mod:`.protocol`'s.
