@@ -16,6 +16,7 @@ import contextlib
 import fnmatch
 import functools
 import json
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -87,7 +88,9 @@ class SurveyTiming:
     keys and result-cache look-ups), ``analyze_s`` (reading and linting each object:
     ``analysis.analyze``), ``store_s`` (storing objects and results), ``pressure_s`` (an AMD
     build's register pressure, kept beside its object: ``explaining.keep_pressure``) and ``lint_s`` (the
-    lint of the cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``idle_s`` is
+    lint of the cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``wait_s``
+    is time a worker waited for a kernel another worker (or survey) was compiling, rather than compile it
+    twice (it counts in ``idle_s`` too); ``idle_s`` is
     the time the N compile slots spent not compiling once the keys were listed (start-up still running,
     waiting for a key, or the tail; reading and linting run beside compiling, in each worker's
     finishing process); ``list_s`` is the wall time until the key
@@ -402,15 +405,20 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
 
 
 class KeyCosts:
-    """Compile seconds per (key, target) from earlier surveys, to schedule the slowest keys first.
+    """Compile seconds per (key, target) from earlier surveys (of any commit), to schedule the slowest keys
+    first.
 
     A long key started last is the tail that keeps every other worker idle; started first, it
-    overlaps with the rest. Keys never surveyed go first of all: their cost is unknown.
+    overlaps with the rest. A key never surveyed is estimated from what is known before compiling it
+    (:meth:`estimate`): its kind's other keys, else nothing (a kind never surveyed goes first of all),
+    and, within either, its axes (a bigger tile, width, more warps or stages, a path switched on: a bigger
+    build).
     """
 
     def __init__(self, path: Path):
         self.path = path
         self.seconds: dict[str, float] = {}  # none yet, or damaged: scheduling order is only an optimisation
+        self._means: tuple[tuple[int, int], dict[tuple[str, str], float]] | None = None
         try:
             known = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -420,14 +428,33 @@ class KeyCosts:
                             if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
     def estimate(self, key: Key) -> float:
-        """The key's compile seconds last time; keys never surveyed count as the mean of those known
-        (1 s when none is known)."""
+        """The key's compile seconds last time. A key never surveyed: the mean of its kind's keys surveyed
+        on its target (else on any target), scaled by :func:`axes_factor`; a key of a kind never surveyed:
+        the longest key known (1 s when none is), so scaled, so that it starts before every known one."""
         known = self.seconds.get(f"{key.target}:{key.id}")
         if known is not None:
             return known
-        if not self.seconds:
-            return 1.0
-        return sum(self.seconds.values()) / len(self.seconds)
+        means = self._kind_means()
+        kind = means.get((key.target, key.kind), means.get(("", key.kind)))
+        if kind is not None:
+            return kind * axes_factor(key)
+        return max(self.seconds.values(), default=1.0) * axes_factor(key)
+
+    def _kind_means(self) -> dict[tuple[str, str], float]:
+        """Mean seconds per (target, kind), and per ("", kind) over every target (a key id starts with its
+        kind's name); computed once per state of :attr:`seconds`."""
+        state = (id(self.seconds), len(self.seconds))
+        if self._means is None or self._means[0] != state:
+            totals: dict[tuple[str, str], list[float]] = {}
+            for name, seconds in self.seconds.items():
+                target, _, ident = name.partition(":")
+                kind = ident.split("/", 1)[0]
+                for group in ((target, kind), ("", kind)):
+                    total = totals.setdefault(group, [0.0, 0.0])
+                    total[0] += seconds
+                    total[1] += 1
+            self._means = (state, {group: t / n for group, (t, n) in totals.items()})
+        return self._means[1]
 
     def usual_target(self) -> str | None:
         """The target with the most keys surveyed before in this store (None when none was)."""
@@ -439,8 +466,8 @@ class KeyCosts:
         return max(counts, key=lambda t: counts[t]) if counts else None
 
     def longest_first(self, keys: list[Key]) -> list[Key]:
-        """``keys`` reordered: unknown cost first, then by decreasing cost (stable)."""
-        return sorted(keys, key=lambda k: -self.seconds.get(f"{k.target}:{k.id}", float("inf")))
+        """``keys`` reordered by decreasing :meth:`estimate` (stable; at a tie, the key never surveyed first)."""
+        return sorted(keys, key=lambda k: (-self.estimate(k), f"{k.target}:{k.id}" in self.seconds))
 
     def update(self, rows: Any) -> None:
         """Record the compile time of each key (all its launches together) and save."""
@@ -455,6 +482,19 @@ class KeyCosts:
             atomic_write(self.path, json.dumps(self.seconds, sort_keys=True).encode())
         except OSError:
             pass
+
+
+def axes_factor(key: Key) -> float:
+    """How much bigger a build a key's axes say it is, known before anything is compiled: 1, plus 5 %
+    per doubling of each numeric axis value above 1 (tiles, widths, warps, stages, parallelism) and per
+    boolean axis that is on (a path compiled in). Only an order among keys of one kind: strings say nothing."""
+    extra = 0.0
+    for _, value in key.axes:
+        if isinstance(value, bool):
+            extra += 1.0 if value else 0.0
+        elif isinstance(value, (int, float)) and value > 1:
+            extra += math.log2(value)
+    return 1.0 + 0.05 * extra
 
 
 # How long the first worker may take to import the keys files (torch, Triton, the project and what it

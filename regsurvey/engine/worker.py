@@ -10,6 +10,11 @@ objects ("finishing" it) is Python work that would hold the interpreter lock the
 on Linux it runs in a finishing process the worker forks once, beside the compiles (elsewhere, or with
 ``REGSURVEY_FINISH=thread``, on a second thread).
 
+A kernel (a Triton hash) is compiled once: a launch of one still being finished here takes its row
+(:class:`Duplicate`); one being compiled by another worker, or another survey on the store, is awaited
+through its build lock (:mod:`regsurvey.store.inflight`, held until the result is in the result cache)
+and then taken from the result cache.
+
 Its length (over 500 lines): the worker's request loop, its compiling thread and its finishing process
 (or thread) share the per-key state: captured launches, kernels still in flight for reuse, timing phases
 and warnings for the survey. The messages themselves are :mod:`.protocol`'s.
@@ -45,6 +50,7 @@ from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 from ..store.files import WriteError, out_of_space
+from ..store.inflight import BuildLock, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from . import launcher_messages
@@ -130,12 +136,17 @@ class Worker:
         self._notes: list[str] = []
         self._notes_lock = threading.Lock()
         self.results = ResultCache(self.objects, warn=self.note)
+        self.inflight = InFlight(self.objects.root)
         self._kinds: dict[str, Kind] | None = None
         self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
         self._timing_lock = threading.Lock()  # the compiling thread and the finishing thread both time
-        self._in_flight: set[str] = set()  # Triton hashes compiled here, not yet finished
+        # Triton hashes compiled here, not yet finished, with their build locks (held until the result is
+        # in the result cache: another process compiling the kernel waits for it; see store.inflight)
+        self._in_flight: dict[str, BuildLock | None] = {}
+        self._in_flight_lock = threading.Lock()  # the compiling thread adds, the relay thread releases
         self._finished: dict[str, Row] = {}  # rows of the kernels finished here, by Triton hash
         self.ready_at: float | None = None  # time.time() when the keys were loaded
+        self.started = time.time()  # builds that failed since (in any process) are not compiled again
 
     def _spent(self, phase: str, since: float) -> float:
         """Add the seconds since ``since`` (a perf_counter reading) to ``phase``; return now."""
@@ -215,7 +226,13 @@ class Worker:
             file, line = kind.source
             return [Row(**base, kernel=None, status=Status.ERROR,
                         error=f"kind body ({shown_site(f'{file}:{line}', self.root)}) launched no kernel")]
-        items = [self._compile_launch(base, i, launch, target, reuse) for i, launch in enumerate(session.launches)]
+        items: list[Item] = []
+        try:
+            for i, launch in enumerate(session.launches):
+                items.append(self._compile_launch(base, i, launch, target, reuse))
+        except BaseException:  # a bug of ours: the kernels compiled for this key are not finished, never awaited
+            self.finished(items)
+            raise
         if raised is not None:
             items.append(self._raised_row(base, raised, len(session.launches)))
         return items
@@ -247,15 +264,46 @@ class Worker:
             cache_hash = toolchain.triton_cache_hash(launch, target)
         except Exception:  # let the compile below report what is wrong
             cache_hash = None
+        lock: BuildLock | None = None
+        start_hash = start  # from when hashing and look-ups are timed (waiting for another process's build is not)
         if cache_hash and reuse:
             if cache_hash in self._in_flight:  # compiled for an earlier key, still being read and stored
                 self._spent("hash_s", start)
                 return Duplicate(common, cache_hash)
             cached = self.results.get(cache_hash)
-            if cached is not None:
+            if cached is None:
+                # Compiled by no one yet, or being compiled by another process: wait for that one.
+                phase = self._spent("hash_s", start)
+                lock = self.inflight.take(cache_hash)
+                phase = self._spent("wait_s" if lock is not None and lock.waited else "hash_s", phase)
+                cached = self.results.get(cache_hash)  # finished elsewhere, while waiting or just before
+                failure = lock.failure(self.started) if lock is not None and cached is None else None
+                if cached is not None or failure is not None:
+                    if lock is not None:
+                        lock.release()
+                    self._spent("hash_s", phase)
+                    if failure is not None:  # it failed there, and would fail here the same way
+                        return Row(**common, status=Status.ERROR, triton_hash=cache_hash, error=failure)
+                    assert cached is not None
+                    return _reused_row(common, cache_hash, cached)
+                start_hash = phase
+            else:
                 self._spent("hash_s", start)
                 return _reused_row(common, cache_hash, cached)
-        compile_start = self._spent("hash_s", start)
+        compile_start = self._spent("hash_s", start_hash)
+        try:
+            # A row's compile seconds count its hashing, not the wait for a build that then left no result.
+            begun = compile_start if lock is not None and lock.waited else start
+            return self._build(common, launch, target, reuse, begun, compile_start, cache_hash, lock)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def _build(self, common: dict[str, Any], launch: CapturedLaunch, target: Target, reuse: bool,
+               start: float, compile_start: float, cache_hash: str | None, lock: BuildLock | None) -> Item:
+        """Compile the launch (holding its kernel's build ``lock``, if any: released here when the
+        compile fails, else by :meth:`finished`)."""
         flaky = None
         try:
             try:
@@ -272,8 +320,13 @@ class Worker:
             error = error_text(exc)
             if again:
                 error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
-            return Row(**common, status=Status.FLAKY if again else Status.ERROR,
-                       compile_s=round(time.perf_counter() - start, 3), error=error, transient=out_of_space(exc))
+            failed = Row(**common, status=Status.FLAKY if again else Status.ERROR,
+                         compile_s=round(time.perf_counter() - start, 3), error=error, transient=out_of_space(exc))
+            if lock is not None:
+                if not (failed.transient or again):
+                    lock.fail(error)  # those waiting for it take this failure
+                lock.release()
+            return failed
         self._spent("compile_s", compile_start)
         if flaky is not None:
             common = dict(common, flaky=flaky)
@@ -281,7 +334,13 @@ class Worker:
         compile_s = launch.compile_s if launch.compiled is not None else time.perf_counter() - start
         pending = Compiled(common, target, compiled, round(compile_s, 3))
         if reuse:
-            self._in_flight.add(compiled.triton_hash)
+            if cache_hash != compiled.triton_hash and lock is not None:  # cannot happen: the lock is another's
+                lock.release()
+                lock = None
+            with self._in_flight_lock:
+                self._in_flight[compiled.triton_hash] = lock
+        elif lock is not None:
+            lock.release()
         return pending
 
     def finish(self, items: list[Item]) -> list[Row]:
@@ -319,7 +378,10 @@ class Worker:
         """``items`` are finished: a later launch of their kernels finds them in the result cache."""
         for item in items:
             if isinstance(item, Compiled):
-                self._in_flight.discard(item.compiled.triton_hash)
+                with self._in_flight_lock:
+                    lock = self._in_flight.pop(item.compiled.triton_hash, None)
+                if lock is not None:  # its result is in the result cache (or it failed): waiters go on
+                    lock.release()
 
     def _finish(self, item: Compiled) -> Row:
         common, compiled, target, compile_s = item.common, item.compiled, item.target, item.compile_s

@@ -1,0 +1,129 @@
+"""No build compiled twice: a kernel (a Triton hash) in flight in one worker, or in another survey on the
+same store, is awaited and its result reused, not compiled again.
+
+Real surveys of the toy project under a keys file whose keys mostly launch one kernel (``scale``'s row
+count only sizes the grid, so every width is the same build): whatever the order the workers take the
+keys in, each distinct Triton hash has exactly one row that was compiled (``reused`` false).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import commit_all
+
+SHARED_KEYS = '''"""Twelve keys, three builds: every width of scale launches one kernel; gemm has a tile per width."""
+
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["gfx950"], width=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], small=[2, 64])
+
+
+@matrix.kind(axes=["width"])
+def scale(width):
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5, stop=True)
+
+
+@matrix.kind(axes=["small"])
+def gemm(small):
+    ops.gemm(rs.tensor((small, 512), "bf16"), rs.tensor((512, 256), "bf16"))
+'''
+
+
+@pytest.fixture
+def shared_repo(toy_repo: Path) -> Path:
+    (toy_repo / "keys" / "toy.py").write_text(SHARED_KEYS)
+    commit_all(toy_repo, "many keys, few builds")
+    return toy_repo
+
+
+def run(repo: Path, store: Path, triton_cache: Path, *args: str) -> subprocess.Popen[str]:
+    """``regsurvey run --format json`` in the background, with a Triton cache of its own (cold: each
+    compile takes the toolchain's real time, so that the workers' keys overlap)."""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(triton_cache)}
+    return subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--store", str(store),
+                             *args], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def rows_of(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    rows: list[dict[str, Any]] = json.loads(out)["rows"]
+    assert rows and all(r["status"] == "ok" for r in rows), rows
+    return rows
+
+
+def compiles(rows: list[dict[str, Any]]) -> Counter[str]:
+    """How many times each Triton hash was compiled (its rows that were not reused)."""
+    return Counter(r["triton_hash"] for r in rows if not r["reused"])
+
+
+def test_two_workers_compile_each_build_once(shared_repo: Path, tmp_path: Path) -> None:
+    rows = rows_of(run(shared_repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "-t", "gfx950"))
+    hashes = {r["triton_hash"] for r in rows}
+    assert len(rows) == 12 and len(hashes) == 3  # scale's one kernel, gemm's two tiles
+    assert compiles(rows) == Counter(dict.fromkeys(hashes, 1))
+    scale = [r for r in rows if r["kind"] == "scale"]
+    assert sum(not r["reused"] for r in scale) == 1
+    # A reused row is the compiled one's: the same object, figures and compile time.
+    built = next(r for r in scale if not r["reused"])
+    same = ("object", "resources", "compile_s", "triton_hash")
+    assert all([r[f] for f in same] == [built[f] for f in same] for r in scale)
+    assert built["resources"]["vgpr"] > 0 and built["compile_s"] > 0
+
+
+def test_two_surveys_on_one_store_compile_each_build_once(shared_repo: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    procs = [run(shared_repo, store, tmp_path / f"triton{i}", "--commit", "HEAD", "-j", "1") for i in range(2)]
+    one, two = (rows_of(p) for p in procs)
+    assert [r["resources"] for r in one] == [r["resources"] for r in two]
+    hashes = {r["triton_hash"] for r in one}
+    assert len(hashes) == 3
+    assert compiles(one + two) == Counter(dict.fromkeys(hashes, 1))  # between them, once each
+    assert not list(store.rglob("*.tmp"))
+
+
+BROKEN_KEYS = '''"""Eight keys of one kernel that fails to compile (the row count only sizes the grid)."""
+
+import triton
+import triton.language as tl
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["gfx950"], width=[1, 2, 3, 4, 5, 6, 7, 8])
+
+
+@triton.jit
+def never_builds(x_ptr, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK < 0, "BLOCK must be negative")
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+@matrix.kind(axes=["width"])
+def broken(width):
+    never_builds[(width,)](rs.tensor((width, 64), "fp32"), BLOCK=64)
+'''
+
+
+def test_a_build_that_failed_in_one_worker_fails_the_others_without_compiling(toy_repo: Path, tmp_path: Path) -> None:
+    """The worker that compiled it recorded the failure; those that waited for it take it: one compile."""
+    (toy_repo / "keys" / "toy.py").write_text(BROKEN_KEYS)
+    commit_all(toy_repo, "a kernel that never builds")
+    proc = run(toy_repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "-t", "gfx950")
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    rows = json.loads(out)["rows"]
+    assert len(rows) == 8 and all(r["status"] == "error" for r in rows)
+    errors = {r["error"] for r in rows}
+    assert len(errors) == 1 and "BLOCK must be negative" in errors.pop()
+    assert sum(1 for r in rows if r["compile_s"]) == 1  # the rows that took it have no compile time of their own
