@@ -65,3 +65,19 @@ if [ "$step" = speed11 ]; then
   timeout "${SPEED11_TIMEOUT:-520}" python3 benchmarks/before_after.py --old "$OLD" --targets "${SPEED11_TARGETS:-sm90}" \
     --jobs 1 --repeat "${SPEED11_REPEAT:-3}" --diff --server-jobs "${SPEED11_SERVER_JOBS:-16}" 2>&1 | tee "$OUT/speed11.txt"
 fi
+if [ "$step" = speed15 ]; then
+  # Issue #15's first-survey figures on 16 cores: compiles per distinct Triton hash of a first survey of the
+  # whole demo at -j 16 (two targets: 8 workers share each), before (the tree before #15's in-flight locks,
+  # carried as .old-rs/ with this script's compile_once.py beside it) and now; then this tree's first survey
+  # and warm-server survey against the bound max(longest key, compile seconds / N) (survey_speed.py).
+  if [ -f .old-rs/regsurvey/__init__.py ]; then
+    mkdir -p .old-rs/benchmarks && cp benchmarks/compile_once.py .old-rs/benchmarks/
+    echo "== compiles per hash, before (.old-rs), demo gfx950+sm90, -j 16"
+    (cd .old-rs && PYTHONPATH=/tmp/site:$PWD timeout 200 python3 benchmarks/compile_once.py -j 16 -C "$OLDPWD" -t gfx950 -t sm90) 2>&1 | tee "$OUT/compile_once_old.txt"
+  fi
+  echo "== compiles per hash, now, demo gfx950+sm90, -j 16"
+  timeout 200 python3 benchmarks/compile_once.py -j 16 -t gfx950 -t sm90 2>&1 | tee "$OUT/compile_once_new.txt"
+  echo "== first survey and warm server against the bound, -j 16"
+  timeout "${SPEED15_TIMEOUT:-300}" python3 benchmarks/survey_speed.py --scaling-only --jobs 16 --server-jobs 16 \
+    --repeat "${SPEED15_REPEAT:-2}" 2>&1 | tee "$OUT/speed15.txt"
+fi
