@@ -386,6 +386,10 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
                           else costs.usual_target() or DEFAULT_LIST_TARGET)
         first = state.spawn(listing_target)
         listing = first.handle.list_keys.remote(tuple(options.targets) if options.targets else None)
+        asked = [get_target(t).name for t in options.targets or ()]
+        if asked:  # the targets are known: the other actors start (and import) while the first lists
+            for i in range(1, state.capacity()):
+                state.spawn(asked[i % len(asked)])
         listed = state.request(first, listing, IMPORT_TIMEOUT_S)
         keys = [k for k in listed.keys if _selected(k, options)]
         if not keys:
