@@ -126,3 +126,86 @@ def test_a_node_removed_mid_survey_loses_no_key(toy_repo: Path, cluster: tuple[A
     objects = ObjectStore(tmp_path / "store" / "objects")
     for row in survey.rows:
         assert row.object is not None and objects.get(row.object.path, row.object.sha256)
+
+
+HANG = '''"""A kind whose body never returns."""
+
+import time
+
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def hang(width):
+    time.sleep(3600)
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+'''
+
+
+def cpus_held(wait_s: float = 15.0) -> float:
+    """The cluster's CPUs still held (by actors left alive) once they have had ``wait_s`` to be freed."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        held = ray.cluster_resources().get("CPU", 0.0) - ray.available_resources().get("CPU", 0.0)
+        if held == 0 or time.monotonic() > deadline:
+            return held
+        time.sleep(0.2)
+
+
+def with_a_hanging_key(repo: Path) -> Path:
+    (repo / "keys" / "hang.py").write_text(HANG)
+    return repo
+
+
+def test_a_key_past_the_timeout_is_an_error_and_its_actor_replaced(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                                  tmp_path: Path) -> None:
+    c, _ = cluster
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        survey = survey_checkout(working_tree(with_a_hanging_key(toy_repo)), tmp_path / "store" / "objects",
+                                 SurveyOptions(ray_address=c.address, targets=("sm90",), kinds=("hang", "gemm"),
+                                               timeout=12))
+        held = cpus_held()
+    finally:
+        ray.shutdown()
+    rows = {r.key: r for r in survey.rows}
+    assert sorted(rows) == ["gemm/w2", "gemm/w8", "hang/width2"]
+    assert rows["hang/width2"].error == "timed out after 12 s (--timeout)" and rows["hang/width2"].transient
+    assert rows["gemm/w2"].ok and rows["gemm/w8"].ok
+    assert held == 0  # the hung actor was killed, the others ended with the survey
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_calls_and_keeps_what_finished(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                         tmp_path: Path) -> None:
+    import signal
+    import time
+
+    c, _ = cluster
+    store = tmp_path / "store"
+    survey = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "--ray", c.address, "--store", str(store),
+                               "-t", "sm90", "--kind", "hang", "--kind", "gemm", "-q"],
+                              cwd=with_a_hanging_key(toy_repo), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    deadline = time.monotonic() + 120
+    while not list((store / "objects").glob("*/*.cubin")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list((store / "objects").glob("*/*.cubin")), "no key finished"
+    time.sleep(1)
+    survey.send_signal(signal.SIGINT)
+    _, err = survey.communicate(timeout=60)
+    assert survey.returncode == 130, err
+    assert "regsurvey: interrupted" in err
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        held = cpus_held()
+    finally:
+        ray.shutdown()
+    assert held == 0  # every actor killed, the hung one too
+    assert list((store / "results").glob("*/*.json"))  # the finished keys' results stayed
