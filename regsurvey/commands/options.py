@@ -54,7 +54,19 @@ def survey_options(command: F) -> F:
     ``regsurvey run``."""
     command = click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
                            default=Path("."), help="Run as if started in this directory.")(command)
+    command = click.option("--ray", "ray_address", metavar="ADDRESS", expose_value=False, callback=_ray_address,
+                           is_eager=True,
+                           help="Compile on this Ray cluster (HOST:6379, ray://HOST:10001, auto, or local: a "
+                                "Ray instance of its own), each key a Ray call; the same as REGSURVEY_RAY=ADDRESS. "
+                                "Needs the ray extra.")(command)
     return selection_options()(store_options(command))
+
+
+def _ray_address(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    import os
+
+    if value:
+        os.environ["REGSURVEY_RAY"] = value
 
 
 def store_options(command: F) -> F:

@@ -16,3 +16,4 @@ class SurveyOptions:
     timeout: float = 600.0  # seconds per key
     triton_cache_dir: str | None = None  # a Triton cache of the survey's own (e.g. a cold one)
     reuse_results: bool = True  # take results of identical kernels from the content-addressed cache
+    ray_address: str | None = None  # survey on this Ray cluster (engine/ray_executor.py); None: local workers

@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..engine.ray_executor import ray_address
 from ..engine.survey import start_workers_early, survey_checkout
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
@@ -57,14 +58,16 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     else:
         commit = revision_commit(start, rev)
         label = revision_label(rev, commit)
-    if commit is None or not reuse or not store.has(commit):
+    local = ray_address(options) is None  # on a Ray cluster, no local worker starts
+    if local and (commit is None or not reuse or not store.has(commit)):
         start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
     if reuse and commit is not None and not (options.kinds or options.keys):
         stored = stored_survey(store, commit, options)
         if stored is not None:
             # Named as this command asked for it, not as the run that stored it did.
             return replace(stored, label=label)
-    start_workers_early()  # (again, at once, if it is already running)
+    if local:
+        start_workers_early()  # (again, at once, if it is already running)
     if tree is not None:
         survey = survey_checkout(tree, store.objects.root, options, progress)
     else:

@@ -1,0 +1,211 @@
+"""Surveys on a Ray cluster (engine/ray_executor.py): a local cluster of two nodes on this host (each node's
+processes with a temporary directory of their own), the toy project surveyed on it through the CLI and
+compared with a local survey of the same commit; a node removed while its keys are in flight.
+
+Skipped when ray (the ``ray`` extra) is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from regsurvey.engine.survey import survey_checkout  # noqa: E402
+from regsurvey.model.options import SurveyOptions  # noqa: E402
+from regsurvey.model.progress import Progress  # noqa: E402
+from regsurvey.revisions.checkout import working_tree  # noqa: E402
+from regsurvey.store.objectstore import ObjectStore  # noqa: E402
+
+
+def node(directory: Path) -> dict[str, Any]:
+    """A node of one CPU on this host, whose processes (the actors among them) make their temporary files in
+    ``directory``. (On this host's address: a cluster pinned to 127.0.0.1 leaves a driver started in
+    another process, the CLI's, waiting in ``ray.init`` with Ray 2.60.)"""
+    return {"num_cpus": 1, "env_vars": {"TMPDIR": str(directory)}}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, list[Path]]]:
+    """A head node and a second node, one CPU each (so one actor each), on loopback."""
+    from ray.cluster_utils import Cluster
+
+    dirs = [tmp_path_factory.mktemp("head-node"), tmp_path_factory.mktemp("second-node")]
+    c = Cluster(initialize_head=True, head_node_args=node(dirs[0]))
+    c.add_node(**node(dirs[1]))
+    c.wait_for_nodes()
+    try:
+        yield c, dirs
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def regsurvey(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "regsurvey", *args], cwd=repo, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "REGSURVEY_RAY": ""})
+
+
+def by_build(survey: dict[str, Any]) -> dict[tuple[str, str, int], tuple[Any, ...]]:
+    return {(r["key"], r["target"], r["launch"]): (r["status"], r["resources"], r["triton_hash"], r["object"],
+                                                   r["lint"], r["build"]) for r in survey["rows"]}
+
+
+def test_a_survey_on_two_nodes_matches_a_local_one(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                   tmp_path: Path) -> None:
+    c, node_dirs = cluster
+    on_ray = regsurvey(toy_repo, "run", "--commit", "HEAD", "--ray", c.address, "--store", str(tmp_path / "ray"),
+                       "--format", "json", "-q")
+    assert on_ray.returncode == 0, on_ray.stderr
+    local = regsurvey(toy_repo, "run", "--commit", "HEAD", "--store", str(tmp_path / "local"), "--format", "json",
+                      "-q")
+    assert local.returncode == 0, local.stderr
+    remote_survey, local_survey = json.loads(on_ray.stdout), json.loads(local.stdout)
+    timing = remote_survey["timing"]
+    print(f"\nRay: {timing['ray_calls']:.0f} calls on {timing['ray_nodes']:.0f} nodes in {timing['wall_s']:.1f} s "
+          f"(local: {local_survey['timing']['wall_s']:.1f} s); overhead per build "
+          f"{timing.get('ray_overhead_per_build_ms', float('nan')):.1f} ms")
+    assert timing["ray_nodes"] == 2  # both nodes compiled
+    assert timing["ray_calls"] == len(local_survey["rows"]) == 12
+    # The same builds, figures, Triton hashes, objects (by content) and lint findings.
+    assert by_build(remote_survey) == by_build(local_survey)
+    assert all(r["status"] == "ok" for r in remote_survey["rows"])
+    # The objects and the texts beside them came back into the local store.
+    objects = ObjectStore(tmp_path / "ray" / "objects")
+    for row in remote_survey["rows"]:
+        ref = row["object"]
+        assert objects.get(ref["path"], ref["sha256"])
+        assert objects.text(ref["path"], "amdgcn" if row["target"] == "gfx950" else "ptx")
+        if row["target"] == "gfx950":
+            assert objects.text(ref["path"], "pressure")  # kept by the actor's finishing step
+    # Reports read them as a local survey's: the lint of the stored survey, explain from its objects.
+    lint = regsurvey(toy_repo, "lint", "--commit", "HEAD", "--store", str(tmp_path / "ray"), "-q")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    explained = regsurvey(toy_repo, "explain", "gemm/w2", "--commit", "HEAD", "-t", "gfx950", "--store",
+                          str(tmp_path / "ray"), "-q", "--format", "json")
+    assert explained.returncode == 0, explained.stderr
+    gemm = next(r for r in remote_survey["rows"] if r["key"] == "gemm/w2" and r["target"] == "gfx950")
+    assert str(gemm["resources"]["vgpr"]) in explained.stdout
+    # The actors removed their directories on the nodes when the survey ended.
+    assert not [p for d in node_dirs for p in d.glob("regsurvey-ray-*")]
+
+
+def test_a_node_removed_mid_survey_loses_no_key(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                              tmp_path: Path) -> None:
+    c, _ = cluster
+    third_dir = tmp_path / "third-node"
+    third_dir.mkdir()
+    third = c.add_node(**node(third_dir))
+    c.wait_for_nodes()
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    removed: list[int] = []
+
+    def on_key(key: Any, rows: Any) -> None:
+        if not removed:  # the first key is back: the third node's actor holds keys (or is still importing)
+            removed.append(len(list(third_dir.glob("regsurvey-ray-*"))))
+            c.remove_node(third)
+
+    try:
+        survey = survey_checkout(working_tree(toy_repo), tmp_path / "store" / "objects",
+                                 SurveyOptions(ray_address=c.address, jobs=3, timeout=240),
+                                 Progress(on_key=on_key))
+    finally:
+        ray.shutdown()
+    assert removed == [1]  # the third node had its actor
+    assert len(survey.rows) == 12
+    assert all(r.ok for r in survey.rows), [(r.row_id, r.error) for r in survey.rows if not r.ok]
+    assert survey.timing["ray_rescheduled"] >= 1  # the third node's keys were surveyed again elsewhere
+    objects = ObjectStore(tmp_path / "store" / "objects")
+    for row in survey.rows:
+        assert row.object is not None and objects.get(row.object.path, row.object.sha256)
+
+
+HANG = '''"""A kind whose body never returns."""
+
+import time
+
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def hang(width):
+    time.sleep(3600)
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+'''
+
+
+def cpus_held(wait_s: float = 15.0) -> float:
+    """The cluster's CPUs still held (by actors left alive) once they have had ``wait_s`` to be freed."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        held = ray.cluster_resources().get("CPU", 0.0) - ray.available_resources().get("CPU", 0.0)
+        if held == 0 or time.monotonic() > deadline:
+            return held
+        time.sleep(0.2)
+
+
+def with_a_hanging_key(repo: Path) -> Path:
+    (repo / "keys" / "hang.py").write_text(HANG)
+    return repo
+
+
+def test_a_key_past_the_timeout_is_an_error_and_its_actor_replaced(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                                  tmp_path: Path) -> None:
+    c, _ = cluster
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        survey = survey_checkout(working_tree(with_a_hanging_key(toy_repo)), tmp_path / "store" / "objects",
+                                 SurveyOptions(ray_address=c.address, targets=("sm90",), kinds=("hang", "gemm"),
+                                               timeout=12))
+        held = cpus_held()
+    finally:
+        ray.shutdown()
+    rows = {r.key: r for r in survey.rows}
+    assert sorted(rows) == ["gemm/w2", "gemm/w8", "hang/width2"]
+    assert rows["hang/width2"].error == "timed out after 12 s (--timeout)" and rows["hang/width2"].transient
+    assert rows["gemm/w2"].ok and rows["gemm/w8"].ok
+    assert held == 0  # the hung actor was killed, the others ended with the survey
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_calls_and_keeps_what_finished(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                         tmp_path: Path) -> None:
+    import signal
+    import time
+
+    c, _ = cluster
+    store = tmp_path / "store"
+    survey = subprocess.Popen([sys.executable, "-m", "regsurvey", "run", "--ray", c.address, "--store", str(store),
+                               "-t", "sm90", "--kind", "hang", "--kind", "gemm", "-q"],
+                              cwd=with_a_hanging_key(toy_repo), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    deadline = time.monotonic() + 120
+    while not list((store / "objects").glob("*/*.cubin")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list((store / "objects").glob("*/*.cubin")), "no key finished"
+    time.sleep(1)
+    survey.send_signal(signal.SIGINT)
+    _, err = survey.communicate(timeout=60)
+    assert survey.returncode == 130, err
+    assert "regsurvey: interrupted" in err
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        held = cpus_held()
+    finally:
+        ray.shutdown()
+    assert held == 0  # every actor killed, the hung one too
+    assert list((store / "results").glob("*/*.json"))  # the finished keys' results stayed
