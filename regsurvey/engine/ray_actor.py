@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..model.keys import Key
-from ..store.resultcache import CachedResult
+from ..store.resultcache import CachedResult, ResultCache
 from .protocol import Failed, KeyFinished, KeysListed, ToolchainInfo
 
 # -- what travels ---------------------------------------------------------------------------------------
@@ -92,13 +92,27 @@ class KeyShipped:
 # -- the actor --------------------------------------------------------------------------------------------
 
 
+class _WithSurveyStore(ResultCache):
+    """A node's results of identical kernels, then those of the survey's own store (sent with the checkout):
+    a kernel compiled before, on any commit, is reused on the node as it would be locally. Its row names the
+    object in the survey's store, which the node does not have (and need not send back)."""
+
+    def __init__(self, own: ResultCache, known: dict[str, CachedResult]):
+        super().__init__(own.objects, own.warn)
+        self.known = known
+
+    def get(self, triton_hash: str) -> CachedResult | None:
+        return super().get(triton_hash) or self.known.get(triton_hash)
+
+
 class SurveyActor:
     """One worker on a node of the cluster: the checkout unpacked once, imported for one target.
 
     A plain class: :func:`_actor_class` makes it a Ray actor (so that importing this module needs no ray).
     """
 
-    def __init__(self, tree: bytes, target: str, environ: dict[str, str], own_triton_cache: bool):
+    def __init__(self, tree: bytes, target: str, environ: dict[str, str], own_triton_cache: bool,
+                 known: dict[str, CachedResult] | None = None):
         import ray
 
         from .worker import Worker
@@ -116,6 +130,8 @@ class SurveyActor:
         sys.path.insert(0, str(root))
         self.node = ray.get_runtime_context().get_node_id()
         self.worker = Worker(root, root / "keys", self.dir / "objects", target)
+        if known:
+            self.worker.results = _WithSurveyStore(self.worker.results, known)
         try:
             self.worker.kinds()  # warm up: torch, Triton, the project's kernels, before the first key
         except BaseException:  # noqa: S110 - reported again, with its message, when a call needs the keys
@@ -159,6 +175,8 @@ class SurveyActor:
                 continue
             path = worker.objects.root.parent / row.object.path
             sha = row.object.sha256
+            if not path.is_file():  # reused from the survey's store (_WithSurveyStore): it is there already
+                continue
             texts = {p.name[len(sha) + 1:-3]: p.read_bytes() for p in path.parent.glob(f"{sha}.*.gz")}
             objects[sha] = ShippedObject(sha, path.suffix[1:], worker.objects.get(row.object.path, sha), texts)
             if row.triton_hash and row.triton_hash not in cached:

@@ -97,7 +97,10 @@ class RaySurvey:
         self.actor_class = _actor_class()
         environ = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) and k not in _ENV_LOCAL}
         self.tree = ray.put(pack_tree(checkout.root))
-        self.actor_args = (environ, options.triton_cache_dir is not None)
+        # The results of identical kernels this store holds (any commit's): a node reuses them rather than
+        # compiling (it sends back a row naming the object here, not the object).
+        known = self.cache.entries() if options.reuse_results else {}
+        self.actor_args = (environ, options.triton_cache_dir is not None, ray.put(known))
         self.actors: list[_Actor] = []
         self.started = 0
         self.phases: dict[str, float] = {}

@@ -83,6 +83,28 @@ class ResultCache:
             self._warn(path, f"malformed ({type(exc).__name__})")
         return None
 
+    def entries(self) -> dict[str, CachedResult]:
+        """Every entry of this reader revision whose checksum holds and whose object file is present, by
+        Triton hash (what a survey on a Ray cluster sends its nodes, which do not see this store; an entry
+        is checked as :meth:`get` checks it, but the object by presence, not by sha256: a reuse on a node
+        comes back here, where the object is read again)."""
+        out = {}
+        for path in self.root.glob("*/*.json"):
+            try:
+                entry = json.loads(path.read_bytes())
+                payload = entry["payload"]
+                if payload.get("reader") != READER_REVISION or entry["sha256"] != _checksum(payload):
+                    continue
+                ref = ObjectRef(**payload["object"])
+                if not (self.objects.root.parent / ref.path).is_file():
+                    continue
+                out[str(payload["triton_hash"])] = CachedResult(
+                    kernel=payload["kernel"], report=ObjectReport.from_dict(payload["report"]), object=ref,
+                    compile_s=payload["compile_s"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # (get() says why, should a survey here need it)
+        return out
+
     def _warn(self, path: Path, problem: str) -> None:
         self.warn(f"regsurvey: warning: cache entry {path.name} is {problem}; recompiling")
 

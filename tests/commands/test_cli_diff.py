@@ -180,7 +180,7 @@ def test_stack_reports_each_commit_against_its_parent(history: dict[str, Any]) -
     assert overall[("gemm/w2", "gfx950")]["before"]["resources"]["vgpr"] == 38
     markdown = regsurvey("stack", "HEAD~2..HEAD", "--store", str(history["store"]), "--format", "markdown", "-q",
                          cwd=repo)
-    assert f"| {history['shas'][1][:10]} | gemm: 256\\-column tiles | 12/12 | 4 | 0 | 0 | 0 | unchanged | 0 |" \
+    assert f"| {history['shas'][1][:10]} | gemm: 256\\-column tiles | 12/12 | 4 | 0 | 0 | 0 | 0 | unchanged | 0 |" \
         in markdown.stdout.replace("256-column", "256\\-column")
 
 

@@ -98,6 +98,38 @@ def test_a_survey_on_two_nodes_matches_a_local_one(toy_repo: Path, cluster: tupl
     assert not [p for d in node_dirs for p in d.glob("regsurvey-ray-*")]
 
 
+def test_the_nodes_reuse_what_the_store_compiled_before(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                        tmp_path: Path) -> None:
+    """A commit that changes one kind, surveyed on the cluster with a store that surveyed its parent
+    locally: the nodes compile only that kind's kernels; the rest are the store's results, their objects
+    read here (not sent back), their figures as the parent's."""
+    from ..conftest import commit_all
+
+    c, _ = cluster
+    store = tmp_path / "store"
+    parent = regsurvey(toy_repo, "run", "--commit", "HEAD", "--store", str(store), "--format", "json", "-q")
+    assert parent.returncode == 0, parent.stderr
+    ops = toy_repo / "toykernels" / "ops.py"
+    ops.write_text(ops.read_text().replace("block_n: int = 64", "block_n: int = 128"))
+    commit_all(toy_repo, "bigger gemm tile")
+    out = regsurvey(toy_repo, "run", "--commit", "HEAD", "--ray", c.address, "--store", str(store), "--format",
+                    "json", "-q")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["rows"]
+    before = {(r["key"], r["target"]): r for r in json.loads(parent.stdout)["rows"]}
+    assert all(r["status"] == "ok" for r in rows)
+    scale = [r for r in rows if r["kind"] == "scale"]
+    gemm = [r for r in rows if r["kind"] == "gemm"]
+    assert scale and all(r["reused"] for r in scale)
+    assert all(r["object"] == before[(r["key"], r["target"])]["object"] and
+               r["resources"] == before[(r["key"], r["target"])]["resources"] for r in scale)
+    assert gemm and {r["triton_hash"] for r in gemm}.isdisjoint({r["triton_hash"] for r in before.values()})
+    assert any(not r["reused"] for r in gemm)  # compiled on the nodes, its objects sent back
+    objects = ObjectStore(store / "objects")
+    for r in rows:
+        assert objects.get(r["object"]["path"], r["object"]["sha256"])
+
+
 def test_a_node_removed_mid_survey_loses_no_key(toy_repo: Path, cluster: tuple[Any, list[Path]],
                                               tmp_path: Path) -> None:
     c, _ = cluster

@@ -45,8 +45,10 @@ def test_stack_columns() -> None:
     third = replace(head, commit="c" * 40, rows=(head.rows[0], notes))
     s = stack([base, head, third], ["lose two arguments", "notes instead"])
     markdown = get_format("markdown").format_stack(s)
-    assert "| bbbbbbbbbb | lose two arguments | 2/2 | 2 | 0 | 0 | 0 | unchanged | 2 (2 suspects, 2 new) |" in markdown
-    assert "| cccccccccc | notes instead | 2/2 | 0 | 1 | 0 | 0 | unchanged | 3 (1 suspect, 2 new, 1 fixed) |" \
+    # (columns: worse, mixed, better, newly failing, fixed)
+    assert "| bbbbbbbbbb | lose two arguments | 2/2 | 2 | 0 | 0 | 0 | 0 | unchanged | 2 (2 suspects, 2 new) |" \
+        in markdown
+    assert "| cccccccccc | notes instead | 2/2 | 0 | 0 | 1 | 0 | 0 | unchanged | 3 (1 suspect, 2 new, 1 fixed) |" \
         in markdown
     table = get_format("table", width=200).format_stack(s)
     assert "2 (2 suspects, 2 new)" in table and "3 (1 suspect, 2 new, 1 fixed)" in table

@@ -50,5 +50,5 @@ def test_stack(layer: Survey) -> None:
     second = edited(layer, {("attn/tp4/w2/bf16", "gfx950"): {"vgpr_spill": 4}}, commit="b" * 40, label="b")
     s = stack([replace(layer, commit="a" * 40, label="main (aaaaaaaaaa)"), second], ["spill | more"])
     text = get_format("markdown").format_stack(s)
-    assert "| bbbbbbbbbb | spill \\| more | 24/24 | 1 | 0 | 0 | 0 | VGPR spills 0 → 4 | 0 |" in text
+    assert "| bbbbbbbbbb | spill \\| more | 24/24 | 1 | 0 | 0 | 0 | 0 | VGPR spills 0 → 4 | 0 |" in text
     assert "#### bbbbbbbbbb spill \\| more" in text and "#### The whole range" in text
