@@ -3,6 +3,7 @@ real survey the comparison, report and gate tests start from (tests/layer_survey
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -38,10 +39,10 @@ def commit_all(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.fixture
-def server_env() -> Iterator[dict[str, str]]:
-    """An environment whose surveys use a worker server of the test's own (in a socket directory of its
-    own, stopped at the end), and never start one unless the test does."""
+@contextlib.contextmanager
+def own_server_environ() -> Iterator[dict[str, str]]:
+    """An environment whose surveys use a worker server of its own (in a socket directory of its own,
+    stopped at the end), and never start one unless asked to."""
     import tempfile
 
     directory = tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: a Unix socket's path is under ~100 bytes
@@ -54,6 +55,13 @@ def server_env() -> Iterator[dict[str, str]]:
         subprocess.run([sys.executable, "-m", "regsurvey", "server", "stop"], env=environ, capture_output=True,
                        timeout=120)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def server_env() -> Iterator[dict[str, str]]:
+    """:func:`own_server_environ` for one test."""
+    with own_server_environ() as environ:
+        yield environ
 
 
 @pytest.fixture

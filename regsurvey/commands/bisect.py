@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -11,10 +10,11 @@ from pathlib import Path
 import click
 
 from ..model.results import Survey
+from ..revisions.checkout import commit_message
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail, split_csv
-from .options import make_survey_options, store_options, table_style
+from .options import check_figures, make_survey_options, store_options, table_style
 
 
 @click.command()
@@ -49,13 +49,11 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
     no commit of the range shows the change or skipped commits leave it open, 2 for bad input.
     """
     from ..diff.core import compare
-    from ..model.figures import FIGURES
     from ..output.formats import get_format
     from ..output.progress import survey_progress
     from ..revisions.bisect import SKIP, Verdict, judge_survey, search
 
-    if figure not in {f.name for f in FIGURES}:
-        fail(f"unknown figure {figure!r}; figures: {', '.join(sorted(f.name for f in FIGURES))}")
+    check_figures((figure,))
     start = repo.resolve()
     with command_errors():
         options = make_survey_options(tuple(split_csv(targets)), (), (key,), jobs, timeout)
@@ -109,8 +107,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
     short = lambda sha: sha[:10]  # noqa: E731
     comparison = replace(comparison, base=replace(comparison.base, label=short(parent)),
                          head=replace(comparison.head, label=short(commit.sha)))
-    message = subprocess.run(["git", "-C", str(start), "log", "-1", "--format=%B", commit.sha], capture_output=True,
-                             text=True, check=False).stdout.strip()
+    message = commit_message(start, commit.sha)
     shown = verdicts.get(found.first)
     if fmt == "json":
         data = {"commit": commit.sha, "subject": commit.subject, "message": message, "figure": figure, "key": key,
@@ -132,6 +129,3 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
     style = table_style() if fmt == "table" else {}
     click.echo(get_format(fmt, **style).format(comparison).rstrip())
     sys.exit(EXIT_OK)
-
-
-

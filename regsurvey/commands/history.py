@@ -7,10 +7,18 @@ from pathlib import Path
 
 import click
 
+from ..revisions.checkout import commit_message
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
-from .common import EXIT_OK, command_errors, fail, split_csv
-from .options import default_report_path, filename_part, make_survey_options, survey_options, write_report
+from .common import EXIT_OK, command_errors, split_csv
+from .options import (
+    check_figures,
+    default_report_path,
+    filename_part,
+    make_survey_options,
+    survey_options,
+    write_report,
+)
 
 
 @click.command()
@@ -38,22 +46,17 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
     """
     from ..diff.history import DEFAULT_FIGURES
     from ..diff.history import history as make_history
-    from ..model.figures import FIGURES
     from ..output.history import format_html, format_json, format_markdown
     from ..output.progress import survey_progress
 
-    chosen = split_csv(figures) or DEFAULT_FIGURES
-    known = {f.name for f in FIGURES}
-    unknown = [f for f in chosen if f not in known]
-    if unknown:
-        fail(f"unknown figure {unknown[0]!r}; figures: {', '.join(sorted(known))}")
+    chosen = check_figures(split_csv(figures) or DEFAULT_FIGURES)
     start = repo.resolve()
     with command_errors():
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
         base, in_range = commit_range(start, commits)
         picked = in_range[::-1][::every][::-1]  # one in N, counted back from B (which is always in)
         shas = [base, *(c.sha for c in picked)]
-        subjects = [_subject(start, base), *(c.subject for c in picked)]
+        subjects = [commit_message(start, base).partition("\n")[0], *(c.subject for c in picked)]
         store = open_store(store_dir, start)
         surveys = []
         made = 0
@@ -72,11 +75,3 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
             ".history.html")
     write_report(text, fmt, output, default_report_path(start, name))
     sys.exit(EXIT_OK)
-
-
-def _subject(start: Path, sha: str) -> str:
-    import subprocess
-
-    out = subprocess.run(["git", "-C", str(start), "log", "-1", "--format=%s", sha], capture_output=True, text=True,
-                         check=False)
-    return out.stdout.strip()

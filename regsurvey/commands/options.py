@@ -16,7 +16,7 @@ from ..model.options import SurveyOptions
 from ..model.targets import get_target
 from ..revisions.checkout import repo_root
 from ..store.files import write_text
-from .common import split_csv, usable_cores, writing
+from .common import fail, split_csv, usable_cores, writing
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,6 +108,18 @@ def make_survey_options(targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
     chosen = split_csv(targets)
     return SurveyOptions(targets=tuple(get_target(t).name for t in chosen) or None, kinds=kinds, keys=keys,
                          jobs=jobs or usable_cores(), timeout=timeout)
+
+
+def check_figures(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` when each is a figure's name (as in the survey JSON); else one line naming the first that is
+    not, and the figures there are (exit 2)."""
+    from ..model.figures import FIGURES
+
+    known = {f.name for f in FIGURES}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        fail(f"unknown figure {unknown[0]!r}; figures: {', '.join(sorted(known))}")
+    return names
 
 
 def filename_part(rev: str | None, commit: str | None = None) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..model.comparison import Comparison
 from ..model.figures import AMD, NVIDIA, figure
 from ..model.history import History, HistoryCommit, Point, Series
-from ..model.results import Survey
+from ..model.results import Row, Survey
 from ..model.targets import get_target
 from .core import compare
 from .summary import summarize
@@ -35,18 +35,24 @@ def history(spec: str, surveys: Sequence[Survey], subjects: Sequence[str], figur
             commits.append(HistoryCommit(survey.commit or "", subject, _summary(comparison), _counts(comparison),
                                          built + failed, failed))
         previous = survey
-    kinds: dict[tuple[str, str], None] = {}
+    # Each survey's rows by kind and target, once; kinds in name order, targets in the surveys' order.
+    grouped: list[dict[tuple[str, str], list[Row]]] = []
     for survey in surveys:
-        kinds.update(dict.fromkeys((r.kind, r.target) for r in survey.rows))
+        groups: dict[tuple[str, str], list[Row]] = {}
+        for r in survey.rows:
+            groups.setdefault((r.kind, r.target), []).append(r)
+        grouped.append(groups)
+    target_rank = {t: i for i, t in enumerate(dict.fromkeys(t for s in surveys for t in s.targets))}
+    kinds = dict.fromkeys(kt for groups in grouped for kt in groups)
     series = []
-    for kind, target in sorted(kinds, key=lambda kt: (kt[0], _target_order(kt[1]))):
+    for kind, target in sorted(kinds, key=lambda kt: (kt[0], target_rank.get(kt[1], len(target_rank)))):
         vendor = AMD if get_target(target).is_amd else NVIDIA
         for name in figures:
             if figure(name).vendor != vendor:
                 continue
             points = []
-            for survey in surveys:
-                rows = [r for r in survey.rows if r.kind == kind and r.target == target]
+            for groups in grouped:
+                rows = groups.get((kind, target), [])
                 values = [r.resources[name] for r in rows if r.ok and isinstance(r.resources.get(name), int)]
                 points.append(Point(max(values, default=None), min(values, default=None), len(values),
                                     sum(1 for r in rows if r.failed)))
@@ -59,12 +65,5 @@ def _summary(comparison: Comparison) -> tuple[tuple[str, ...], ...]:
 
 
 def _counts(comparison: Comparison) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in comparison.rows:
-        counts[r.mark.value] = counts.get(r.mark.value, 0) + 1
-    return counts
-
-
-def _target_order(target: str) -> int:
-    names = ("gfx942", "gfx950", "sm90", "sm100")
-    return names.index(target) if target in names else len(names)
+    """Builds per mark (the marks it has), in report order."""
+    return {mark.value: n for mark, n in comparison.counts.items() if n}

@@ -117,6 +117,11 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM during a checkout: unwinds like Ctrl-C so the worktree is removed."""
 
 
+def commit_message(repo: Path, sha: str) -> str:
+    """The whole message of commit ``sha`` (its first line is the subject), or "" if git cannot say."""
+    return _git(repo, "log", "-1", "--format=%B", sha, check=False).stdout.strip()
+
+
 def revision_label(rev: str, sha: str) -> str:
     """How reports name a survey of ``rev`` (resolved to ``sha``): ``HEAD~1 (abc1234567)``, or the sha."""
     return rev if rev.startswith(sha[:7]) else f"{rev} ({sha[:10]})"

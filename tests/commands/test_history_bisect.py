@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 from regsurvey.revisions.bisect import BAD, GOOD, SKIP, search
 
 from .. import pressure_kernels as pk
-from ..conftest import commit_all, git
+from ..conftest import commit_all, git, own_server_environ
 from ..output.chromium import CHROMIUM, Chromium
 
 KEYS = '''
@@ -48,16 +46,8 @@ SPILLS_AT, BROKEN_AT = 12, 14  # indices among the 20 commits after the base
 def env() -> Iterator[dict[str, str]]:
     """Surveys through a worker server of this module's own: 21 surveys, each starting workers, would
     take minutes."""
-    directory = tempfile.mkdtemp(prefix="rs-", dir="/tmp")
-    environ = {**os.environ, "REGSURVEY_SERVER_DIR": directory, "REGSURVEY_SERVER": "use"}
-    for name in ("REGSURVEY_WORKER_START", "CI"):
-        environ.pop(name, None)
-    try:
+    with own_server_environ() as environ:
         yield environ
-    finally:
-        subprocess.run([sys.executable, "-m", "regsurvey", "server", "stop"], env=environ, capture_output=True,
-                       timeout=120)
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
