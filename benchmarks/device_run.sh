@@ -10,13 +10,17 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 REGSURVEY_SERVER=off
 python3 -m compileall -q regsurvey >/dev/null
+if [ -f .ray/ray-slim.tar.xz ]; then  # Ray 2.60 without its Java, RLlib, Data, Serve, Tune, Train (79 MB wheel)
+  tar xJf .ray/ray-slim.tar.xz -C /tmp/site && echo "ray: $(python3 -c 'import ray; print(ray.__version__)')"
+fi
 nproc; python3 -c 'import triton, torch; print("triton", triton.__version__, "torch", torch.__version__)'
-step=${1:-all}
-if [ "$step" = all ] || [ "$step" = fidelity ]; then
+steps=" ${*:-all} "
+want() { [[ "$steps" == *" $1 "* ]]; }  # a step named on the command line (several may be)
+if want all || want fidelity; then
   echo "== fidelity (demo, sm90)"
   timeout 300 python3 tests/gpu/fidelity.py --jobs 16 --out "$OUT/fidelity-results.json" 2>&1 | tail -40
 fi
-if [ "$step" = all ] || [ "$step" = lld ] || [ "$step" = lld+isolation ]; then
+if want all || want lld || want lld+isolation; then
   echo "== LLD: demo gfx942, -j 16, three cold surveys"
   for i in $(seq 1 ${LLD_RUNS:-3}); do
     TRITON_CACHE_DIR=/tmp/tc-lld-$i timeout 240 python3 -m regsurvey run -q --format json --force --target gfx942 \
@@ -36,17 +40,17 @@ PY
   echo "== LLD: links alone, 16 processes"
   timeout 200 python3 benchmarks/lld_concurrency.py --store /tmp/lld-store --procs 16 --rounds 20 --kernels 12
 fi
-if [ "$step" = all ] || [ "$step" = isolation ] || [ "$step" = lld+isolation ]; then
+if want all || want isolation || want lld+isolation; then
   echo "== isolation cost, demo, -j 16"
   timeout 300 python3 benchmarks/isolation_cost.py --jobs 16 --repeat 2
 fi
-if [ "$step" = all ] || [ "$step" = corpus ]; then
+if want all || want corpus; then
   for lib in ${CORPUS_LIBS:-liger_kernel fla gemlite flag_gems}; do
     echo "== fidelity ($lib, sm90)"
     timeout 240 python3 tests/gpu/fidelity.py --project tests/realworld/$lib --jobs 16 --out "$OUT/$lib-fidelity.json" 2>&1 | tail -30
   done
 fi
-if [ "$step" = speed11 ]; then
+if want speed11; then
   # Issue #11's speed criterion: cold -j 1, warm re-run, diff, and a cold -j 16 with a warm server, each
   # side by side with 4faced4 (the commit before the change), interleaved (benchmarks/before_after.py).
   # The old checkout is a worktree of this repository's history (the device's copy of .git; if it has
@@ -65,7 +69,11 @@ if [ "$step" = speed11 ]; then
   timeout "${SPEED11_TIMEOUT:-520}" python3 benchmarks/before_after.py --old "$OLD" --targets "${SPEED11_TARGETS:-sm90}" \
     --jobs 1 --repeat "${SPEED11_REPEAT:-3}" --diff --server-jobs "${SPEED11_SERVER_JOBS:-16}" 2>&1 | tee "$OUT/speed11.txt"
 fi
-if [ "$step" = speed15 ]; then
+if want ray-check; then
+  echo "== ray: a 2-CPU instance here"
+  timeout 120 python3 -c 'import ray, time; t = time.time(); ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR"); print(ray.cluster_resources(), f"{time.time() - t:.1f} s"); ray.shutdown()'
+fi
+if want speed15; then
   # Issue #15's first-survey figures on 16 cores: compiles per distinct Triton hash of a first survey of the
   # whole demo at -j 16 (two targets: 8 workers share each), before (the tree before #15's in-flight locks,
   # carried as .old-rs/ with this script's compile_once.py beside it) and now; then this tree's first survey
@@ -80,4 +88,13 @@ if [ "$step" = speed15 ]; then
   echo "== first survey and warm server against the bound, -j 16"
   timeout "${SPEED15_TIMEOUT:-300}" python3 benchmarks/survey_speed.py --scaling-only --jobs 16 --server-jobs 16 \
     --repeat "${SPEED15_REPEAT:-2}" 2>&1 | tee "$OUT/speed15.txt"
+fi
+if want corpus15; then
+  # Issue #15's first-survey figures on a real-world corpus library (its wheels in .whl/): first surveys,
+  # known costs, and both with a warm server, each against the bound, at -j 16.
+  for lib in ${CORPUS15_LIBS:-flag_gems}; do
+    echo "== first survey against the bound: $lib, ${CORPUS15_TARGETS:-gfx950,sm90}, -j 16"
+    timeout "${CORPUS15_TIMEOUT:-420}" python3 benchmarks/survey_speed.py --scaling-only --project tests/realworld/$lib \
+      --targets "${CORPUS15_TARGETS:-gfx950,sm90}" --jobs 16 --repeat "${CORPUS15_REPEAT:-1}" 2>&1 | tee "$OUT/corpus15-$lib.txt"
+  done
 fi

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _project_repo(project: Path, work: Path) -> Path:
+def project_repo(project: Path, work: Path) -> Path:
     """A one-commit git repository holding ``project`` (the demo: decode_layer/ and keys/)."""
     repo = work / "repo"
     if project == ROOT:
@@ -80,7 +80,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="regsurvey-isolation-") as tmp:
         work = Path(tmp)
-        repo = _project_repo(args.project.resolve(), work)
+        repo = project_repo(args.project.resolve(), work)
         print(f"machine: {os.cpu_count()} cores; Triton {triton.__version__}; project {args.project}; "
               f"targets {args.targets}; -j {args.jobs}")
         runs: dict[bool, list[dict]] = {False: [], True: []}

@@ -24,6 +24,7 @@ outside it (interpreter start, imports, worktree, saving).
 
     python benchmarks/survey_speed.py [--targets gfx950,sm90] [--jobs 1,2,4] [--key GLOB] [--repeat N]
     python benchmarks/survey_speed.py --scaling-only --jobs 16,8 [--server-jobs 16,8] [--repeat N]
+    python benchmarks/survey_speed.py --scaling-only --project tests/realworld/flag_gems --jobs 16
 
 A benchmark, not a test: it asserts nothing and prints figures measured side by side in one run.
 """
@@ -107,28 +108,32 @@ def breakdown(data: dict) -> str:
     return "   ".join(f"{n[:-2]} {t[n]:.1f}" for n in names if n in t)
 
 
-def scaling_run(work: Path, targets: str, n: int, costs: Path, key_args: list[str],
+def scaling_run(work: Path, targets: str, n: int, costs: Path | None, key_args: list[str],
                 served: dict[str, str] | None = None, repeat: int = 1, floor: float | None = None) -> None:
-    """A cold survey at -j n (key costs known, as in a store in daily use), against the bound from its
-    own compile seconds: max(its longest key, their sum / n). ``served``: the environment of a running
-    ``regsurvey server`` to fork the workers (else the survey starts its own forkserver)."""
+    """A cold survey at -j n against the bound from its own compile seconds: max(its longest key, their
+    sum / n). ``costs``: the key costs of an earlier survey, copied into the fresh store (a store in daily
+    use); None: an empty store, a first survey (costs estimated with no history). ``served``: the
+    environment of a running ``regsurvey server`` to fork the workers (else the survey starts its own
+    forkserver)."""
     for i in range(repeat):
-        _scaling_once(work, targets, n, costs, key_args, served, f"{n}{'s' if served else ''}-{i}", floor)
+        label = f"{n}{'s' if served else ''}{'k' if costs else 'f'}-{i}"
+        _scaling_once(work, targets, n, costs, key_args, served, label, floor)
 
 
-def _scaling_once(work: Path, targets: str, n: int, costs: Path, key_args: list[str],
+def _scaling_once(work: Path, targets: str, n: int, costs: Path | None, key_args: list[str],
                   served: dict[str, str] | None, label: str, floor: float | None) -> None:
     store = work / f"store-j{label}"
     store.mkdir()
-    shutil.copy(costs, store / "costs.json")
+    if costs is not None:
+        shutil.copy(costs, store / "costs.json")
     env = dict(served or os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{label}"))
     wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",
                                str(store), "--format", "json", *key_args], ROOT, env)
     assert data is not None
     seconds = key_seconds(data)
     bound = max(max(seconds.values()), sum(seconds.values()) / n)
-    how = "server " if served else ""
-    print(f"   {how}-j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   longest key "
+    how = ("server " if served else "") + ("costs known" if costs else "first")
+    print(f"   {how:>18} -j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   longest key "
           f"{max(seconds.values()):4.1f} s   bound {bound:6.1f} s   ratio {wall / bound:.2f}")
     if floor:  # the stricter bound: the one-process bare loop's compile seconds, uncontended
         strict = max(max(seconds.values()), floor / n)
@@ -150,18 +155,22 @@ def stop_server(env: dict[str, str] | None) -> None:
 
 def scaling_only(work: Path, targets: str, jobs: list[int], key_args: list[str], repeat: int = 1,
                  server_jobs: list[int] | None = None) -> None:
-    """Step 7 alone, key costs from a first cold survey at the largest -j; with a running server again
-    at ``server_jobs`` (default: the largest -j)."""
+    """Step 7 alone: at each -j, first surveys (empty store: key costs estimated with no history), then
+    surveys whose store knows the key costs (from a first cold survey at the largest -j); the same two
+    again with a running server at ``server_jobs`` (default: the largest -j)."""
     first = work / "store-costs"
     env = dict(os.environ, TRITON_CACHE_DIR=str(work / "cache-costs"))
     wall, _, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(max(jobs)), "--target", targets,
                             "--store", str(first), *key_args], ROOT, env)
-    print(f"7. scaling (cold caches, key costs known from a first cold survey at -j {max(jobs)}: {wall:.1f} s)")
+    print(f"7. scaling (cold Triton caches and fresh stores; key costs, where known, from a first cold survey "
+          f"at -j {max(jobs)}: {wall:.1f} s)")
     for n in jobs:
+        scaling_run(work, targets, n, None, key_args, repeat=repeat)
         scaling_run(work, targets, n, first / "costs.json", key_args, repeat=repeat)
     served = start_server(work)
     try:
         for n in server_jobs or [max(jobs)]:
+            scaling_run(work, targets, n, None, key_args, served, repeat=repeat)
             scaling_run(work, targets, n, first / "costs.json", key_args, served, repeat=repeat)
     finally:
         stop_server(served)
@@ -172,6 +181,9 @@ def main() -> int:
     parser.add_argument("--targets", default="gfx950,sm90")
     parser.add_argument("--jobs", default=None, help="comma-separated worker counts for the scaling runs")
     parser.add_argument("--key", default=None, help="only keys matching this glob (a quicker benchmark)")
+    parser.add_argument("--project", type=Path, default=None,
+                        help="with --scaling-only: survey this project (a directory with keys/, e.g. "
+                             "tests/realworld/flag_gems) instead of the demo")
     parser.add_argument("--scaling-only", action="store_true",
                         help="only step 7, each run against the bound from its own compile times")
     parser.add_argument("--repeat", type=int, default=1, help="run each scaling survey this many times")
@@ -183,14 +195,22 @@ def main() -> int:
     cores = len(os.sched_getaffinity(0))
     jobs = [int(j) for j in args.jobs.split(",")] if args.jobs else [j for j in (1, 2, 4, 8, 16) if j <= cores]
     key_args = ["--key", args.key] if args.key else []
+    if args.project is not None and not args.scaling_only:
+        parser.error("--project needs --scaling-only (steps 1 to 6 edit the demo)")
     work = Path(tempfile.mkdtemp(prefix="rs-bench-", dir="/tmp"))  # short: a server socket lives in it
+    if args.project is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from isolation_cost import project_repo
+
+        key_args += ["-C", str(project_repo(args.project.resolve(), work))]
     os.environ["REGSURVEY_WORKER_START"] = "forkserver"  # not a server the user may run; step 4 and 7 add one
     served = None
     try:
         import triton
 
         print(f"machine: {cores} usable cores; Python {sys.version.split()[0]}; Triton {triton.__version__}")
-        print(f"suite: demo decode layer, targets {', '.join(targets)}" + (f", keys {args.key}" if args.key else ""))
+        suite = f"project {args.project}" if args.project else "demo decode layer"
+        print(f"suite: {suite}, targets {', '.join(targets)}" + (f", keys {args.key}" if args.key else ""))
         if args.scaling_only:
             scaling_only(work, args.targets, jobs, key_args, args.repeat,
                          [int(j) for j in args.server_jobs.split(",")] if args.server_jobs else None)

@@ -220,7 +220,7 @@ def survey_on_ray(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
 
 def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
     from .deferred_lint import DeferredLint
-    from .survey import IMPORT_TIMEOUT_S, KeyCosts, SurveyError, _selected
+    from .survey import IMPORT_TIMEOUT_S, KeyCosts, SurveyError, _selected, starting_targets
 
     options = state.options
     start = time.monotonic()
@@ -228,12 +228,10 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
     deferred: DeferredLint | None = None
     results: dict[tuple[str, str], list[Row]] | None = None
     try:
-        listing_target = (get_target(options.targets[0]).name if options.targets
-                          else costs.usual_target() or DEFAULT_LIST_TARGET)
+        listing_target, asked = starting_targets(options, checkout, costs)
         first = state.spawn(listing_target)
         listing = first.handle.list_keys.remote(tuple(options.targets) if options.targets else None)
-        asked = [get_target(t).name for t in options.targets or ()]
-        if asked:  # the targets are known: the other actors start (and import) while the first lists
+        if asked:  # the targets are known (or guessed): the other actors start (and import) while the first lists
             for i in range(1, state.capacity()):
                 state.spawn(asked[i % len(asked)])
         listed = state.request(first, listing, IMPORT_TIMEOUT_S)

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..keys.keyfiles import declared_targets
 from ..model.keys import Key
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
@@ -362,16 +363,16 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     results: dict[tuple[str, str], list[Row]] | None = None
     try:
         # Every worker imports the checkout for one target (see worker.Worker). The first lists the
-        # keys, with the first target asked for as the device (else the one earlier surveys used
-        # most, else sm90); when the targets are known, the others are forked while it lists.
-        listing_target = (get_target(options.targets[0]).name if options.targets
-                          else costs.usual_target() or DEFAULT_LIST_TARGET)
+        # keys, with the first target asked for as the device (else the first the keys files name,
+        # else the one earlier surveys used most, else sm90); the others are forked while it lists,
+        # for the targets asked for or, when none is, those the keys files name (a guess: a worker
+        # whose target has no keys is replaced).
+        listing_target, asked = starting_targets(options, checkout, costs)
         if shared_import():
             listing_target = ANY_TARGET
         first = pool.spawn(listing_target)
         listing = ListKeys(tuple(options.targets) if options.targets else None)
         first.conn.send(listing)
-        asked = [get_target(t).name for t in options.targets or ()]
         for i in range(1, max(1, options.jobs) if asked else 1):
             pool.spawn(ANY_TARGET if shared_import() else asked[i % len(asked)])
         listed = _answer(first, listing, KeysListed, timeout=IMPORT_TIMEOUT_S)
@@ -406,6 +407,15 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=timing.as_dict(ready),
                   reader=READER_REVISION)
+
+
+def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts) -> tuple[str, list[str]]:
+    """Before the keys are listed: the target the listing worker imports the checkout for, and the
+    targets to start the other workers for (none: wait for the list). The targets asked for; else
+    those the keys files name literally (:func:`declared_targets`, a guess); the listing target is
+    then the first of them, else the one earlier surveys used most, else sm90."""
+    asked = [get_target(t).name for t in options.targets or ()] or declared_targets(checkout.root / "keys")
+    return (asked[0] if asked else costs.usual_target() or DEFAULT_LIST_TARGET), asked
 
 
 class KeyCosts:

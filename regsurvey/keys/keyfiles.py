@@ -6,6 +6,7 @@ and the project kernels they import are that checkout's.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 import traceback
@@ -127,6 +128,39 @@ def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:
     if not kinds:
         raise KeysFileError(f"the keys files in {keys_dir} define no kinds (no rs.Matrix with @matrix.kind)")
     return kinds
+
+
+def declared_targets(keys_dir: Path) -> list[str]:
+    """The targets the keys files name literally (``Matrix(targets=[...])``, ``@matrix.kind(targets=
+    [...])``), in the order first named, read without importing them; [] when any such ``targets`` is not
+    a literal list of strings (computed: only an import can tell) or a file cannot be parsed.
+
+    A guess made before the keys are listed, so that workers for every target can start importing
+    while the first lists them: a wrong guess costs a worker replaced, not a key."""
+    from ..model.targets import UnknownTargetError, get_target
+
+    found: dict[str, None] = {}
+    for path in sorted(p for p in keys_dir.glob("*.py") if not p.name.startswith("_")):
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except (OSError, SyntaxError, ValueError):
+            return []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            for keyword in node.keywords:
+                if keyword.arg != "targets":
+                    continue
+                value = keyword.value
+                if not (isinstance(value, (ast.List, ast.Tuple))
+                        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)):
+                    return []
+                for element in value.elts:
+                    try:
+                        found[get_target(element.value).name] = None  # type: ignore[attr-defined]
+                    except UnknownTargetError:
+                        return []
+    return list(found)
 
 
 def expand_keys(kinds: list[Kind], targets: list[str] | None) -> list[Key]:

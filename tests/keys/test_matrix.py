@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import regsurvey as rs
@@ -71,3 +73,26 @@ def test_kind_axes_default_to_parameters() -> None:
         pass
 
     assert [k.id for k in m.keys()] == ["q_b/tp4", "q_b/tp8"]
+
+
+def test_declared_targets_are_read_without_importing(tmp_path: Path) -> None:
+    """The targets the keys files name literally, in the order named: a guess made before the keys
+    are listed (workers for each start importing while the first lists them)."""
+    from regsurvey.keys.keyfiles import declared_targets
+
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "a.py").write_text("import no_such_module\nm = rs.Matrix(targets=['sm90', 'gfx950'], w=[1])\n")
+    (keys / "b.py").write_text("m = rs.Matrix(targets=('gfx942', 'sm90'), w=[1])\n"
+                               "@m.kind(targets=['sm_100'])\ndef k(w): pass\n")
+    (keys / "_helpers.py").write_text("x = f(targets=COMPUTED)\n")  # skipped, as loading skips it
+    assert declared_targets(keys) == ["sm90", "gfx950", "gfx942", "sm100"]
+    # Anything an import alone could tell: no guess.
+    for text in ("m = rs.Matrix(targets=TARGETS, w=[1])\n", "m = rs.Matrix(targets=['gfx9000'], w=[1])\n",
+                 "def broken(:\n"):
+        (keys / "c.py").write_text(text)
+        assert declared_targets(keys) == []
+    (keys / "c.py").unlink()
+    (keys / "a.py").unlink()
+    (keys / "b.py").write_text("m = rs.Matrix(w=[1])\n")
+    assert declared_targets(keys) == []
