@@ -98,3 +98,13 @@ if want corpus15; then
       --targets "${CORPUS15_TARGETS:-gfx950,sm90}" --jobs 16 --repeat "${CORPUS15_REPEAT:-1}" 2>&1 | tee "$OUT/corpus15-$lib.txt"
   done
 fi
+if want ray15; then
+  # Issue #15's Ray figures on 16 cores: the local pool against Ray on one node of 16 CPUs and on 4 simulated
+  # nodes of 4, on a corpus library, then generated checkouts of growing size (benchmarks/ray_scaling.py).
+  echo "== Ray against the local pool: ${RAY15_PROJECT:-tests/realworld/flag_gems}"
+  timeout "${RAY15_TIMEOUT:-280}" python3 benchmarks/ray_scaling.py --project "${RAY15_PROJECT:-tests/realworld/flag_gems}" \
+    --cpus 16 --nodes 4 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/ray15-project.txt"
+  echo "== Ray against the local pool: generated checkouts of ${RAY15_BUILDS:-100,500,2000} builds"
+  timeout "${RAY15_SYNTH_TIMEOUT:-280}" python3 benchmarks/ray_scaling.py --synthetic "${RAY15_BUILDS:-100,500,2000}" \
+    --cpus 16 --nodes 4 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/ray15-synthetic.txt"
+fi

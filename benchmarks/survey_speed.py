@@ -135,6 +135,15 @@ def _scaling_once(work: Path, targets: str, n: int, costs: Path | None, key_args
     how = ("server " if served else "") + ("costs known" if costs else "first")
     print(f"   {how:>18} -j {n:2d}: {wall:7.1f} s   compile seconds {sum(seconds.values()):6.1f}   longest key "
           f"{max(seconds.values()):4.1f} s   bound {bound:6.1f} s   ratio {wall / bound:.2f}")
+    # Workers share the launches of a key at the survey's tail: the bound per launch, below the per-key one
+    # for keys of many launches (an autotuned launcher's configs).
+    launch = max((r["compile_s"] for r in data["rows"] if not r["reused"] and r["compile_s"]), default=0.0)
+    by_launch = max(launch, sum(seconds.values()) / n)
+    if by_launch < bound:
+        print(f"          longest launch {launch:.1f} s: bound by launches {by_launch:.1f} s, "
+              f"ratio {wall / by_launch:.2f}"
+              f"   (keys shared {data['timing'].get('keys_shared', 0):.0f}, launches shared "
+              f"{data['timing'].get('launches_shared', 0):.0f})")
     if floor:  # the stricter bound: the one-process bare loop's compile seconds, uncontended
         strict = max(max(seconds.values()), floor / n)
         print(f"          against the bare loop's {floor:.1f} s / {n}: bound {strict:.1f} s, ratio {wall / strict:.2f}")

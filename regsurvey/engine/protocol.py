@@ -2,8 +2,9 @@
 
 A survey (:mod:`.survey`) sends its workers (:mod:`.worker`) requests: :class:`ListKeys`,
 :class:`ToolchainOf`, :class:`SurveyKey` and :class:`Stop`. A worker answers :class:`KeysListed`,
-:class:`ToolchainInfo` or, for each key, :class:`KeyCompiled` (the toolchain is done with it: send the
-next) and then :class:`KeyFinished` (its rows); :class:`Failed` says why a request could not be met.
+:class:`ToolchainInfo` or, for each key, :class:`KeyCaptured` (its launches were captured),
+:class:`KeyCompiled` (the toolchain is done with it: send the next) and then :class:`KeyFinished` (its
+rows); :class:`Failed` says why a request could not be met.
 A worker a ``regsurvey server`` forked (:mod:`.server`) ends with :class:`WorkerExited`.
 
 A worker the server forks first says :class:`WorkerStarted`. The server's own requests (a worker, a
@@ -72,6 +73,15 @@ class ToolchainInfo:
 
 
 @dataclass(frozen=True)
+class KeyCaptured:
+    """The key's kind body ran and made ``launches`` launches (it compiles them next): a key of
+    several may also be sent to idle workers, which then share its launches (the survey's tail)."""
+
+    key: Key
+    launches: int
+
+
+@dataclass(frozen=True)
 class KeyCompiled:
     """The key's launches are compiled (its objects are being read): the worker takes the next key."""
 
@@ -110,7 +120,7 @@ class WorkerExited:
     code: int
 
 
-Answer = KeysListed | ToolchainInfo | KeyCompiled | KeyFinished | Failed | WorkerExited
+Answer = KeysListed | ToolchainInfo | KeyCaptured | KeyCompiled | KeyFinished | Failed | WorkerExited
 
 # -- a worker the server forks -------------------------------------------------------------------------
 

@@ -336,6 +336,7 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     try:
         while pending or any(a.calls for a in state.actors):
             now = time.monotonic()
+            replaced = False
             for actor in list(state.actors):
                 while len(actor.calls) < DEPTH and pending:
                     nxt = take(actor.target)
@@ -343,10 +344,13 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
                         if not actor.calls:  # nothing of its target left: an actor for a target with work
                             state.kill(actor, polite=True)
                             state.spawn(_wanted_target(pending, state.actors, cost))
+                            replaced = True
                         break
                     if not actor.calls:
                         actor.head_since = now
                     actor.calls.append((nxt, actor.handle.survey.remote(nxt, options.reuse_results)))
+            if replaced:
+                continue  # the new actor gets its keys now, not after the busy ones next answer
             if pending and now - state.last_capacity_check > 0.5:
                 state.last_capacity_check = now
                 if len(state.actors) < state.capacity() and (not state.actors or state.room()):

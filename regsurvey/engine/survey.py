@@ -41,6 +41,7 @@ from .deferred_lint import DeferredLint
 from .protocol import (
     Answer,
     Failed,
+    KeyCaptured,
     KeyCompiled,
     KeyFinished,
     KeysListed,
@@ -98,7 +99,9 @@ class SurveyTiming:
     list arrived; ``worker_peak_rss_mb`` is the largest worker's (or finishing process's) peak
     resident memory; ``workers_preloaded`` counts the workers that were forked with torch and Triton
     already imported, ``workers_from_server`` those a running ``regsurvey server`` forked;
-    ``workers_started`` counts every worker started (each imports the checkout once, for its target).
+    ``workers_started`` counts every worker started (each imports the checkout once, for its target);
+    ``keys_shared`` counts the keys idle workers helped with at the survey's tail, ``launches_shared`` the
+    launches of those keys that a helper compiled (see :func:`_run_keys`).
     """
 
     jobs: int
@@ -110,6 +113,8 @@ class SurveyTiming:
     preloaded: set[int] = field(default_factory=set)  # workers that came with torch and Triton imported
     from_server: set[int] = field(default_factory=set)  # workers a `regsurvey server` forked
     workers_started: int = 0
+    keys_shared: int = 0  # keys that more than one worker surveyed side by side (sharing their launches)
+    launches_shared: int = 0  # launches of those keys compiled by another worker than the first to finish
 
     def answered(self, w: _Worker, answer: KeyFinished) -> None:
         self.peak_rss_mb = max(self.peak_rss_mb, answer.peak_rss_mb)
@@ -136,6 +141,9 @@ class SurveyTiming:
         out["workers_preloaded"] = float(len(self.preloaded))
         out["workers_from_server"] = float(len(self.from_server))
         out["workers_started"] = float(self.workers_started)
+        if self.keys_shared:
+            out["keys_shared"] = float(self.keys_shared)
+            out["launches_shared"] = float(self.launches_shared)
         return {k: round(v, 3) for k, v in out.items()}
 
 
@@ -554,7 +562,8 @@ def run_keys(keys: list[Key], checkout: Checkout, objects_dir: Path, options: Su
     pool = _Pool(checkout, objects_dir, options.triton_cache_dir, target=worker_main)
     timing = timing or SurveyTiming(jobs=max(1, options.jobs))
     try:
-        pool.spawn(keys[0].target if keys else DEFAULT_LIST_TARGET)
+        for _ in range(max(1, options.jobs)):
+            pool.spawn(keys[0].target if keys else DEFAULT_LIST_TARGET)
         return _run_keys(pool, keys, options, progress or Progress(), timing)
     finally:
         pool.close()
@@ -565,19 +574,27 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
               on_rows: Callable[[list[Row], bool], None] | None = None) -> dict[tuple[str, str], list[Row]]:
     """Send keys to workers as they become free, collect their rows, enforce the time-out.
 
-    A worker says KeyCompiled once a key's launches are compiled, and answers KeyFinished with the
-    rows once their objects are read, stored and linted; it gets the next key in between. A worker that times out or
+    A worker says KeyCaptured once a key's body ran (with its number of launches), KeyCompiled once its
+    launches are compiled, and answers KeyFinished with the rows once their objects are read, stored and
+    linted; it gets the next key after KeyCompiled. A worker that times out or
     dies takes the key it was compiling with it (an error row); keys it was only finishing are sent
     again, once: a key that was in flight on two workers that died is an error too.
 
     A worker takes only keys of its own target (it imported the checkout for it). One that is idle,
     with no key of its target left to take while other targets' keys wait, is ended and a worker
-    for the target with the most work per worker takes its place.
+    for the target with the most work per worker takes its place. Once no key is left to hand out, an
+    idle worker helps with a key of its target in flight that has more launches than workers on it
+    (the longest first): each copy compiles the launches no other is compiling and reads the others'
+    results (the workers' build locks share them out), and the key's rows are taken from every copy
+    (:func:`_merged_copies`) when the last one finishes. A copy lost while others go on costs nothing.
     """
     pending = list(reversed(keys))  # pop() from the end keeps the given order
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
     warned: set[str] = set()
+    copies: dict[tuple[str, str], int] = {}  # workers compiling or finishing each key in flight
+    outcomes: dict[tuple[str, str], list[list[Row]]] = {}  # rows of the copies finished so far
+    launches: dict[tuple[str, str], int] = {}  # each key's launches, as its first copy captured them
 
     def finish(done: Key, rows: list[Row]) -> None:
         results[(done.id, done.target)] = rows
@@ -585,22 +602,48 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         if on_rows is not None:
             on_rows(rows, not pending)  # then every key has been handed out
 
+    def copy_done(done: Key, rows: list[Row]) -> None:
+        """One copy of ``done`` finished with ``rows``: the key is done when no other copy is out."""
+        ident = (done.id, done.target)
+        copies[ident] -= 1
+        outcomes.setdefault(ident, []).append(rows)
+        if copies[ident] == 0:
+            del copies[ident]
+            finish_copies(done)
+
+    def finish_copies(done: Key) -> None:
+        """Finish ``done`` with the rows of its copies (several: workers shared its launches)."""
+        got = outcomes.pop((done.id, done.target))
+        rows, shared = _merged_copies(got)
+        if len(got) > 1:
+            timing.keys_shared += 1
+            timing.launches_shared += shared
+        finish(done, rows)
+
     def lose(w: _Worker, why: str, blame: bool = True) -> None:
         """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again, to
         a worker started in its place while keys remain. With ``blame`` False (the worker died of no
-        key's doing: the server that forked it ended) every key it held goes again."""
+        key's doing: the server that forked it ended) every key it held goes again. A key another
+        copy still carries (or one already finished) is left to it."""
         blamed = (w.key or w.finishing[0]) if blame else None
-        if blamed is not None:
-            finish(blamed, [_error_row(blamed, why, transient=True)])
-        elif why not in warned:
-            warned.add(why)
-            print(f"regsurvey: warning: {why}; its keys are surveyed again", file=sys.stderr)
-        for k in (x for x in [w.key, *w.finishing] if x is not None and x != blamed):
-            if (k.id, k.target) in resent:
+        for k in (x for x in [w.key, *w.finishing] if x is not None):
+            ident = (k.id, k.target)
+            copies[ident] -= 1
+            if copies[ident] > 0:
+                continue
+            del copies[ident]
+            if ident in outcomes:
+                finish_copies(k)
+            elif k == blamed:
+                finish(k, [_error_row(k, why, transient=True)])
+            elif ident in resent:
                 finish(k, [_error_row(k, f"{why}; it was in flight on a worker that failed before", transient=True)])
             else:
-                resent.add((k.id, k.target))
+                resent.add(ident)
                 pending.append(k)
+        if blamed is None and why not in warned:
+            warned.add(why)
+            print(f"regsurvey: warning: {why}; its keys are surveyed again", file=sys.stderr)
         w.key, w.finishing = None, []
         pool.kill(w)
         if pending:
@@ -613,6 +656,29 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 return pending.pop(i)
         return None
 
+    def helped(w: _Worker) -> Key | None:
+        """A key in flight that ``w`` can help with: of its target, not already on it, with more launches
+        than copies; the one with the most estimated seconds per copy."""
+        held = {(k.id, k.target) for k in [w.key, *w.finishing] if k is not None}
+        best: tuple[float, Key] | None = None
+        for other in pool.workers:
+            k = other.key
+            if k is None or (k.id, k.target) in held or (k.target != w.target and w.target != ANY_TARGET):
+                continue
+            ident = (k.id, k.target)
+            if launches.get(ident, 1) <= copies.get(ident, 0):
+                continue
+            share = cost(k) / copies[ident]
+            if best is None or share > best[0]:
+                best = (share, k)
+        return best[1] if best is not None else None
+
+    def send(w: _Worker, key: Key) -> None:
+        w.key, w.started = key, time.monotonic()
+        w.heard = timing.last_dispatch = w.started
+        copies[(key.id, key.target)] = copies.get((key.id, key.target), 0) + 1
+        w.conn.send(SurveyKey(key, reuse=options.reuse_results))
+
     def heard(w: _Worker, message: Answer) -> None:
         w.heard = time.monotonic()
         for line in getattr(message, "notes", ()):  # the worker's warnings: its stderr may be a server's log
@@ -620,6 +686,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code
+                return
+            case KeyCaptured(key=key, launches=n):
+                launches.setdefault((key.id, key.target), n)
                 return
             case KeyCompiled(key=key):
                 if w.key == key:
@@ -638,22 +707,30 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             return
         if isinstance(message, KeyFinished):
             timing.answered(w, message)
-            finish(key, list(message.rows))
+            copy_done(key, list(message.rows))
         else:
-            finish(key, [_error_row(key, message.error, transient=message.transient)])
+            copy_done(key, [_error_row(key, message.error, transient=message.transient)])
 
     while pending or any(w.key is not None or w.finishing for w in pool.workers):
+        replaced = False
         for w in list(pool.workers):
-            if w.key is None and len(w.finishing) < _FINISHING_DEPTH and pending:
-                nxt = take(w.target)
-                if nxt is None:
-                    if not w.finishing:  # nothing of its target left: a worker for a target with work
-                        pool.kill(w)
-                        pool.spawn(_wanted_target(pending, pool.workers, cost))
-                    continue
-                w.key, w.started = nxt, time.monotonic()
-                w.heard = timing.last_dispatch = w.started
-                w.conn.send(SurveyKey(nxt, reuse=options.reuse_results))
+            if w.key is not None or len(w.finishing) >= _FINISHING_DEPTH:
+                continue
+            if not pending:
+                helping = helped(w)
+                if helping is not None:
+                    send(w, helping)
+                continue
+            nxt = take(w.target)
+            if nxt is None:
+                if not w.finishing:  # nothing of its target left: a worker for a target with work
+                    pool.kill(w)
+                    pool.spawn(_wanted_target(pending, pool.workers, cost))
+                    replaced = True
+                continue
+            send(w, nxt)
+        if replaced:
+            continue  # the new worker gets its key now, not after the busy ones next say something
         busy = [w for w in pool.workers if w.key is not None or w.finishing]
         if not busy:
             if pending and not pool.workers:  # every worker was lost: start one
@@ -677,3 +754,18 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             elif time.monotonic() >= w.deadline(options.timeout):
                 lose(w, f"timed out after {options.timeout:g} s (--timeout)")
     return results
+
+
+def _merged_copies(outcomes: list[list[Row]]) -> tuple[list[Row], int]:
+    """One key's rows from the copies of it that workers surveyed side by side (one copy: its rows), and
+    how many launches came from another copy. The first copy's rows that built (the first copy's
+    otherwise), each launch that copy found compiled by another replaced by that other copy's row: the
+    rows of one worker that compiled them all."""
+    built = [rows for rows in outcomes if any(r.kernel is not None for r in rows)] or outcomes
+    base = built[0]
+    if len(built) == 1:
+        return base, 0
+    compiled: dict[tuple[int, str | None], Row] = {
+        (r.launch, r.triton_hash): r for rows in built[1:] for r in rows if not r.reused and r.triton_hash}
+    merged = [compiled.get((r.launch, r.triton_hash), r) if r.reused else r for r in base]
+    return merged, sum(1 for old, new in zip(base, merged) if new is not old)

@@ -50,13 +50,14 @@ from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 from ..store.files import WriteError, out_of_space
-from ..store.inflight import BuildLock, InFlight
+from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from . import launcher_messages
 from .protocol import (
     Answer,
     Failed,
+    KeyCaptured,
     KeyCompiled,
     KeyFinished,
     KeysListed,
@@ -188,7 +189,8 @@ class Worker:
         """Run the key's kind body under capture, compile each launch, read its resources."""
         return self.finish(self.compile_key(key, reuse))
 
-    def compile_key(self, key: Key, reuse: bool = True) -> list[Item]:
+    def compile_key(self, key: Key, reuse: bool = True,
+                    captured: Callable[[int], None] | None = None) -> list[Item]:
         """The toolchain's part of a key: capture its launches and compile them (or find them
         compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
         worker's finishing process (or thread) does while the next key compiles.
@@ -218,6 +220,8 @@ class Worker:
                 raised = exc
         base["messages"] = said.lines
         self._spent("capture_s", start)
+        if captured is not None:
+            captured(len(session.launches))
         # Warmups were compiled by Triton while the body ran: compile time, not the body's.
         self._move("capture_s", "compile_s", sum(launch.compile_s for launch in session.launches if launch.compiled))
         if skipped is not None:
@@ -226,16 +230,40 @@ class Worker:
             file, line = kind.source
             return [Row(**base, kernel=None, status=Status.ERROR,
                         error=f"kind body ({shown_site(f'{file}:{line}', self.root)}) launched no kernel")]
-        items: list[Item] = []
+        # Two passes: the first compiles the kernels no other process is compiling and passes over those
+        # another is (a helper on this key, or another key or survey with the same kernel), so that
+        # processes on one key share its launches; the second waits for those and reads their results.
+        # Before it waits, what this process compiled is finished (stored, its build locks released),
+        # and so is each kernel it compiles then: a process never waits holding a lock another waits on.
+        slots: list[Item | None] = [None] * len(session.launches)
         try:
             for i, launch in enumerate(session.launches):
-                items.append(self._compile_launch(base, i, launch, target, reuse))
+                slots[i] = self._compile_launch(base, i, launch, target, reuse, wait=False)
+            deferred = [i for i, item in enumerate(slots) if item is None]
+            if deferred:
+                self._finish_now(slots)
+            for i in deferred:
+                slots[i] = self._compile_launch(base, i, session.launches[i], target, reuse)
+                self._finish_now(slots)
         except BaseException:  # a bug of ours: the kernels compiled for this key are not finished, never awaited
-            self.finished(items)
+            self.finished([item for item in slots if item is not None])
             raise
+        items: list[Item] = [item for item in slots if item is not None]
         if raised is not None:
             items.append(self._raised_row(base, raised, len(session.launches)))
         return items
+
+    def _finish_now(self, slots: list[Item | None]) -> None:
+        """Finish the kernels compiled in ``slots`` here and now (their rows replace them, their build
+        locks are released), rather than in the finishing process after the key."""
+        for i, item in enumerate(slots):
+            if isinstance(item, Compiled):
+                try:
+                    row = self._finish(item)
+                    self._finished[item.compiled.triton_hash] = row
+                finally:
+                    self.finished([item])
+                slots[i] = row
 
     def _raised_row(self, base: dict[str, Any], exc: BaseException, launches: int) -> Row:
         """The key's own error row for a kind body that raised after ``launches`` launches: one line
@@ -254,7 +282,9 @@ class Worker:
                 self.timing[destination] = self.timing.get(destination, 0.0) + seconds
 
     def _compile_launch(self, base: dict[str, Any], index: int, launch: CapturedLaunch,
-                        target: Target, reuse: bool) -> Item:
+                        target: Target, reuse: bool, wait: bool = True) -> Item | None:
+        """The launch's item: compiled here, or its result reused. ``wait`` False: None when another
+        process is compiling its kernel (the caller comes back to it); True: wait for that one."""
         common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
                       num_warps=launch.options.get("num_warps"),
                       num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root),
@@ -274,7 +304,10 @@ class Worker:
             if cached is None:
                 # Compiled by no one yet, or being compiled by another process: wait for that one.
                 phase = self._spent("hash_s", start)
-                lock = self.inflight.take(cache_hash)
+                try:
+                    lock = self.inflight.take(cache_hash, wait=wait)
+                except HeldElsewhere:
+                    return None
                 phase = self._spent("wait_s" if lock is not None and lock.waited else "hash_s", phase)
                 cached = self.results.get(cache_hash)  # finished elsewhere, while waiting or just before
                 failure = lock.failure(self.started) if lock is not None and cached is None else None
@@ -496,8 +529,11 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                     case ToolchainOf(backend=backend):
                         send(ToolchainInfo(toolchain.toolchain_info(backend)))
                     case SurveyKey(key=key, reuse=reuse):
+                        def captured(launches: int, key: Key = key) -> None:
+                            send(KeyCaptured(key, launches))
+
                         try:
-                            items = worker.compile_key(key, reuse=reuse)
+                            items = worker.compile_key(key, reuse=reuse, captured=captured)
                         except Exception as exc:
                             send(_failure(exc, key))
                             continue

@@ -30,6 +30,10 @@ from ..model.version import READER_REVISION
 from .files import atomic_write
 
 
+class HeldElsewhere(Exception):
+    """:meth:`InFlight.take` without waiting: another process holds the kernel's build lock."""
+
+
 class BuildLock:
     """The lock of one kernel's build, held by this process; ``waited``: another process held it first."""
 
@@ -74,10 +78,10 @@ class InFlight:
         h = hashlib.sha256(f"{triton_hash}-{READER_REVISION}".encode()).hexdigest()
         return self.root / h
 
-    def take(self, triton_hash: str) -> BuildLock | None:
+    def take(self, triton_hash: str, wait: bool = True) -> BuildLock | None:
         """This kernel's build lock: at once when no process holds it, else once the holder released it
-        (blocking). None when the lock file cannot be made (a read-only or full store): then build
-        without it."""
+        (blocking; with ``wait`` False, HeldElsewhere at once instead). None when the lock file cannot
+        be made (a read-only or full store): then build without it."""
         base = self._base(triton_hash)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -89,6 +93,8 @@ class InFlight:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 waited = False
             except BlockingIOError:
+                if not wait:
+                    raise HeldElsewhere(triton_hash) from None
                 fcntl.flock(fd, fcntl.LOCK_EX)  # until the holder releases it, or dies
                 waited = True
         except BaseException as exc:

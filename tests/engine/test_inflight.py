@@ -127,3 +127,45 @@ def test_a_build_that_failed_in_one_worker_fails_the_others_without_compiling(to
     errors = {r["error"] for r in rows}
     assert len(errors) == 1 and "BLOCK must be negative" in errors.pop()
     assert sum(1 for r in rows if r["compile_s"]) == 1  # the rows that took it have no compile time of their own
+
+
+MANY_LAUNCHES_KEYS = '''"""One key of six builds (a tile sweep, as an autotuned launcher's configs), one target."""
+
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["sm90"], width=[64])
+
+
+@matrix.kind(axes=["width"])
+def sweep(width):
+    for block_n in (16, 32, 64, 128, 256, 512):
+        ops.gemm(rs.tensor((width, 512), "bf16"), rs.tensor((512, 1024), "bf16"), block_n=block_n)
+'''
+
+
+def test_an_idle_worker_shares_the_launches_of_a_key_in_flight(toy_repo: Path, tmp_path: Path) -> None:
+    """One key of six builds at -j 2: the second worker has no key of its own, so it helps with that one.
+    Each build is compiled once, by one of the two, and the key's rows are those of one worker that
+    compiled them all (none reused); the survey says how many launches the helper compiled."""
+    (toy_repo / "keys" / "toy.py").write_text(MANY_LAUNCHES_KEYS)
+    commit_all(toy_repo, "one key, six builds")
+    proc = run(toy_repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "--timeout", "300")
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    survey = json.loads(out)
+    rows = survey["rows"]
+    assert [r["launch"] for r in rows] == list(range(6)) and all(r["status"] == "ok" for r in rows)
+    assert len({r["triton_hash"] for r in rows}) == 6 and not any(r["reused"] for r in rows)
+    assert compiles(rows) == Counter(dict.fromkeys((r["triton_hash"] for r in rows), 1))
+    assert survey["timing"]["keys_shared"] == 1 and 1 <= survey["timing"]["launches_shared"] <= 5
+    # The same rows as one worker alone: the same kernels, figures and objects.
+    alone = json.loads(subprocess.run(
+        [sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--store", str(tmp_path / "alone"),
+         "-j", "1"],
+        cwd=toy_repo, env={**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton")}, capture_output=True,
+        text=True, timeout=900, check=True).stdout)
+    same = ("launch", "kernel", "triton_hash", "resources", "object", "build", "status")
+    assert [[r[f] for f in same] for r in alone["rows"]] == [[r[f] for f in same] for r in rows]
+    assert "keys_shared" not in alone["timing"]

@@ -18,13 +18,17 @@ from regsurvey.revisions.checkout import Checkout
 from .. import survey_fakes
 
 
-def run(tmp_path: Path, kinds: list[str], timeout: float = 60.0) -> dict[str, Row]:
+def run(tmp_path: Path, kinds: list[str], timeout: float = 60.0, jobs: int = 1) -> dict[str, Row]:
+    return {key_id: rows[0] for key_id, rows in run_all(tmp_path, kinds, timeout, jobs).items()}
+
+
+def run_all(tmp_path: Path, kinds: list[str], timeout: float = 60.0, jobs: int = 1) -> dict[str, list[Row]]:
     checkout = Checkout(root=tmp_path, repo=tmp_path, commit=None, label="fake", dirty=False)
     keys = [Key(kind=kind, axes=(("n", i),), target="sm90", id=f"{kind}/n{i}") for i, kind in enumerate(kinds)]
-    results = run_keys(keys, checkout, tmp_path / "objects", SurveyOptions(jobs=1, timeout=timeout),
+    results = run_keys(keys, checkout, tmp_path / "objects", SurveyOptions(jobs=jobs, timeout=timeout),
                        worker_main=survey_fakes.serve)
     assert sorted(results) == sorted((k.id, k.target) for k in keys)  # every key has its rows
-    return {key_id: rows[0] for (key_id, _), rows in results.items()}
+    return {key_id: rows for (key_id, _), rows in results.items()}
 
 
 def test_keys_finishing_on_a_worker_that_dies_are_sent_again(tmp_path: Path) -> None:
@@ -48,3 +52,33 @@ def test_a_key_that_never_finishes_times_out(tmp_path: Path) -> None:
     assert rows["ok/n0"].ok
     assert rows["never_finishes/n1"].error == "timed out after 3 s (--timeout)"
     assert rows["never_finishes/n1"].transient
+
+
+def test_an_idle_worker_helps_with_a_key_of_several_launches(tmp_path: Path) -> None:
+    """At -j 2 with one key of two launches, the second worker takes a copy of it; the key's rows are
+    the first copy's, with the launch the helper compiled taken from the helper (none reused)."""
+    rows = run_all(tmp_path, ["shared"], jobs=2)["shared/n0"]
+    assert [(r.launch, r.reused, r.compile_s) for r in rows] == [(0, False, 1.0), (1, False, 2.0)]
+
+
+def test_a_helper_lost_costs_the_key_nothing(tmp_path: Path) -> None:
+    """A copy that dies while another carries the key: the key finishes from the one left, no error."""
+    rows = run_all(tmp_path, ["helper_dies"], jobs=2)["helper_dies/n0"]
+    assert [(r.launch, r.ok, r.reused) for r in rows] == [(0, True, False), (1, True, True)]
+
+
+def test_merged_copies_take_each_launch_from_the_copy_that_compiled_it() -> None:
+    from regsurvey.engine.survey import _merged_copies
+
+    def row(launch: int, reused: bool, kernel: str | None = "k") -> Row:
+        return Row(key="a", kind="a", axes={}, target="sm90", kernel=kernel, status="ok" if kernel else "error",
+                   launch=launch, triton_hash=f"h{launch}" if kernel else None, reused=reused)
+
+    one = [row(0, False), row(1, True), row(2, True)]
+    two = [row(0, True), row(1, False), row(2, True)]  # launch 2: reused by both (an earlier survey's)
+    merged, shared = _merged_copies([one, two])
+    assert [(r.launch, r.reused) for r in merged] == [(0, False), (1, False), (2, True)] and shared == 1
+    assert merged[1] is two[1]
+    failed = [row(0, False, kernel=None)]  # a copy whose body raised before any launch: the other's rows
+    assert _merged_copies([failed, two]) == (two, 0)
+    assert _merged_copies([failed]) == (failed, 0)

@@ -1,0 +1,155 @@
+"""Surveys through Ray against the local pool on one machine, side by side: the same checkout, cold Triton
+caches and fresh stores each time (every build compiled), N CPUs in all.
+
+    python benchmarks/ray_scaling.py [--project DIR] [--targets gfx950,sm90] [--cpus 16] [--nodes 4]
+    python benchmarks/ray_scaling.py --synthetic 100,500,1000,2000 [--cpus 16] [--nodes 4]
+
+For each checkout it prints the wall time of (1) the local pool at ``-j N``, (2) a Ray cluster of one node
+of N CPUs, (3) a Ray cluster of ``--nodes`` nodes of N/nodes CPUs each (simulated: every node a set of
+Ray processes on this machine, with a temporary directory of its own, as in tests/engine/test_ray.py),
+with the ratios Ray one node / local and Ray many nodes / Ray one node (the ideal split of the same
+CPUs: 1.0), and the per-build overhead the Ray survey measured itself. Cluster start-up is not counted;
+the actors' imports are (as the local workers' are).
+
+``--project DIR``: a project with keys/ (e.g. tests/realworld/flag_gems; default: the demo).
+``--synthetic B1,B2,...``: instead, generated checkouts of B builds each (the toy project's row-scaling
+kernel, one distinct build per key: a constexpr salt), to see how wall time grows with builds; the
+figures extrapolate to larger surveys (printed: seconds per build per CPU and the overhead).
+
+A benchmark, not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+SYNTHETIC_KEYS = '''"""{builds} builds: one key per salt value and target, each a distinct kernel."""
+
+import triton
+import triton.language as tl
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["gfx950", "sm90"], salt=list(range({per_target})))
+
+
+@triton.jit
+def scaled(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr, SALT: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, (x * factor + SALT).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@matrix.kind(axes=["salt"])
+def scale(salt):
+    x = rs.tensor((4096,), "bf16")
+    scaled[(4,)](x, rs.tensor((4096,), "bf16"), 4096, 0.5, BLOCK=1024, SALT=salt)
+'''
+
+
+def synthetic_repo(work: Path, builds: int) -> Path:
+    from isolation_cost import project_repo
+
+    project = work / f"synthetic-{builds}-src"
+    (project / "keys").mkdir(parents=True)
+    (project / "keys" / "synthetic.py").write_text(SYNTHETIC_KEYS.format(builds=builds, per_target=builds // 2))
+    repo = project_repo(project, work / f"synthetic-{builds}")
+    return repo
+
+
+def survey(repo: Path, work: Path, label: str, cpus: int, targets: tuple[str, ...] | None,
+           address: str | None) -> tuple[float, int, dict[str, float]]:
+    from regsurvey.engine.survey import survey_checkout
+    from regsurvey.model.options import SurveyOptions
+    from regsurvey.revisions.checkout import working_tree
+
+    run = work / label
+    options = SurveyOptions(jobs=cpus, targets=targets, reuse_results=True, ray_address=address,
+                            triton_cache_dir=str(run / "triton"))
+    result = survey_checkout(working_tree(repo), run / "store" / "objects", options)
+    ok = sum(r.ok for r in result.rows)
+    return result.timing["wall_s"], ok, dict(result.timing)
+
+
+def cluster(nodes: int, cpus: int, work: Path):  # type: ignore[no-untyped-def]
+    from ray.cluster_utils import Cluster
+
+    def node(i: int) -> dict:
+        directory = work / f"node{i}"
+        directory.mkdir(parents=True, exist_ok=True)
+        return {"num_cpus": cpus // nodes, "env_vars": {"TMPDIR": str(directory)}}
+
+    c = Cluster(initialize_head=True, head_node_args=node(0))
+    for i in range(1, nodes):
+        c.add_node(**node(i))
+    c.wait_for_nodes()
+    return c
+
+
+def compare(repo: Path, work: Path, name: str, cpus: int, nodes: int, targets: tuple[str, ...] | None) -> None:
+    import ray
+
+    local, ok, _ = survey(repo, work, f"{name}-local", cpus, targets, None)
+    walls = {"local": local}
+    overhead = {}
+    for n in (1, nodes):
+        c = cluster(n, cpus, work / f"{name}-cluster{n}")
+        try:
+            wall, ok_ray, timing = survey(repo, work, f"{name}-ray{n}", cpus, targets, c.address)
+        finally:
+            ray.shutdown()
+            c.shutdown()
+        walls[f"ray{n}"] = wall
+        overhead[n] = timing.get("ray_overhead_per_build_ms", float("nan"))
+        if ok_ray != ok:
+            print(f"   (Ray on {n} node(s) built {ok_ray} builds, the local pool {ok})")
+    print(f"{name}: {ok} builds on {cpus} CPUs: local pool {local:6.1f} s | Ray 1 node {walls['ray1']:6.1f} s "
+          f"({walls['ray1'] / local:.2f}x local) | Ray {nodes} nodes of {cpus // nodes} CPUs "
+          f"{walls[f'ray{nodes}']:6.1f} s ({walls[f'ray{nodes}'] / walls['ray1']:.2f}x one node, "
+          f"{walls[f'ray{nodes}'] / local:.2f}x local) | overhead per build measured by Ray: "
+          f"{overhead[1]:.1f} ms (1 node), {overhead[nodes]:.1f} ms ({nodes} nodes)")
+    print(f"   seconds per build per CPU: local {local * cpus / max(1, ok):.2f}, Ray 1 node "
+          f"{walls['ray1'] * cpus / max(1, ok):.2f}, Ray {nodes} nodes {walls[f'ray{nodes}'] * cpus / max(1, ok):.2f}",
+          flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--project", type=Path, default=None)
+    parser.add_argument("--targets", default="gfx950,sm90")
+    parser.add_argument("--cpus", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument("--synthetic", default=None, help="comma-separated build counts")
+    args = parser.parse_args()
+    os.environ.setdefault("REGSURVEY_SERVER", "off")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    import triton
+    from isolation_cost import project_repo
+
+    work = Path(tempfile.mkdtemp(prefix="rs-ray-", dir="/tmp"))
+    try:
+        print(f"machine: {os.cpu_count()} cores, {args.cpus} used; Triton {triton.__version__}", flush=True)
+        if args.synthetic:
+            for builds in (int(b) for b in args.synthetic.split(",")):
+                compare(synthetic_repo(work, builds), work, f"synthetic {builds}", args.cpus, args.nodes, None)
+        else:
+            project = (args.project or ROOT).resolve()
+            repo = project_repo(project, work)
+            compare(repo, work, project.name if args.project else "demo", args.cpus, args.nodes,
+                    tuple(args.targets.split(",")))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
