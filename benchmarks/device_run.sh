@@ -103,7 +103,8 @@ if want ray15; then
   # nodes of 4, on a corpus library, then generated checkouts of growing size (benchmarks/ray_scaling.py).
   echo "== Ray against the local pool: ${RAY15_PROJECT:-tests/realworld/flag_gems}"
   timeout "${RAY15_TIMEOUT:-280}" python3 benchmarks/ray_scaling.py --project "${RAY15_PROJECT:-tests/realworld/flag_gems}" \
-    --cpus 16 --nodes 4 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/ray15-project.txt"
+    --cpus 16 --nodes "${RAY15_NODES:-4}" 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/ray15-project.txt"
+  [ -n "${RAY15_BUILDS-x}" ] || exit 0
   echo "== Ray against the local pool: generated checkouts of ${RAY15_BUILDS:-100,500,2000} builds"
   timeout "${RAY15_SYNTH_TIMEOUT:-280}" python3 benchmarks/ray_scaling.py --synthetic "${RAY15_BUILDS:-100,500,2000}" \
     --cpus 16 --nodes 4 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/ray15-synthetic.txt"

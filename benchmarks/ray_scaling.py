@@ -101,7 +101,8 @@ def compare(repo: Path, work: Path, name: str, cpus: int, nodes: int, targets: t
     local, ok, _ = survey(repo, work, f"{name}-local", cpus, targets, None)
     walls = {"local": local}
     overhead = {}
-    for n in (1, nodes):
+    shared: dict[int, tuple[int, int]] = {}
+    for n in sorted({1, nodes}):
         c = cluster(n, cpus, work / f"{name}-cluster{n}")
         try:
             wall, ok_ray, timing = survey(repo, work, f"{name}-ray{n}", cpus, targets, c.address)
@@ -110,16 +111,18 @@ def compare(repo: Path, work: Path, name: str, cpus: int, nodes: int, targets: t
             c.shutdown()
         walls[f"ray{n}"] = wall
         overhead[n] = timing.get("ray_overhead_per_build_ms", float("nan"))
+        shared[n] = (int(timing.get("keys_shared", 0)), int(timing.get("launches_shared", 0)))
         if ok_ray != ok:
             print(f"   (Ray on {n} node(s) built {ok_ray} builds, the local pool {ok})")
+    many = (f" | Ray {nodes} nodes of {cpus // nodes} CPUs {walls[f'ray{nodes}']:6.1f} s "
+            f"({walls[f'ray{nodes}'] / walls['ray1']:.2f}x one node, {walls[f'ray{nodes}'] / local:.2f}x local)"
+            if nodes > 1 else "")
     print(f"{name}: {ok} builds on {cpus} CPUs: local pool {local:6.1f} s | Ray 1 node {walls['ray1']:6.1f} s "
-          f"({walls['ray1'] / local:.2f}x local) | Ray {nodes} nodes of {cpus // nodes} CPUs "
-          f"{walls[f'ray{nodes}']:6.1f} s ({walls[f'ray{nodes}'] / walls['ray1']:.2f}x one node, "
-          f"{walls[f'ray{nodes}'] / local:.2f}x local) | overhead per build measured by Ray: "
-          f"{overhead[1]:.1f} ms (1 node), {overhead[nodes]:.1f} ms ({nodes} nodes)")
-    print(f"   seconds per build per CPU: local {local * cpus / max(1, ok):.2f}, Ray 1 node "
-          f"{walls['ray1'] * cpus / max(1, ok):.2f}, Ray {nodes} nodes {walls[f'ray{nodes}'] * cpus / max(1, ok):.2f}",
-          flush=True)
+          f"({walls['ray1'] / local:.2f}x local){many} | overhead per build measured by Ray: "
+          f"{overhead[1]:.1f} ms (1 node), {overhead[nodes]:.1f} ms ({nodes} nodes); keys shared on Ray: "
+          f"{shared}")
+    print("   seconds per build per CPU: " + ", ".join(
+        f"{label} {wall * cpus / max(1, ok):.2f}" for label, wall in walls.items()), flush=True)
 
 
 def main() -> int:

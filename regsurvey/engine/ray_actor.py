@@ -112,12 +112,18 @@ class SurveyActor:
     """
 
     def __init__(self, tree: bytes, target: str, environ: dict[str, str], own_triton_cache: bool,
-                 known: dict[str, CachedResult] | None = None):
+                 known: dict[str, CachedResult] | None = None, survey: str = ""):
         import ray
 
         from .worker import Worker
 
         self.dir = Path(tempfile.mkdtemp(prefix="regsurvey-ray-"))
+        # The objects, results and build locks of one survey's actors on this node are one store of the
+        # node's (``survey`` names it): they compile a kernel once between them and share a key's launches.
+        self.shared = Path(tempfile.gettempdir()) / f"regsurvey-node-{survey}" if survey else self.dir
+        (self.shared / "actors").mkdir(parents=True, exist_ok=True)
+        self.marker = self.shared / "actors" / f"{os.getpid()}-{self.dir.name}"
+        self.marker.touch()
         root = self.dir / "tree"
         unpack_tree(tree, root)
         os.environ.update(environ)
@@ -129,7 +135,7 @@ class SurveyActor:
         os.chdir(root)
         sys.path.insert(0, str(root))
         self.node = ray.get_runtime_context().get_node_id()
-        self.worker = Worker(root, root / "keys", self.dir / "objects", target)
+        self.worker = Worker(root, root / "keys", self.shared / "objects", target)
         if known:
             self.worker.results = _WithSurveyStore(self.worker.results, known)
         try:
@@ -188,8 +194,16 @@ class SurveyActor:
         return KeyShipped(answer, tuple(objects.values()), cached, time.perf_counter() - start, self.node)
 
     def close(self) -> None:
-        """Remove this actor's directory (the checkout, its objects)."""
+        """Remove this actor's directory (the checkout), and the node's store of the survey when no other
+        actor of it is left on the node."""
         import shutil
 
         os.chdir("/")
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.marker.unlink(missing_ok=True)
+        try:
+            others = any((self.shared / "actors").iterdir())
+        except OSError:
+            others = False
+        if not others:
+            shutil.rmtree(self.shared, ignore_errors=True)

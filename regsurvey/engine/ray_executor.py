@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -49,6 +50,12 @@ ENV_VAR = "REGSURVEY_RAY"
 # Calls in flight per actor: the one it runs, and one queued behind it so that it never waits for the
 # survey between keys.
 DEPTH = 2
+
+# Copies of a key in flight that idle actors of its node may take at the survey's tail: keys compiling for
+# HELP_MIN_S or more (a Ray call says nothing before it ends, so a key's launches are not known), at most
+# HELP_COPIES of each (a copy of a key of one launch waits for it and answers its rows).
+HELP_MIN_S = 2.0
+HELP_COPIES = 4
 
 # Environment variables the actors take from the survey's environment (Triton's settings, regsurvey's);
 # paths that mean something only here stay here.
@@ -78,6 +85,8 @@ class _Actor:
     calls: deque[tuple[Key, Any]] = field(default_factory=deque)  # (key, its call's ObjectRef), in order
     head_since: float = 0.0  # monotonic time the first call in flight began (sent, or the one before it done)
     answered: int = 0  # calls answered (the first also waited for the actor to start and import the project)
+    node: str = ""  # the Ray node it runs on, once known
+    where: Any = None  # the call asking it for its node (the first it runs)
 
 
 class RaySurvey:
@@ -100,7 +109,8 @@ class RaySurvey:
         # The results of identical kernels this store holds (any commit's): a node reuses them rather than
         # compiling (it sends back a row naming the object here, not the object).
         known = self.cache.entries() if options.reuse_results else {}
-        self.actor_args = (environ, options.triton_cache_dir is not None, ray.put(known))
+        survey = uuid.uuid4().hex[:16]  # names the store this survey's actors share on each node
+        self.actor_args = (environ, options.triton_cache_dir is not None, ray.put(known), survey)
         self.actors: list[_Actor] = []
         self.started = 0
         self.phases: dict[str, float] = {}
@@ -109,6 +119,8 @@ class RaySurvey:
         self.timed_calls = 0  # calls whose overhead is measured: each actor's but the first
         self.overhead_s = 0.0  # their seconds between the call's start and its answer here, not in the actor
         self.rescheduled = 0
+        self.keys_shared = 0  # keys whose launches actors of one node shared (survey.SurveyTiming's)
+        self.launches_shared = 0
         self.nodes: set[str] = set()
         self.last_capacity_check = 0.0
 
@@ -117,9 +129,19 @@ class RaySurvey:
     def spawn(self, target: str) -> _Actor:
         handle = self.actor_class.options(scheduling_strategy="SPREAD").remote(self.tree, target, *self.actor_args)
         self.started += 1
-        actor = _Actor(handle, target)
+        actor = _Actor(handle, target, where=handle.where.remote())
         self.actors.append(actor)
         return actor
+
+    def node_of(self, actor: _Actor) -> str:
+        """The node ``actor`` runs on, once it has said (else "": not yet started)."""
+        if not actor.node and actor.where is not None:
+            ready, _ = self.ray.wait([actor.where], timeout=0)
+            if ready:
+                with contextlib.suppress(Exception):  # an actor lost: its calls say so
+                    actor.node = self.ray.get(actor.where)[0]
+                actor.where = None
+        return actor.node
 
     def kill(self, actor: _Actor, polite: bool = False) -> None:
         """End ``actor``: ``polite``, it removes its directory first (an actor that hangs or is lost
@@ -267,6 +289,9 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
         timing["ray_overhead_per_build_ms"] = 1000 * state.overhead_s / state.timed_calls
     if state.peak_rss_mb:
         timing["worker_peak_rss_mb"] = state.peak_rss_mb
+    if state.keys_shared:
+        timing["keys_shared"] = float(state.keys_shared)
+        timing["launches_shared"] = float(state.launches_shared)
     targets = tuple(dict.fromkeys(k.target for k in keys))
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
@@ -290,25 +315,78 @@ def _wanted_target(pending: list[Key], actors: list[_Actor], cost: Any) -> str:
 def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
               on_rows: Any) -> dict[tuple[str, str], list[Row]]:
     """Send keys to actors (at most :data:`DEPTH` calls each), collect rows, enforce the time-out, and
-    send again, once, the keys of actors that are lost."""
-    from .survey import _error_row
+    send again, once, the keys of actors that are lost.
+
+    Once every key is handed out, an idle actor takes a copy of a key another actor on its node has been
+    compiling for :data:`HELP_MIN_S` or more (at most :data:`HELP_COPIES` copies): the actors of a
+    node share one store, so the copies share the key's launches as local workers do (see
+    :func:`.survey._run_keys`), and the key's rows are merged from them."""
+    from .survey import _error_row, _merged_copies
 
     ray = state.ray
     options = state.options
     pending = list(reversed(keys))  # pop() from the end keeps the given order
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
+    copies: dict[tuple[str, str], int] = {}  # calls in flight for each key
+    outcomes: dict[tuple[str, str], list[list[Row]]] = {}  # rows of the copies answered so far
+    helpers: set[tuple[int, str, str]] = set()  # (actor, key) of every call sent: an actor takes a key once
 
     def finish(done: Key, rows: list[Row]) -> None:
         results[(done.id, done.target)] = rows
         state.progress.on_key(done, rows)
         on_rows(rows, not pending)
 
+    def copy_done(done: Key, rows: list[Row] | None) -> bool:
+        """One call of ``done`` ended with ``rows`` (None: lost). True when the key is finished or carried by
+        another copy; False when it was its last copy and it left no rows (the caller decides)."""
+        ident = (done.id, done.target)
+        copies[ident] -= 1
+        if rows is not None:
+            outcomes.setdefault(ident, []).append(rows)
+        if copies[ident] > 0:
+            return True
+        del copies[ident]
+        got = outcomes.pop(ident, None)
+        if got is None:
+            return False
+        merged, shared = _merged_copies(got)
+        if len(got) > 1:
+            state.keys_shared += 1
+            state.launches_shared += shared
+        finish(done, merged)
+        return True
+
     def take(target: str) -> Key | None:
         for i in range(len(pending) - 1, -1, -1):
             if pending[i].target == target:
                 return pending.pop(i)
         return None
+
+    def send(actor: _Actor, key: Key, now: float) -> None:
+        if not actor.calls:
+            actor.head_since = now
+        helpers.add((id(actor), key.id, key.target))
+        copies[(key.id, key.target)] = copies.get((key.id, key.target), 0) + 1
+        actor.calls.append((key, actor.handle.survey.remote(key, options.reuse_results)))
+
+    def helped(actor: _Actor, now: float) -> Key | None:
+        """A key another actor of ``actor``'s node has been compiling for :data:`HELP_MIN_S` or more that
+        ``actor`` can help with (the longest, by its estimate or its time so far, per copy)."""
+        best: tuple[float, Key] | None = None
+        for other in state.actors:
+            if other is actor or not other.calls or not state.node_of(actor) or state.node_of(other) != actor.node:
+                continue
+            k = other.calls[0][0]
+            ident = (k.id, k.target)
+            running = now - other.head_since
+            if (k.target != actor.target or copies.get(ident, 0) >= HELP_COPIES or running < HELP_MIN_S
+                    or (id(actor), *ident) in helpers):
+                continue
+            share = max(cost(k), running) / copies[ident]
+            if best is None or share > best[0]:
+                best = (share, k)
+        return best[1] if best is not None else None
 
     def replace_actor() -> None:
         """Start an actor in the place of one ended, if the cluster has a CPU for it now (else the loop
@@ -317,8 +395,11 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             state.spawn(_wanted_target(pending, state.actors, cost))
 
     def lose(actor: _Actor, why: str) -> None:
-        """``actor`` is gone (its node, or its process): every key it held goes again, once."""
+        """``actor`` is gone (its node, or its process): every key it held goes again, once, unless another
+        copy carries it."""
         for k, _ in actor.calls:
+            if copy_done(k, None):
+                continue
             if (k.id, k.target) in resent:
                 finish(k, [_error_row(k, f"{why}; it was in flight on an actor lost before", transient=True)])
             else:
@@ -338,6 +419,11 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             now = time.monotonic()
             replaced = False
             for actor in list(state.actors):
+                if not pending and not actor.calls:
+                    helping = helped(actor, now)
+                    if helping is not None:
+                        send(actor, helping, now)
+                    continue
                 while len(actor.calls) < DEPTH and pending:
                     nxt = take(actor.target)
                     if nxt is None:
@@ -346,9 +432,7 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
                             state.spawn(_wanted_target(pending, state.actors, cost))
                             replaced = True
                         break
-                    if not actor.calls:
-                        actor.head_since = now
-                    actor.calls.append((nxt, actor.handle.survey.remote(nxt, options.reuse_results)))
+                    send(actor, nxt, now)
             if replaced:
                 continue  # the new actor gets its keys now, not after the busy ones next answer
             if pending and now - state.last_capacity_check > 0.5:
@@ -365,6 +449,8 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             wait_for = max(0.0, min(a.head_since + options.timeout - now for a in heads.values()))
             if pending and len(state.actors) < capacity:
                 wait_for = min(wait_for, 0.5)  # look for room for another actor now and then
+            if not pending and any(not a.calls for a in state.actors):
+                wait_for = min(wait_for, 0.5)  # an idle actor may soon help with a key running long
             ready, _ = ray.wait(list(heads), num_returns=1, timeout=wait_for)
             if ready:
                 ready, _ = ray.wait(list(heads), num_returns=len(heads), timeout=0)
@@ -382,22 +468,26 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
                     continue
                 state.calls += 1
                 actor.answered += 1
-                if actor.answered > 1:  # the first call also waited for the actor to import the project
+                actor.node = shipped.node
+                if actor.answered > 1:  # the first call also waited for the actor to start and import the project
                     state.timed_calls += 1
                     state.overhead_s += max(0.0, took - shipped.seconds)
                 state.receive(shipped)
                 if isinstance(shipped.answer, KeyFinished):
-                    finish(key, list(shipped.answer.rows))
+                    copy_done(key, list(shipped.answer.rows))
                 else:
-                    finish(key, [_error_row(key, shipped.answer.error, transient=shipped.answer.transient)])
+                    copy_done(key, [_error_row(key, shipped.answer.error, transient=shipped.answer.transient)])
                 state.nodes.add(shipped.node)
             now = time.monotonic()
             for actor in list(state.actors):
                 if actor.calls and now >= actor.head_since + options.timeout:
                     late, _ = actor.calls.popleft()
-                    finish(late, [_error_row(late, f"timed out after {options.timeout:g} s (--timeout)",
-                                             transient=True)])
-                    pending.extend(k for k, _ in reversed(actor.calls))  # not started: not sent twice
+                    if not copy_done(late, None):
+                        finish(late, [_error_row(late, f"timed out after {options.timeout:g} s (--timeout)",
+                                                 transient=True)])
+                    for k, _ in reversed(actor.calls):  # not started: not sent twice
+                        if not copy_done(k, None):
+                            pending.append(k)
                     actor.calls.clear()
                     state.kill(actor)
                     replace_actor()

@@ -94,8 +94,9 @@ def test_a_survey_on_two_nodes_matches_a_local_one(toy_repo: Path, cluster: tupl
     assert explained.returncode == 0, explained.stderr
     gemm = next(r for r in remote_survey["rows"] if r["key"] == "gemm/w2" and r["target"] == "gfx950")
     assert str(gemm["resources"]["vgpr"]) in explained.stdout
-    # The actors removed their directories on the nodes when the survey ended.
-    assert not [p for d in node_dirs for p in d.glob("regsurvey-ray-*")]
+    # The actors removed their directories on the nodes when the survey ended, and the store they shared on
+    # each node.
+    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
 
 
 def test_the_nodes_reuse_what_the_store_compiled_before(toy_repo: Path, cluster: tuple[Any, list[Path]],

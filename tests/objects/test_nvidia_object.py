@@ -93,7 +93,10 @@ def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
         if rerun != cubin:
             target = TARGETS[arch[1].rstrip("a").replace("sm_", "sm")]
             same = [read_cubin(c, shared_bytes=0, num_warps=4, target=target).as_dict() for c in (rerun, cubin)]
-            assert same[0] == same[1] and len(rerun) == len(cubin)
+            # Not the length: Triton 3.6's sm100 spill kernel re-run came out 8 bytes shorter when the
+            # checkout's path was 9 characters long (/tmp/ci15) and the same length at 13 (/tmp/ci-clone), the
+            # same code and toolchain: the line info names the source's directory, and section padding follows.
+            assert same[0] == same[1]
     log = done.stdout + done.stderr
     regs = re.search(r"Used (\d+) registers", log)
     frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
