@@ -258,12 +258,7 @@ class Worker:
         locks are released), rather than in the finishing process after the key."""
         for i, item in enumerate(slots):
             if isinstance(item, Compiled):
-                try:
-                    row = self._finish(item)
-                    self._finished[item.compiled.triton_hash] = row
-                finally:
-                    self.finished([item])
-                slots[i] = row
+                slots[i] = self.finish([item])[0]
 
     def _raised_row(self, base: dict[str, Any], exc: BaseException, launches: int) -> Row:
         """The key's own error row for a kind body that raised after ``launches`` launches: one line
