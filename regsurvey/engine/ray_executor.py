@@ -321,15 +321,14 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     compiling for :data:`HELP_MIN_S` or more (at most :data:`HELP_COPIES` copies): the actors of a
     node share one store, so the copies share the key's launches as local workers do (see
     :func:`.survey._run_keys`), and the key's rows are merged from them."""
-    from .survey import _error_row, _merged_copies
+    from .survey import KeyCopies, _error_row
 
     ray = state.ray
     options = state.options
     pending = list(reversed(keys))  # pop() from the end keeps the given order
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
-    copies: dict[tuple[str, str], int] = {}  # calls in flight for each key
-    outcomes: dict[tuple[str, str], list[list[Row]]] = {}  # rows of the copies answered so far
+    copies = KeyCopies()  # calls in flight for each key, and the rows of those answered
     helpers: set[tuple[int, str, str]] = set()  # (actor, key) of every call sent: an actor takes a key once
 
     def finish(done: Key, rows: list[Row]) -> None:
@@ -340,22 +339,10 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     def copy_done(done: Key, rows: list[Row] | None) -> bool:
         """One call of ``done`` ended with ``rows`` (None: lost). True when the key is finished or carried by
         another copy; False when it was its last copy and it left no rows (the caller decides)."""
-        ident = (done.id, done.target)
-        copies[ident] -= 1
-        if rows is not None:
-            outcomes.setdefault(ident, []).append(rows)
-        if copies[ident] > 0:
-            return True
-        del copies[ident]
-        got = outcomes.pop(ident, None)
-        if got is None:
-            return False
-        merged, shared = _merged_copies(got)
-        if len(got) > 1:
-            state.keys_shared += 1
-            state.launches_shared += shared
-        finish(done, merged)
-        return True
+        last, merged = copies.ended(done, rows)
+        if merged is not None:
+            finish(done, merged)
+        return not last or merged is not None
 
     def take(target: str) -> Key | None:
         for i in range(len(pending) - 1, -1, -1):
@@ -367,7 +354,7 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
         if not actor.calls:
             actor.head_since = now
         helpers.add((id(actor), key.id, key.target))
-        copies[(key.id, key.target)] = copies.get((key.id, key.target), 0) + 1
+        copies.sent(key)
         actor.calls.append((key, actor.handle.survey.remote(key, options.reuse_results)))
 
     def helped(actor: _Actor, now: float) -> Key | None:
@@ -380,10 +367,10 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             k = other.calls[0][0]
             ident = (k.id, k.target)
             running = now - other.head_since
-            if (k.target != actor.target or copies.get(ident, 0) >= HELP_COPIES or running < HELP_MIN_S
+            if (k.target != actor.target or copies.out(k) >= HELP_COPIES or running < HELP_MIN_S
                     or (id(actor), *ident) in helpers):
                 continue
-            share = max(cost(k), running) / copies[ident]
+            share = max(cost(k), running) / copies.out(k)
             if best is None or share > best[0]:
                 best = (share, k)
         return best[1] if best is not None else None
@@ -494,4 +481,5 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     except BaseException:
         state.close()
         raise
+    state.keys_shared, state.launches_shared = copies.keys_shared, copies.launches_shared
     return results

@@ -592,8 +592,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
     warned: set[str] = set()
-    copies: dict[tuple[str, str], int] = {}  # workers compiling or finishing each key in flight
-    outcomes: dict[tuple[str, str], list[list[Row]]] = {}  # rows of the copies finished so far
+    copies = KeyCopies()
     launches: dict[tuple[str, str], int] = {}  # each key's launches, as its first copy captured them
 
     def finish(done: Key, rows: list[Row]) -> None:
@@ -604,21 +603,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
 
     def copy_done(done: Key, rows: list[Row]) -> None:
         """One copy of ``done`` finished with ``rows``: the key is done when no other copy is out."""
-        ident = (done.id, done.target)
-        copies[ident] -= 1
-        outcomes.setdefault(ident, []).append(rows)
-        if copies[ident] == 0:
-            del copies[ident]
-            finish_copies(done)
-
-    def finish_copies(done: Key) -> None:
-        """Finish ``done`` with the rows of its copies (several: workers shared its launches)."""
-        got = outcomes.pop((done.id, done.target))
-        rows, shared = _merged_copies(got)
-        if len(got) > 1:
-            timing.keys_shared += 1
-            timing.launches_shared += shared
-        finish(done, rows)
+        last, merged = copies.ended(done, rows)
+        if last and merged is not None:
+            finish(done, merged)
 
     def lose(w: _Worker, why: str, blame: bool = True) -> None:
         """``w`` is gone: the key it compiled fails with ``why``; those it was finishing go again, to
@@ -628,12 +615,11 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         blamed = (w.key or w.finishing[0]) if blame else None
         for k in (x for x in [w.key, *w.finishing] if x is not None):
             ident = (k.id, k.target)
-            copies[ident] -= 1
-            if copies[ident] > 0:
+            last, merged = copies.ended(k)
+            if not last:
                 continue
-            del copies[ident]
-            if ident in outcomes:
-                finish_copies(k)
+            if merged is not None:
+                finish(k, merged)
             elif k == blamed:
                 finish(k, [_error_row(k, why, transient=True)])
             elif ident in resent:
@@ -666,9 +652,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             if k is None or (k.id, k.target) in held or (k.target != w.target and w.target != ANY_TARGET):
                 continue
             ident = (k.id, k.target)
-            if launches.get(ident, 1) <= copies.get(ident, 0):
+            if launches.get(ident, 1) <= copies.out(k):
                 continue
-            share = cost(k) / copies[ident]
+            share = cost(k) / copies.out(k)
             if best is None or share > best[0]:
                 best = (share, k)
         return best[1] if best is not None else None
@@ -676,7 +662,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     def send(w: _Worker, key: Key) -> None:
         w.key, w.started = key, time.monotonic()
         w.heard = timing.last_dispatch = w.started
-        copies[(key.id, key.target)] = copies.get((key.id, key.target), 0) + 1
+        copies.sent(key)
         w.conn.send(SurveyKey(key, reuse=options.reuse_results))
 
     def heard(w: _Worker, message: Answer) -> None:
@@ -753,7 +739,49 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                         lose(w, f"worker process died while surveying the key (exit code {w.process.exitcode})")
             elif time.monotonic() >= w.deadline(options.timeout):
                 lose(w, f"timed out after {options.timeout:g} s (--timeout)")
+    timing.keys_shared, timing.launches_shared = copies.keys_shared, copies.launches_shared
     return results
+
+
+class KeyCopies:
+    """The copies of each key in flight (workers, or Ray actors, surveying it side by side: one, unless idle
+    ones help with it at the tail) and the rows of those that ended; a key is done when its last copy ends,
+    its rows merged from them (:func:`_merged_copies`). Counts the keys shared and the launches helpers
+    compiled (``SurveyTiming.keys_shared``, ``launches_shared``)."""
+
+    def __init__(self) -> None:
+        self._out: dict[tuple[str, str], int] = {}
+        self._rows: dict[tuple[str, str], list[list[Row]]] = {}
+        self.keys_shared = 0
+        self.launches_shared = 0
+
+    def sent(self, key: Key) -> None:
+        """A copy of ``key`` is out."""
+        self._out[(key.id, key.target)] = self._out.get((key.id, key.target), 0) + 1
+
+    def out(self, key: Key) -> int:
+        """The copies of ``key`` out now."""
+        return self._out.get((key.id, key.target), 0)
+
+    def ended(self, key: Key, rows: list[Row] | None = None) -> tuple[bool, list[Row] | None]:
+        """A copy of ``key`` ended with ``rows`` (None: lost). (True, the key's merged rows) when it was the
+        last and some copy left rows; (True, None) when it was the last and none did (the caller decides:
+        an error, or the key again); (False, None) while another copy is out."""
+        ident = (key.id, key.target)
+        self._out[ident] -= 1
+        if rows is not None:
+            self._rows.setdefault(ident, []).append(rows)
+        if self._out[ident] > 0:
+            return False, None
+        del self._out[ident]
+        got = self._rows.pop(ident, None)
+        if got is None:
+            return True, None
+        merged, shared = _merged_copies(got)
+        if len(got) > 1:
+            self.keys_shared += 1
+            self.launches_shared += shared
+        return True, merged
 
 
 def _merged_copies(outcomes: list[list[Row]]) -> tuple[list[Row], int]:
