@@ -75,8 +75,7 @@ class ResultCache:
                 return None
             ref = ObjectRef(**payload["object"])
             self.objects.get(ref.path, ref.sha256)
-            return CachedResult(kernel=payload["kernel"], report=ObjectReport.from_dict(payload["report"]), object=ref,
-                                compile_s=payload["compile_s"])
+            return _result(payload, ref)
         except CorruptObjectError as exc:
             self._warn(path, str(exc))
         except (ValueError, KeyError, TypeError) as exc:
@@ -98,9 +97,7 @@ class ResultCache:
                 ref = ObjectRef(**payload["object"])
                 if not (self.objects.root.parent / ref.path).is_file():
                     continue
-                out[str(payload["triton_hash"])] = CachedResult(
-                    kernel=payload["kernel"], report=ObjectReport.from_dict(payload["report"]), object=ref,
-                    compile_s=payload["compile_s"])
+                out[str(payload["triton_hash"])] = _result(payload, ref)
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # (get() says why, should a survey here need it)
         return out
@@ -124,3 +121,9 @@ def _checksum(payload: dict[str, Any]) -> str:
 
 def _print_warning(line: str) -> None:
     print(line, file=sys.stderr)
+
+
+def _result(payload: dict, ref: ObjectRef) -> CachedResult:
+    """A checked entry's payload as a result (its object ``ref`` already checked by the caller)."""
+    return CachedResult(kernel=payload["kernel"], report=ObjectReport.from_dict(payload["report"]), object=ref,
+                        compile_s=payload["compile_s"])
