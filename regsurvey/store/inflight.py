@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 from pathlib import Path
 
-from ..model.version import READER_REVISION
 from .files import atomic_write
+from .resultcache import entry_name
 
 
 class HeldElsewhere(Exception):
@@ -75,8 +74,7 @@ class InFlight:
         self.root = Path(objects_root).absolute() / "inflight"
 
     def _base(self, triton_hash: str) -> Path:
-        h = hashlib.sha256(f"{triton_hash}-{READER_REVISION}".encode()).hexdigest()
-        return self.root / h
+        return self.root / entry_name(triton_hash)
 
     def take(self, triton_hash: str, wait: bool = True) -> BuildLock | None:
         """This kernel's build lock: at once when no process holds it, else once the holder released it

@@ -51,7 +51,7 @@ class ResultCache:
         self.root = objects.root.parent / "results"
 
     def _path(self, triton_hash: str) -> Path:
-        h = hashlib.sha256(f"{triton_hash}-{READER_REVISION}".encode()).hexdigest()
+        h = entry_name(triton_hash)
         return self.root / h[:2] / f"{h}.json"
 
     def get(self, triton_hash: str) -> CachedResult | None:
@@ -113,6 +113,12 @@ class ResultCache:
                    "compile_s": result.compile_s}
         atomic_write(self._path(triton_hash),
                      json.dumps({"sha256": _checksum(payload), "payload": payload}).encode())
+
+
+def entry_name(triton_hash: str) -> str:
+    """The name of a kernel's entry (and of its build lock, :mod:`.inflight`): its Triton hash with the
+    reader revision, hashed (a new reader reads every kernel again)."""
+    return hashlib.sha256(f"{triton_hash}-{READER_REVISION}".encode()).hexdigest()
 
 
 def _checksum(payload: dict[str, Any]) -> str:
