@@ -5,7 +5,8 @@ reader revision (:data:`regsurvey.model.version.READER_REVISION`), and on each r
 
 When it lints: an AMD object always (its amdgcn text is at hand: milliseconds). An NVIDIA object needs
 its SASS, and one nvdisasm run costs more than many compiles: :func:`analyze` lints a cubin when its
-SASS is read anyway (a stack frame, whose spills are counted there) or when told to; the survey lints
+SASS is read anyway (a stack frame whose spills are counted there, when the compile's ptxas log did
+not give them) or when told to; the survey lints
 the other cubins in batches while keys still compile (:mod:`regsurvey.engine.deferred_lint`, one nvdisasm
 run over many), so that every build is linted, as ``regsurvey lint`` lints it.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from .compile.toolchain import PTXAS_LOG
 from .lint import LintInputError, arg_names_from_ttir, lint_amdgcn, lint_nvidia
 from .lint.disassembler import disassemble
 from .model.findings import Finding
@@ -29,7 +31,8 @@ def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: 
             sass: str | None = None, lint: bool | None = None) -> ObjectReport:
     """The figures and lint findings of one object compiled for ``target``.
 
-    ``texts`` are the compile's texts (``amdgcn`` or ``ptx``, ``llir``, ``ttir``); ``shared`` and
+    ``texts`` are the compile's texts (``amdgcn`` or ``ptx``, ``llir``, ``ttir``, and for a cubin the
+    log of ptxas, which spares a spilling kernel's disassembly, see ``read_cubin_sass``); ``shared`` and
     ``num_warps`` Triton's compiled metadata. ``sass``: a cubin's ``nvdisasm -c``, if the caller has
     it. ``lint``: True always lints, False never; None lints where it is cheap (see the module).
     Raises CorruptObjectError for an object the readers cannot read; a lint that cannot run leaves
@@ -50,7 +53,7 @@ def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: 
     from .objects.nvidia_object import read_cubin_sass
 
     figures, sass = read_cubin_sass(binary, shared_bytes=shared, num_warps=num_warps, target=target,
-                                    sass=sass, want_sass=bool(lint))
+                                    sass=sass, want_sass=bool(lint), ptxas_log=texts.get(PTXAS_LOG))
     resources = figures.as_dict()
     if lint is False or sass is None:
         return ObjectReport(resources)

@@ -64,6 +64,61 @@ def test_a_cubin_with_a_stack_frame_is_disassembled_once(monkeypatch: pytest.Mon
     assert len(runs) == 1  # the spills and the lint read the same SASS
 
 
+def test_a_spilling_cubin_takes_its_spills_from_the_compiles_ptxas_log(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import regsurvey as rs
+    from regsurvey.capture.session import CaptureSession
+    from regsurvey.compile import toolchain
+
+    from .objects_kernels import hold_tile_kernel
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # a cold cache: ptxas runs, and logs
+    target = get_target("sm90")
+    session = CaptureSession(target)
+    with toolchain.capturing(session):
+        hold_tile_kernel[(1,)](rs.tensor((4096,), "fp32"), rs.tensor((4096,), "fp32"), BLOCK=4096, num_warps=1)
+    compiled = toolchain.compile_launch(session.launches[0], target)
+    log = compiled.asm[toolchain.PTXAS_LOG]
+    assert f"Function properties for {compiled.kernel_name}" in log
+    runs = counted(monkeypatch, nvidia_object, "disassemble")
+    report = analysis.analyze(target, compiled.binary, compiled.asm, shared=compiled.shared, num_warps=1)
+    assert runs == []  # the spills came from the log; the lint is left to the batches
+    assert not report.linted and report.why_not_linted is None
+    from_sass = nvidia_object.read_cubin(compiled.binary, shared_bytes=compiled.shared, num_warps=1, target=target)
+    assert len(runs) == 1
+    assert report.resources == from_sass.as_dict() and from_sass.spill_store_bytes > 0 and from_sass.stack_bytes > 0
+    # A log that gives another frame size is another compile's: the SASS counts instead.
+    frame = from_sass.stack_bytes
+    other = log.replace(f"{frame} bytes stack frame", f"{frame + 8} bytes stack frame")
+    assert nvidia_object.logged_spills(log, compiled.kernel_name, frame) == (
+        from_sass.spill_store_bytes, from_sass.spill_load_bytes)
+    assert nvidia_object.logged_spills(other, compiled.kernel_name, frame) is None
+    assert nvidia_object.logged_spills(log, "another_kernel", frame) is None
+    texts = dict(compiled.asm, **{toolchain.PTXAS_LOG: other})
+    assert analysis.analyze(target, compiled.binary, texts, shared=compiled.shared, num_warps=1).resources == (
+        report.resources)
+    assert len(runs) == 2
+
+
+def test_a_user_asking_for_the_ptxas_log_still_sees_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import regsurvey as rs
+    from regsurvey.capture.session import CaptureSession
+    from regsurvey.compile import toolchain
+
+    from .objects_kernels import add_kernel
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITON_DUMP_PTXAS_LOG", "1")
+    session = CaptureSession(get_target("sm90"))
+    with toolchain.capturing(session):
+        add_kernel[(1,)](rs.tensor((1024,), "fp32"), rs.tensor((1024,), "fp32"), rs.tensor((1024,), "fp32"), 1024,
+                         BLOCK=1024)
+    compiled = toolchain.compile_launch(session.launches[0], session.target)
+    assert f"Function properties for {compiled.kernel_name}" in capsys.readouterr().out
+    assert "bytes spill stores" in compiled.asm[toolchain.PTXAS_LOG]
+
+
 def test_a_frameless_cubin_is_left_to_the_batch_lint_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     compiled = compile_kernel("add_kernel", "sm90", options=(("num_warps", 4),), BLOCK=1024)
     cubin, target = compiled.asm["cubin"], get_target("sm90")

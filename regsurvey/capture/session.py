@@ -31,6 +31,7 @@ class CapturedLaunch:
     # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel) and its compile time.
     compiled: Any = None
     compile_s: float = 0.0
+    ptxas_log: str | None = None  # that compile's ptxas -v log, where regsurvey made it (a cubin's spills)
     name: str | None = None  # what the kind body called the launch (``rs.name``)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import io
 import json
 import os
 import sys
@@ -315,7 +316,8 @@ class SurveyedKernel:
             session = capture_mod.current_session()
             if session is not None:
                 session.launches.append(dataclasses.replace(launch, where=_launch_site(), compiled=None,
-                                                            compile_s=0.0, name=session.launch_name))
+                                                            compile_s=0.0, ptxas_log=None,
+                                                            name=session.launch_name))
 
         return runner
 
@@ -325,7 +327,7 @@ class SurveyedKernel:
         launch = self._launch
         if launch.compiled is None:
             start = time.perf_counter()
-            launch.compiled = _triton_compile(launch, self._target)
+            launch.compiled, launch.ptxas_log = _triton_compile(launch, self._target)
             launch.compile_s = round(time.perf_counter() - start, 3)
         return getattr(launch.compiled, name)
 
@@ -634,10 +636,14 @@ class CompiledObject:
     kernel_name: str  # the symbol name in the object
     triton_hash: str  # Triton's cache key hash: equal hash = the same kernel a launch compiles
     binary: bytes  # hsaco (AMD) or cubin (NVIDIA)
-    asm: dict[str, str]  # ttir, ttgir, llir, amdgcn / ptx as text
+    asm: dict[str, str]  # ttir, ttgir, llir, amdgcn / ptx as text; for a cubin ptxas' log (PTXAS_LOG), if any
     shared: int  # Triton's dynamic shared memory / LDS bytes
     num_warps: int
     metadata: dict[str, Any]
+
+
+# The name of the ``ptxas -v`` log among a compile's texts (and beside its stored object).
+PTXAS_LOG = "ptxas_log"
 
 
 def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
@@ -680,22 +686,53 @@ def constexpr_values(launch: CapturedLaunch) -> dict[str, Any]:
     return values
 
 
-def _triton_compile(launch: CapturedLaunch, target: Target) -> Any:
-    """``triton.compile`` of a captured launch, the call ``JITFunction._do_compile`` makes."""
+def _triton_compile(launch: CapturedLaunch, target: Target) -> tuple[Any, str | None]:
+    """``triton.compile`` of a captured launch, the call ``JITFunction._do_compile`` makes, and for an
+    NVIDIA target the log of its ``ptxas -v`` run (None when Triton's cache had the kernel: no run)."""
     import triton
     from triton.compiler import ASTSource
 
     src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
-    return triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+    if not target.is_nvidia:
+        return triton.compile(src, target=gpu_target(target), options=dict(launch.options)), None
+    with _ptxas_log() as log:
+        kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+    return kernel, log.getvalue() or None
+
+
+@contextlib.contextmanager
+def _ptxas_log() -> Iterator[io.StringIO]:
+    """Catch the log of the ``ptxas -v`` run Triton makes for every cubin.
+
+    Triton writes the log to a temporary file and prints it when ``knobs.nvidia.dump_ptxas_log`` is on
+    (3.6 and 3.9 alike); the knob is not part of any cache key. The spill bytes it holds spare an
+    nvdisasm run per spilling kernel. A user who turned the knob on still sees the log.
+    """
+    from triton import knobs
+
+    shown = knobs.nvidia.dump_ptxas_log
+    caught = io.StringIO()
+    try:
+        with knobs.nvidia.scope(), contextlib.redirect_stdout(caught):
+            knobs.nvidia.dump_ptxas_log = True
+            yield caught
+    finally:
+        if shown and caught.getvalue():
+            sys.stdout.write(caught.getvalue())
 
 
 def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
     """Compile a captured launch exactly as ``JITFunction._do_compile`` would (a warmup's launch:
     what Triton compiled for it while the body ran)."""
 
-    kernel = launch.compiled if launch.compiled is not None else _triton_compile(launch, target)
+    if launch.compiled is not None:
+        kernel, ptxas_log = launch.compiled, launch.ptxas_log
+    else:
+        kernel, ptxas_log = _triton_compile(launch, target)
     binary_key = "hsaco" if target.is_amd else "cubin"
     asm = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
+    if ptxas_log is not None:
+        asm[PTXAS_LOG] = ptxas_log
     meta = kernel.metadata._asdict()
     return CompiledObject(
         kernel_name=meta["name"],

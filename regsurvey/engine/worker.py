@@ -41,6 +41,7 @@ from typing import Any
 from ..analysis import analyze
 from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
 from ..compile import toolchain
+from ..compile.toolchain import PTXAS_LOG
 from ..errors import CorruptObjectError
 from ..explaining import keep_pressure
 from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, shown_site, where_raised
@@ -68,6 +69,10 @@ from .protocol import (
     ToolchainInfo,
     ToolchainOf,
 )
+
+# A compile's texts kept beside its object: what the lint, the pressure reader and a later reading
+# of the object need (ttgir is not read back).
+KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", PTXAS_LOG)
 
 
 @dataclass
@@ -424,7 +429,7 @@ class Worker:
         ext = "hsaco" if target.is_amd else "cubin"
         try:
             sha, path = self.objects.put(compiled.binary, ext, extras={
-                name: compiled.asm[name] for name in ("amdgcn", "ptx", "llir", "ttir") if name in compiled.asm})
+                name: compiled.asm[name] for name in KEPT_TEXTS if name in compiled.asm})
             ref = ObjectRef(path=path, sha256=sha)
             self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], report=report, object=ref,
                                                                 compile_s=compile_s))

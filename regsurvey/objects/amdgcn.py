@@ -245,10 +245,19 @@ def parse_functions(text: str) -> list[Function]:
     """The functions of assembler text or of an ``llvm-objdump -d`` disassembly, with their CFGs.
 
     Raises :class:`~regsurvey.errors.CorruptObjectError` (one line) for text it cannot read, such as a
-    register range that runs backwards or a register index past any register file."""
+    register range that runs backwards or a register index past any register file.
+
+    The last texts' parses are kept: a survey reads one object's text three times (the code's
+    registers, the kernarg lint, the register pressure), and parsing is most of each. Callers read
+    the functions and never change them."""
+    return list(_parsed(text))
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed(text: str) -> tuple[Function, ...]:
     if is_objdump(text):
-        return list(_parse_objdump(text))
-    return list(_parse_assembler(text))
+        return tuple(_parse_objdump(text))
+    return tuple(_parse_assembler(text))
 
 
 # -- assembler text ---------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Read an NVIDIA cubin (the ELF Triton emits for sm90/sm100): registers, spills, stack, occupancy.
 
 The only module that reads NVIDIA objects. Registers and stack come from the ``.nv.info`` attributes
-ptxas writes (REGCOUNT, FRAME_SIZE); spill bytes from the SASS, by summing the access widths of the
-STL/LDL instructions that ``nvdisasm`` prints (the cubin records no spill count: only ``ptxas -v``
-prints one, and the two agree). The disassembler is the one bundled with Triton, found without
-importing Triton.
+ptxas writes (REGCOUNT, FRAME_SIZE). The cubin records no spill count: spill bytes come from the log
+of the ``ptxas -v`` run that made the cubin, when the compile kept it (:func:`logged_spills`), else
+from the SASS, by summing the access widths of the STL/LDL instructions that ``nvdisasm`` prints. The
+two agree (tested), and the log costs nothing where one nvdisasm run of a large kernel costs more
+than a second. The disassembler is the one bundled with Triton, found without importing Triton.
 """
 
 from __future__ import annotations
@@ -92,9 +93,13 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
 
 
 def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: Target, sass: str | None = None,
-                    want_sass: bool = False) -> tuple[NvidiaResources, str | None]:
+                    want_sass: bool = False, ptxas_log: str | None = None) -> tuple[NvidiaResources, str | None]:
     """:func:`read_cubin`, and the SASS it read: disassembled when the kernel has a stack frame (its
-    spills are counted there) or ``want_sass``; otherwise ``sass`` as given (maybe None)."""
+    spills are counted there) or ``want_sass``; otherwise ``sass`` as given (maybe None).
+
+    ``ptxas_log``: what ``ptxas -v`` printed when it made this cubin. A kernel with a stack frame
+    takes its spill bytes from there, without disassembling, when the log names the kernel with the
+    cubin's own frame size; any other log is not this cubin's, and the SASS counts instead."""
     if not target.is_nvidia:
         raise ValueError(f"read_cubin needs an NVIDIA target, not {target.name}")
     try:
@@ -118,10 +123,14 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
         raise CorruptObjectError(f"cubin has no REGCOUNT for kernel {kernel}")
     stack = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
     # Spills go to local memory, which is the stack frame: with no frame there is no STL/LDL to
-    # count, and nvdisasm (about 0.4 s a run, more than many compiles) is skipped.
-    if sass is None and (stack or want_sass):
+    # count, and nvdisasm (0.3 s to more than a second a run, more than many compiles) is skipped.
+    logged = logged_spills(ptxas_log, kernel, stack) if stack and sass is None and ptxas_log else None
+    if sass is None and ((stack and logged is None) or want_sass):
         sass = disassemble(data)
-    stores, loads = spill_bytes(sass) if stack and sass is not None else (0, 0)
+    if logged is not None:
+        stores, loads = logged
+    else:
+        stores, loads = spill_bytes(sass) if stack and sass is not None else (0, 0)
     # What the driver reports as the kernel's shared memory: static (SHARED_SIZE_BYTES) + dynamic.
     shared = shared_bytes + static_shared
     blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
@@ -134,6 +143,23 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
         occupancy_blocks=blocks,
         occupancy_warps=blocks * num_warps,
     ), sass
+
+
+# ptxas -v, for each function it compiles: "ptxas info    : Function properties for NAME" and, on the
+# next line, "N bytes stack frame, N bytes spill stores, N bytes spill loads".
+_FUNCTION_PROPERTIES = re.compile(
+    r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
+
+
+def logged_spills(log: str, kernel: str, stack: int) -> tuple[int, int] | None:
+    """Spill store and load bytes of ``kernel`` as ``ptxas -v`` printed them in ``log``, or None when
+    the log has no properties for that kernel or gives another frame size than ``stack`` (the cubin's
+    FRAME_SIZE): then the log was not made with this cubin."""
+    for match in _FUNCTION_PROPERTIES.finditer(log):
+        if match[1] == kernel:
+            return (int(match[3]), int(match[4])) if int(match[2]) == stack else None
+    return None
 
 
 def _static_shared(elf: ELFFile, kernel: str, target: Target) -> int:
