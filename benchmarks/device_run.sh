@@ -69,6 +69,13 @@ if want speed11; then
   timeout "${SPEED11_TIMEOUT:-520}" python3 benchmarks/before_after.py --old "$OLD" --targets "${SPEED11_TARGETS:-sm90}" \
     --jobs 1 --repeat "${SPEED11_REPEAT:-3}" --diff --server-jobs "${SPEED11_SERVER_JOBS:-16}" 2>&1 | tee "$OUT/speed11.txt"
 fi
+if want imports; then
+  # What a first survey waits for before its first compile: the worker forkserver's imports (three runs).
+  echo "== imports of a worker: torch, triton, regsurvey's preload (Triton's own hash, the backends)"
+  for i in 1 2 3; do
+    timeout 120 python3 -c 'import time; t = time.perf_counter(); import torch; a = time.perf_counter(); import triton; b = time.perf_counter(); import regsurvey.engine._worker_preload; c = time.perf_counter(); print(f"torch {a - t:.2f} s, triton {b - a:.2f} s, preload {c - b:.2f} s")'
+  done
+fi
 if want ray-check; then
   echo "== ray: a 2-CPU instance here"
   timeout 120 python3 -c 'import ray, time; t = time.time(); ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR"); print(ray.cluster_resources(), f"{time.time() - t:.1f} s"); ray.shutdown()'
