@@ -100,7 +100,7 @@ def compare(repo: Path, work: Path, name: str, cpus: int, nodes: int, targets: t
 
     local, ok, _ = survey(repo, work, f"{name}-local", cpus, targets, None)
     walls = {"local": local}
-    overhead = {}
+    overhead, driver, calls = {}, {}, {}
     shared: dict[int, tuple[int, int]] = {}
     for n in sorted({1, nodes}):
         c = cluster(n, cpus, work / f"{name}-cluster{n}")
@@ -111,6 +111,8 @@ def compare(repo: Path, work: Path, name: str, cpus: int, nodes: int, targets: t
             c.shutdown()
         walls[f"ray{n}"] = wall
         overhead[n] = timing.get("ray_overhead_per_build_ms", float("nan"))
+        driver[n] = timing.get("ray_driver_cpu_per_build_ms", float("nan"))
+        calls[n] = int(timing.get("ray_calls", 0))
         shared[n] = (int(timing.get("keys_shared", 0)), int(timing.get("launches_shared", 0)))
         if ok_ray != ok:
             print(f"   (Ray on {n} node(s) built {ok_ray} builds, the local pool {ok})")
@@ -120,7 +122,8 @@ def compare(repo: Path, work: Path, name: str, cpus: int, nodes: int, targets: t
     print(f"{name}: {ok} builds on {cpus} CPUs: local pool {local:6.1f} s | Ray 1 node {walls['ray1']:6.1f} s "
           f"({walls['ray1'] / local:.2f}x local){many} | overhead per build measured by Ray: "
           f"{overhead[1]:.1f} ms (1 node), {overhead[nodes]:.1f} ms ({nodes} nodes); keys shared on Ray: "
-          f"{shared}")
+          f"{shared}; the driver's CPU per build: {driver[1]:.1f} ms (1 node), {driver[nodes]:.1f} ms "
+          f"({nodes} nodes); Ray calls: {calls[1]}, {calls[nodes]}")
     print("   seconds per build per CPU: " + ", ".join(
         f"{label} {wall * cpus / max(1, ok):.2f}" for label, wall in walls.items()), flush=True)
 
