@@ -29,6 +29,8 @@ import sys
 import time
 import uuid
 from collections import deque
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,6 +58,9 @@ DEPTH = 2
 # HELP_COPIES of each (a copy of a key of one launch waits for it and answers its rows).
 HELP_MIN_S = 2.0
 HELP_COPIES = 4
+
+# Threads writing what comes back into the local store.
+STORING_THREADS = 4
 
 # Environment variables the actors take from the survey's environment (Triton's settings, regsurvey's);
 # paths that mean something only here stay here.
@@ -188,8 +193,9 @@ class RaySurvey:
 
     # -- storing what comes back
 
-    def receive(self, shipped: KeyShipped) -> None:
-        """Store the objects, their texts and result-cache entries a call brought back."""
+    def store(self, shipped: KeyShipped) -> None:
+        """Store the objects, their texts and result-cache entries a call brought back (on a storing
+        thread: it writes files, and touches nothing else of the survey's)."""
         for obj in shipped.objects:
             sha, rel = self.objects.put(obj.binary, obj.ext)
             if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
@@ -201,6 +207,9 @@ class RaySurvey:
                     atomic_write(beside, data)
         for triton_hash, entry in shipped.cached.items():
             self.cache.put(triton_hash, entry)
+
+    def account(self, shipped: KeyShipped) -> None:
+        """Add a call's timing to the survey's, and show its notes."""
         answer = shipped.answer
         if isinstance(answer, KeyFinished):
             for phase, seconds in answer.timing.items():
@@ -400,11 +409,27 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
         print(f"regsurvey: warning: {why}; its keys are surveyed again", file=sys.stderr)
         replace_actor()
 
+    def stored() -> None:
+        """The answers whose objects are stored now: their rows are the survey's (in the order answered)."""
+        while storing and storing[0][2].done():
+            key, shipped, written = storing.popleft()
+            written.result()  # a store that failed (a full disk) fails the survey, as it would here
+            state.account(shipped)
+            if isinstance(shipped.answer, KeyFinished):
+                copy_done(key, list(shipped.answer.rows))
+            else:
+                copy_done(key, [_error_row(key, shipped.answer.error, transient=shipped.answer.transient)])
+
     for _ in range(capacity - len(state.actors)):
         state.spawn(_wanted_target(pending, state.actors, cost))
 
+    # What comes back is written into the local store on threads of its own (files: the writes run beside
+    # each other and beside this loop), so the loop's own time per build is Ray's and the bookkeeping.
+    writers = ThreadPoolExecutor(max_workers=STORING_THREADS, thread_name_prefix="regsurvey-store")
+    storing: deque[tuple[Key, KeyShipped, Future[None]]] = deque()
     try:
-        while pending or any(a.calls for a in state.actors):
+        while pending or storing or any(a.calls for a in state.actors):
+            stored()
             now = time.monotonic()
             replaced = False
             for actor in list(state.actors):
@@ -433,13 +458,18 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             if not heads:
                 if pending and not state.actors:
                     state.spawn(_wanted_target(pending, state.actors, cost))
-                time.sleep(0.05)
+                if storing:
+                    futures.wait([storing[0][2]], timeout=0.05)
+                else:
+                    time.sleep(0.05)
                 continue
             wait_for = max(0.0, min(a.head_since + options.timeout - now for a in heads.values()))
             if pending and len(state.actors) < capacity:
                 wait_for = min(wait_for, 0.5)  # look for room for another actor now and then
             if not pending and any(not a.calls for a in state.actors):
                 wait_for = min(wait_for, 0.5)  # an idle actor may soon help with a key running long
+            if storing:
+                wait_for = min(wait_for, 0.005)  # answers being stored: their rows are taken as they are
             ready, _ = ray.wait(list(heads), num_returns=1, timeout=wait_for)
             if ready:
                 ready, _ = ray.wait(list(heads), num_returns=len(heads), timeout=0)
@@ -461,11 +491,7 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
                 if actor.answered > 1:  # the first call also waited for the actor to start and import the project
                     state.timed_calls += 1
                     state.overhead_s += max(0.0, took - shipped.seconds)
-                state.receive(shipped)
-                if isinstance(shipped.answer, KeyFinished):
-                    copy_done(key, list(shipped.answer.rows))
-                else:
-                    copy_done(key, [_error_row(key, shipped.answer.error, transient=shipped.answer.transient)])
+                storing.append((key, shipped, writers.submit(state.store, shipped)))
                 state.nodes.add(shipped.node)
             now = time.monotonic()
             for actor in list(state.actors):
@@ -483,5 +509,7 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     except BaseException:
         state.close()
         raise
+    finally:
+        writers.shutdown(wait=True)
     state.keys_shared, state.launches_shared = copies.keys_shared, copies.launches_shared
     return results
