@@ -122,7 +122,7 @@ def compare(repo: Path, work: Path, name: str, cpus: int, nodes: int, targets: t
     print(f"{name}: {ok} builds on {cpus} CPUs: local pool {local:6.1f} s | Ray 1 node {walls['ray1']:6.1f} s "
           f"({walls['ray1'] / local:.2f}x local){many} | overhead per build measured by Ray: "
           f"{overhead[1]:.1f} ms (1 node), {overhead[nodes]:.1f} ms ({nodes} nodes); keys shared on Ray: "
-          f"{shared}; the driver's CPU per build: {driver[1]:.1f} ms (1 node), {driver[nodes]:.1f} ms "
+          f"{shared}; the driver loop's CPU per build: {driver[1]:.1f} ms (1 node), {driver[nodes]:.1f} ms "
           f"({nodes} nodes); Ray calls: {calls[1]}, {calls[nodes]}")
     print("   seconds per build per CPU: " + ", ".join(
         f"{label} {wall * cpus / max(1, ok):.2f}" for label, wall in walls.items()), flush=True)
