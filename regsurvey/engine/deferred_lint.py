@@ -26,6 +26,7 @@ from ..store.files import WriteError
 # little per instruction: the demo's 133 sm90 cubins took 6.8 s of nvdisasm CPU in batches of 16 and
 # 3.1 s in one run. Larger batches cost no tail: once every key is handed out, batches start at once.
 BATCH = 64
+DRAIN_CHUNK = 16
 
 
 def _unlinted_cubin(row: Row) -> bool:
@@ -59,7 +60,10 @@ class DeferredLint:
                 self.sent.add(row.object.sha256)
                 self.waiting.append(row)
         if self.waiting and (draining or len(self.waiting) >= BATCH):
-            self._send(self.waiting, jobs=1)
+            # Draining, the compiles are ending and cores free up: what waits goes in parallel runs of at
+            # most DRAIN_CHUNK cubins, so that the last key's lint is not one long run at the end.
+            runs = min(self.jobs, -(-len(self.waiting) // DRAIN_CHUNK)) if draining else 1
+            self._send(self.waiting, jobs=runs)
             self.waiting = []
 
     def _send(self, rows: list[Row], jobs: int) -> None:

@@ -52,3 +52,29 @@ def test_batches_lint_every_frameless_cubin_as_lint_does(sm90_rows: tuple[Worker
         cached = cache.get(row.triton_hash)
         assert cached is not None and cached.report.findings == tuple(replace(f, key=None) for f in row.lint or ())
 
+
+
+def test_what_waits_when_the_keys_run_out_is_linted_in_parallel_runs(sm90_rows: tuple[Worker, list],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from regsurvey import linting
+
+    worker, per_key = sm90_rows
+    rows = [r for rows in per_key for r in rows]
+    runs: list[tuple[int, int]] = []
+    real = linting.lint_objects
+
+    def spy(batch, objects, jobs=1):  # type: ignore[no-untyped-def]
+        runs.append((len(batch), jobs))
+        return real(batch, objects, jobs)
+
+    monkeypatch.setattr(linting, "lint_objects", spy)
+    monkeypatch.setattr(deferred_lint, "DRAIN_CHUNK", 1)
+    deferred = DeferredLint(worker.objects.root, jobs=2)
+    for rows_of_key in per_key[:-1]:
+        deferred.add(rows_of_key)
+    assert deferred.batches == [] and deferred.waiting  # under BATCH: nothing started
+    deferred.add(per_key[-1], draining=True)
+    linted, _ = deferred.finish(rows)
+    objects = len({r.object.sha256 for r in rows})
+    assert objects > 2 and runs == [(objects, 2)]  # one batch, in as many nvdisasm runs as the survey has workers
+    assert all(r.lint is not None for r in linted)
