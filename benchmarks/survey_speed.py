@@ -127,8 +127,10 @@ def _scaling_once(work: Path, targets: str, n: int, costs: Path | None, key_args
     if costs is not None:
         shutil.copy(costs, store / "costs.json")
     env = dict(served or os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{label}"))
+    busy = machine_cpu_seconds()
     wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",
                                str(store), "--format", "json", *key_args], ROOT, env)
+    busy = machine_cpu_seconds() - busy
     assert data is not None
     seconds = key_seconds(data)
     bound = max(max(seconds.values()), sum(seconds.values()) / n)
@@ -148,6 +150,22 @@ def _scaling_once(work: Path, targets: str, n: int, costs: Path | None, key_args
         strict = max(max(seconds.values()), floor / n)
         print(f"          against the bare loop's {floor:.1f} s / {n}: bound {strict:.1f} s, ratio {wall / strict:.2f}")
     print(f"          {breakdown(data)}   outside the survey {wall - data['timing']['wall_s']:.1f}")
+    cores = len(os.sched_getaffinity(0))
+    share = 100 * busy / (cores * wall)
+    print(f"          the machine's CPU busy {busy:.1f} s of {cores} x {wall:.1f} s ({share:.0f} %); "
+          f"beyond the compile seconds {busy - sum(seconds.values()):.1f} s")
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat: all but idle and iowait), the
+    survey's every process counted (workers, finishing processes, nvdisasm, the survey itself); 0 where
+    there is no /proc."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def start_server(work: Path) -> dict[str, str]:
