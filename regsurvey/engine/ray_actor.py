@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..model.keys import Key
+from ..store.files import atomic_write
+from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from .protocol import Failed, KeyFinished, KeysListed, ToolchainInfo
 
@@ -87,6 +89,21 @@ class KeyShipped:
     cached: dict[str, CachedResult] = field(default_factory=dict)
     seconds: float = 0.0
     node: str = ""  # the Ray node id of the actor that answered
+
+    def store(self, objects: ObjectStore, cache: ResultCache) -> None:
+        """Put the objects, their texts and result-cache entries into the survey's store (thread-safe: each
+        file is written whole, and an object's bytes are its name)."""
+        for obj in self.objects:
+            sha, rel = objects.put(obj.binary, obj.ext)
+            if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
+                raise ValueError(f"object {obj.sha256} arrived altered")
+            path = objects.root.parent / rel
+            for name, data in obj.texts.items():
+                beside = path.with_name(f"{sha}.{name}.gz")
+                if not beside.exists():
+                    atomic_write(beside, data)
+        for triton_hash, entry in self.cached.items():
+            cache.put(triton_hash, entry)
 
 
 # -- the actor --------------------------------------------------------------------------------------------

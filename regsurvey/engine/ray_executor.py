@@ -43,7 +43,6 @@ from ..model.results import Row, Survey
 from ..model.targets import DEFAULT_LIST_TARGET, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
-from ..store.files import atomic_write
 from .protocol import Failed, KeyFinished
 from .ray_actor import KeyShipped, SurveyActor, pack_tree
 
@@ -191,22 +190,7 @@ class RaySurvey:
             raise SurveyError(answer.error)
         return answer
 
-    # -- storing what comes back
-
-    def store(self, shipped: KeyShipped) -> None:
-        """Store the objects, their texts and result-cache entries a call brought back (on a storing
-        thread: it writes files, and touches nothing else of the survey's)."""
-        for obj in shipped.objects:
-            sha, rel = self.objects.put(obj.binary, obj.ext)
-            if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
-                raise ValueError(f"object {obj.sha256} arrived altered")
-            path = self.objects.root.parent / rel
-            for name, data in obj.texts.items():
-                beside = path.with_name(f"{sha}.{name}.gz")
-                if not beside.exists():
-                    atomic_write(beside, data)
-        for triton_hash, entry in shipped.cached.items():
-            self.cache.put(triton_hash, entry)
+    # -- what comes back
 
     def account(self, shipped: KeyShipped) -> None:
         """Add a call's timing to the survey's, and show its notes."""
@@ -491,7 +475,7 @@ def _run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
                 if actor.answered > 1:  # the first call also waited for the actor to start and import the project
                     state.timed_calls += 1
                     state.overhead_s += max(0.0, took - shipped.seconds)
-                storing.append((key, shipped, writers.submit(state.store, shipped)))
+                storing.append((key, shipped, writers.submit(shipped.store, state.objects, state.cache)))
                 state.nodes.add(shipped.node)
             now = time.monotonic()
             for actor in list(state.actors):
