@@ -12,6 +12,7 @@ kernel whose SASS reads the bank at a register offset is not judged at all.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,8 +78,21 @@ def _ptx_reads(ptx: str, params: Sequence[PtxParam]) -> tuple[dict[int, tuple[st
     loads: dict[int, tuple[str, int]] = {}
     escaped: set[int] = set()
     body_start = ptx.find("{", _ENTRY.search(ptx).end()) if _ENTRY.search(ptx) else 0  # type: ignore[union-attr]
-    first_line = ptx.count("\n", 0, body_start) + 1
-    for number, line in enumerate(ptx[body_start:].splitlines(), start=first_line):
+    if body_start < 0 or not by_name:
+        return loads, escaped
+    # Only the lines that name a parameter matter: found by one search over the body (a kernel's PTX runs
+    # to thousands of lines, and reading each one's words cost more than the rest of the lint).
+    named = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, sorted(by_name, key=len, reverse=True)))
+                       + r")(?![\w$])")
+    starts = sorted({ptx.rfind("\n", 0, at) + 1 for at in _matches(named, ptx, body_start, os.path.commonprefix(
+        list(by_name)))})
+    number, counted = ptx.count("\n", 0, body_start) + 1, body_start
+    for start in starts:
+        start = max(start, body_start)
+        number += ptx.count("\n", counted, start)
+        counted = start
+        end = ptx.find("\n", start)
+        line = ptx[start:] if end < 0 else ptx[start:end]
         code = line.split("//", 1)[0]
         mentioned = [n for n in re.findall(r"[\w$]+", code) if n in by_name]
         if not mentioned:
@@ -91,6 +105,20 @@ def _ptx_reads(ptx: str, params: Sequence[PtxParam]) -> tuple[dict[int, tuple[st
             else:
                 escaped.add(index)
     return loads, escaped
+
+
+def _matches(pattern: re.Pattern[str], text: str, start: int, prefix: str) -> list[int]:
+    """Where ``pattern`` matches in ``text`` from ``start``; every match begins with ``prefix`` (Triton names
+    its parameters ``<kernel>_param_<i>``), so only where the prefix occurs is the pattern tried."""
+    if len(prefix) < 4:
+        return [m.start() for m in pattern.finditer(text, start)]
+    found = []
+    at = text.find(prefix, start)
+    while at >= 0:
+        if pattern.match(text, at):
+            found.append(at)
+        at = text.find(prefix, at + 1)
+    return found
 
 
 def sass_bank_reads(sass: str) -> tuple[list[tuple[int, int]], bool]:

@@ -176,3 +176,15 @@ def test_a_struct_parameter_takes_its_own_align() -> None:
     ptx = ".visible .entry k(\n\t.param .u32 n,\n\t.param .align 16 .b8 s[32],\n\t.param .u64 p\n)\n{\n}\n"
     _, params = ptx_params(ptx)
     assert [(p.name, p.offset, p.size) for p in params] == [("n", 0, 4), ("s", 16, 32), ("p", 48, 8)]
+
+
+def test_parameters_of_any_names_are_found_where_the_ptx_reads_them() -> None:
+    from regsurvey.lint.nvidia import _ptx_reads
+
+    # Names with no common prefix (not Triton's): every line is searched; a name inside another name, or
+    # in a comment, is no mention.
+    ptx = (".visible .entry k(\n\t.param .u64 p,\n\t.param .u32 n\n)\n{\n\tld.param.u32 \t%r1, [n];\n"
+           "\tmov.b64 \t%rd2, p; // n\n\tadd.s32 \t%r3, %r1, pn;\n\tret;\n}\n")
+    _, params = ptx_params(ptx)
+    loads, escaped = _ptx_reads(ptx, params)
+    assert loads == {1: ("ld.param.u32 %r1, [n];", 6)} and escaped == {0}
