@@ -126,7 +126,8 @@ def _scaling_once(work: Path, targets: str, n: int, costs: Path | None, key_args
     store.mkdir()
     if costs is not None:
         shutil.copy(costs, store / "costs.json")
-    env = dict(served or os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{label}"))
+    timeline = work / f"timeline-j{label}.json"
+    env = dict(served or os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{label}"), REGSURVEY_TIMELINE=str(timeline))
     busy = machine_cpu_seconds()
     wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",
                                str(store), "--format", "json", *key_args], ROOT, env)
@@ -150,10 +151,47 @@ def _scaling_once(work: Path, targets: str, n: int, costs: Path | None, key_args
         strict = max(max(seconds.values()), floor / n)
         print(f"          against the bare loop's {floor:.1f} s / {n}: bound {strict:.1f} s, ratio {wall / strict:.2f}")
     print(f"          {breakdown(data)}   outside the survey {wall - data['timing']['wall_s']:.1f}")
+    if timeline.is_file():
+        print(f"          {timeline_summary(json.loads(timeline.read_text()))}")
     cores = len(os.sched_getaffinity(0))
     share = 100 * busy / (cores * wall)
     print(f"          the machine's CPU busy {busy:.1f} s of {cores} x {wall:.1f} s ({share:.0f} %); "
           f"beyond the compile seconds {busy - sum(seconds.values()):.1f} s")
+
+
+def timeline_summary(data: dict) -> str:
+    """Where the compile slots' time went, from the survey's timeline (``REGSURVEY_TIMELINE``; seconds since
+    the keys were listed): each worker's keys from dispatch to compiled, the gaps between a compile and the
+    worker's next key, the wait for the last compile, and the survey's last steps after it."""
+    per: dict[str, list[tuple[float, str]]] = {}
+    marks: dict[str, float] = {}
+    for t, event, who, _ in data["events"]:
+        if who:
+            per.setdefault(who, []).append((t, event))
+        else:
+            marks[event] = t
+    compiled_at = [t for events in per.values() for t, e in events if e == "compiled"]
+    if not compiled_at or "end" not in marks:
+        return "timeline: empty"
+    last = max(compiled_at)
+    busy = first = gaps = tail = 0.0
+    longest_gap = 0.0
+    for events in per.values():
+        sent = [t for t, e in events if e == "sent"]
+        done = [t for t, e in events if e == "compiled"]
+        if not sent:
+            continue
+        first += sent[0]
+        busy += sum(d - s for s, d in zip(sent, done))
+        between = [s - d for d, s in zip(done, sent[1:])]
+        gaps += sum(between)
+        longest_gap = max([longest_gap, *between])
+        if done:
+            tail += last - done[-1]
+    after = {m: marks[m] - last for m in ("keys done", "workers closed", "lint done", "end") if m in marks}
+    return (f"timeline: slots busy {busy:.1f} s, before their first key {first:.1f} s, between keys {gaps:.1f} s "
+            f"(longest {longest_gap:.2f} s), waiting for the last compile {tail:.1f} s; after it: "
+            + ", ".join(f"{m} +{v:.2f}" for m, v in after.items()))
 
 
 def machine_cpu_seconds() -> float:

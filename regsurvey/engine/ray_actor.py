@@ -20,9 +20,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..model.keys import Key
 from ..store.files import atomic_write
+from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from .protocol import Failed, KeyFinished, KeysListed, ToolchainInfo
@@ -93,26 +95,40 @@ class KeyShipped:
     def store(self, objects: ObjectStore, cache: ResultCache) -> None:
         """Put the objects, their texts and result-cache entries into the survey's store (thread-safe: each
         file is written whole, and an object's bytes are its name)."""
-        for obj in self.objects:
-            sha, rel = objects.put(obj.binary, obj.ext)
-            if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
-                raise ValueError(f"object {obj.sha256} arrived altered")
-            path = objects.root.parent / rel
-            for name, data in obj.texts.items():
-                beside = path.with_name(f"{sha}.{name}.gz")
-                if not beside.exists():
-                    atomic_write(beside, data)
+        store_objects(self.objects, objects)
         for triton_hash, entry in self.cached.items():
             cache.put(triton_hash, entry)
+
+
+def store_objects(shipped: tuple[ShippedObject, ...], objects: ObjectStore) -> None:
+    """Put objects that came back, with their texts, into the survey's store."""
+    for obj in shipped:
+        sha, rel = objects.put(obj.binary, obj.ext)
+        if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
+            raise ValueError(f"object {obj.sha256} arrived altered")
+        path = objects.root.parent / rel
+        for name, data in obj.texts.items():
+            beside = path.with_name(f"{sha}.{name}.gz")
+            if not beside.exists():
+                atomic_write(beside, data)
+
+
+def _shipped(objects: ObjectStore, rel: str, sha: str) -> ShippedObject:
+    """The stored object ``rel`` and the texts kept beside it, to send."""
+    path = objects.root.parent / rel
+    texts = {p.name[len(sha) + 1:-3]: p.read_bytes() for p in path.parent.glob(f"{sha}.*.gz")}
+    return ShippedObject(sha, path.suffix[1:], objects.get(rel, sha), texts)
 
 
 # -- the actor --------------------------------------------------------------------------------------------
 
 
 class _WithSurveyStore(ResultCache):
-    """A node's results of identical kernels, then those of the survey's own store (sent with the checkout):
-    a kernel compiled before, on any commit, is reused on the node as it would be locally. Its row names the
-    object in the survey's store, which the node does not have (and need not send back)."""
+    """A node's results of identical kernels, then those ``known`` elsewhere: the survey's own store's (sent
+    with the checkout: a kernel compiled before, on any commit, is reused on the node as it would be
+    locally) and those other nodes compiled in this survey (:class:`ClusterInFlight` adds them). Such a
+    row names an object the node does not have: it is in the survey's store, or comes back to it with the
+    answer of the node that compiled it."""
 
     def __init__(self, own: ResultCache, known: dict[str, CachedResult]):
         super().__init__(own.objects, own.warn)
@@ -122,6 +138,169 @@ class _WithSurveyStore(ResultCache):
         return super().get(triton_hash) or self.known.get(triton_hash)
 
 
+# -- builds claimed across the cluster's nodes ---------------------------------------------------------------
+
+# Seconds an actor waits on the claims service per call, while another node compiles a kernel it needs (it
+# asks again until that build is settled or its holder is lost).
+CLAIM_WAIT_S = 5.0
+
+
+class BuildClaims:
+    """The survey's build locks across nodes (one Ray actor per survey, :func:`claims_class`): the node
+    stores' ``flock`` (:mod:`regsurvey.store.inflight`) serves one node's actors; this serves the nodes,
+    which share no files. An actor about to compile a kernel claims its Triton hash here; the holder
+    settles it with the kernel's result-cache entry (or its failure), which an actor of another node
+    waiting for it takes instead of compiling: a row naming the object, whose bytes come back to the survey
+    with the holder's answer. A holder lost (the survey tells :meth:`lost`) frees its claims.
+
+    Async: a call waiting for a build does not hold up the others."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.holders: dict[str, tuple[str, str]] = {}  # Triton hash -> (actor, node) compiling it
+        self.settled: dict[str, tuple[CachedResult | None, str | None, str]] = {}  # -> (entry, failure, node)
+        self.changed = asyncio.Condition()
+        self.across = 0  # builds an actor took from another node's compile
+
+    def _answer(self, triton_hash: str, who: str, node: str) -> tuple[str, CachedResult | None, str | None]:
+        if triton_hash in self.settled:
+            entry, failure, where = self.settled[triton_hash]
+            if where != node:
+                self.across += 1
+            return "done", entry, failure
+        holder = self.holders.get(triton_hash)
+        if holder is None or holder[0] == who:
+            self.holders[triton_hash] = (who, node)
+            return "yours", None, None
+        return "held", None, None
+
+    async def claim(self, triton_hash: str, who: str, node: str,
+                    wait_s: float = 0.0) -> tuple[str, CachedResult | None, str | None]:
+        """("yours", ...): ``who`` compiles it now; ("done", entry, failure): settled (``entry`` the result,
+        or ``failure`` the error); ("held", ...): another actor compiles it still (after ``wait_s``)."""
+        import asyncio
+
+        async with self.changed:
+            answer = self._answer(triton_hash, who, node)
+            if answer[0] == "held" and wait_s > 0:
+                try:
+                    await asyncio.wait_for(self.changed.wait_for(
+                        lambda: self._answer_ready(triton_hash, who)), timeout=wait_s)
+                except asyncio.TimeoutError:
+                    pass
+                answer = self._answer(triton_hash, who, node)
+            return answer
+
+    def _answer_ready(self, triton_hash: str, who: str) -> bool:
+        holder = self.holders.get(triton_hash)
+        return triton_hash in self.settled or holder is None or holder[0] == who
+
+    async def settle(self, triton_hash: str, who: str, entry: CachedResult | None, failure: str | None) -> None:
+        """``who``'s build of ``triton_hash`` ended: its result ``entry``, or ``failure``, or neither (left
+        no result: the next to claim it compiles it)."""
+        async with self.changed:
+            holder = self.holders.get(triton_hash)
+            if holder is not None and holder[0] == who:
+                del self.holders[triton_hash]
+                if entry is not None or failure is not None:
+                    self.settled[triton_hash] = (entry, failure, holder[1])
+            self.changed.notify_all()
+
+    async def lost(self, who: str) -> None:
+        """``who`` is gone (killed, lost, or done): its claims are free."""
+        async with self.changed:
+            for triton_hash in [h for h, (holder, _) in self.holders.items() if holder == who]:
+                del self.holders[triton_hash]
+            self.changed.notify_all()
+
+    async def stats(self) -> dict[str, int]:
+        return {"builds_across_nodes": self.across}
+
+
+def claims_class() -> Any:
+    import ray
+
+    return ray.remote(num_cpus=0, max_restarts=0)(BuildClaims)
+
+
+class _ClaimedLock(BuildLock):
+    """A node's build lock that is also the cluster's claim: released, it settles the claim with what the
+    node's result cache holds of the kernel (or the failure recorded)."""
+
+    def __init__(self, local: BuildLock, cluster: ClusterInFlight, triton_hash: str):
+        super().__init__(local.fd, local.base, local.waited)  # type: ignore[arg-type]
+        local.fd = None  # this lock owns the descriptor now
+        self.cluster = cluster
+        self.triton_hash = triton_hash
+        self.error: str | None = None
+
+    def fail(self, error: str) -> None:
+        super().fail(error)
+        self.error = error
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self.cluster.settle(self.triton_hash, None if self.error else self.cluster.own.get(self.triton_hash),
+                                self.error)
+        super().release()
+
+
+class ClusterInFlight(InFlight):
+    """The build locks of an actor: its node's (``flock``, shared with its node-mates), then the survey's
+    claims across nodes (:class:`BuildClaims`). A build another node settled is taken from there: its entry
+    goes into ``known`` (what the actor's result cache answers besides its own), its failure into the
+    node's failure record. Should the claims service fail, the node's locks alone hold (as before it)."""
+
+    def __init__(self, objects_root: Path, claims: Any, who: str, node: str, own: ResultCache,
+                 known: dict[str, CachedResult]):
+        super().__init__(objects_root)
+        self.claims = claims
+        self.who = who
+        self.node = node
+        self.own = own
+        self.known = known
+
+    def _ask(self, triton_hash: str, wait_s: float) -> tuple[str, CachedResult | None, str | None] | None:
+        import ray
+
+        try:
+            return ray.get(self.claims.claim.remote(triton_hash, self.who, self.node, wait_s))
+        except ray.exceptions.RayError:
+            self.claims = None  # the service is gone: this node's locks alone from now on
+            return None
+
+    def settle(self, triton_hash: str, entry: CachedResult | None, failure: str | None) -> None:
+        if self.claims is not None:
+            self.claims.settle.remote(triton_hash, self.who, entry, failure)  # not awaited: the answer is nothing
+
+    def take(self, triton_hash: str, wait: bool = True) -> BuildLock | None:
+        lock = super().take(triton_hash, wait)
+        if self.claims is None or lock is None or triton_hash in self.known or self.own.has(triton_hash):
+            return lock  # compiled on this node (or known), or no claims: as on one machine
+        try:
+            while True:
+                answer = self._ask(triton_hash, CLAIM_WAIT_S if wait else 0.0)
+                if answer is None or answer[0] == "yours":
+                    claimed = _ClaimedLock(lock, self, triton_hash) if answer is not None else lock
+                    return claimed
+                state, entry, failure = answer
+                if state == "done":
+                    if entry is not None:
+                        self.known[triton_hash] = entry
+                    elif failure is not None:
+                        lock.fail(failure)
+                    lock.waited = True
+                    return lock
+                if not wait:
+                    lock.release()
+                    raise HeldElsewhere(triton_hash)
+                lock.waited = True
+        except BaseException:
+            lock.release()
+            raise
+
+
 class SurveyActor:
     """One worker on a node of the cluster: the checkout unpacked once, imported for one target.
 
@@ -129,7 +308,8 @@ class SurveyActor:
     """
 
     def __init__(self, tree: bytes, target: str, environ: dict[str, str], own_triton_cache: bool,
-                 known: dict[str, CachedResult] | None = None, survey: str = ""):
+                 known: dict[str, CachedResult] | None = None, survey: str = "", claims: Any = None,
+                 who: str = ""):
         import ray
 
         from .worker import Worker
@@ -153,8 +333,12 @@ class SurveyActor:
         sys.path.insert(0, str(root))
         self.node = ray.get_runtime_context().get_node_id()
         self.worker = Worker(root, root / "keys", self.shared / "objects", target)
-        if known:
-            self.worker.results = _WithSurveyStore(self.worker.results, known)
+        own = self.worker.results
+        known = dict(known or {})  # and the results other nodes settle (ClusterInFlight adds them)
+        self.worker.results = _WithSurveyStore(own, known)
+        if claims is not None:
+            self.worker.inflight = ClusterInFlight(self.worker.objects.root, claims, who or self.marker.name,
+                                                   self.node, own, known)
         try:
             self.worker.kinds()  # warm up: torch, Triton, the project's kernels, before the first key
         except BaseException:  # noqa: S110 - reported again, with its message, when a call needs the keys
@@ -200,8 +384,7 @@ class SurveyActor:
             sha = row.object.sha256
             if not path.is_file():  # reused from the survey's store (_WithSurveyStore): it is there already
                 continue
-            texts = {p.name[len(sha) + 1:-3]: p.read_bytes() for p in path.parent.glob(f"{sha}.*.gz")}
-            objects[sha] = ShippedObject(sha, path.suffix[1:], worker.objects.get(row.object.path, sha), texts)
+            objects[sha] = _shipped(worker.objects, row.object.path, sha)
             if row.triton_hash and row.triton_hash not in cached:
                 entry = worker.results.get(row.triton_hash)
                 if entry is not None:
@@ -209,6 +392,13 @@ class SurveyActor:
         answer = KeyFinished(key, rows, timing=worker.take_timing(), ready_at=worker.ready_at,
                              peak_rss_mb=peak_rss_mb(), notes=worker.take_notes())
         return KeyShipped(answer, tuple(objects.values()), cached, time.perf_counter() - start, self.node)
+
+    def ship(self, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
+        """The objects of ``wanted`` (sha256 -> path in the store) that the node's store holds: those whose
+        holder's answer was lost, asked for at the survey's end."""
+        objects = self.worker.objects
+        return tuple(_shipped(objects, path, sha) for sha, path in wanted.items()
+                     if (objects.root.parent / path).is_file())
 
     def close(self) -> None:
         """Remove this actor's directory (the checkout), and the node's store of the survey when no other

@@ -82,6 +82,9 @@ class _Worker:
 _COMPILING = ("capture_s", "hash_s", "compile_s")  # a worker's compiling thread; the rest is finishing
 
 
+TIMELINE_VAR = "REGSURVEY_TIMELINE"
+
+
 @dataclass
 class SurveyTiming:
     """Where a survey's wall time went, as seconds summed over workers (``Survey.timing``).
@@ -115,6 +118,17 @@ class SurveyTiming:
     workers_started: int = 0
     keys_shared: int = 0  # keys that more than one worker surveyed side by side (sharing their launches)
     launches_shared: int = 0  # launches of those keys compiled by another worker than the first to finish
+    # REGSURVEY_TIMELINE=FILE (benchmarks): each key's dispatch, capture, compile and finish per worker, and the
+    # survey's last steps, as seconds since the keys were listed, written to FILE as JSON.
+    timeline: list[tuple[float, str, str, str]] | None = field(
+        default_factory=lambda: [] if os.environ.get(TIMELINE_VAR) else None)
+
+    def mark(self, event: str, worker: object = None, key: Key | None = None) -> None:
+        """Note ``event`` in the timeline (when one is kept)."""
+        if self.timeline is not None:
+            who = f"{id(worker):x}" if worker is not None else ""
+            self.timeline.append((round(time.monotonic() - (self.listed or self.start), 4), event, who,
+                                  f"{key.id}@{key.target}" if key else ""))
 
     def answered(self, w: _Worker, answer: KeyFinished) -> None:
         self.peak_rss_mb = max(self.peak_rss_mb, answer.peak_rss_mb)
@@ -134,6 +148,10 @@ class SurveyTiming:
                **{k: v for k, v in sorted(self.phases.items())},
                "idle_s": max(0.0, self.jobs * (end - listed) - sum(self.phases.get(p, 0.0) for p in _COMPILING)),
                "tail_s": end - self.last_dispatch if self.last_dispatch else 0.0}
+        if self.timeline is not None:
+            self.mark("end")
+            with contextlib.suppress(OSError):
+                Path(os.environ[TIMELINE_VAR]).write_text(json.dumps({"jobs": self.jobs, "events": self.timeline}))
         if workers_ready:
             out["worker_ready_max_s"] = max(workers_ready)
         if self.peak_rss_mb:
@@ -397,6 +415,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             pool.spawn(_wanted_target(ordered, pool.workers, costs.estimate))
         deferred = DeferredLint(objects_dir, options.jobs)
         results = _run_keys(pool, ordered, options, progress, timing, costs.estimate, on_rows=deferred.add)
+        timing.mark("keys done")
         costs.update(r for rows in results.values() for r in rows)
         ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
     finally:
@@ -407,7 +426,9 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
     rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
     assert deferred is not None
+    timing.mark("workers closed")
     rows, lint_s = deferred.finish(rows)
+    timing.mark("lint done")
     if lint_s:
         timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + lint_s
     targets = tuple(dict.fromkeys(k.target for k in keys))
@@ -662,6 +683,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     def send(w: _Worker, key: Key) -> None:
         w.key, w.started = key, time.monotonic()
         w.heard = timing.last_dispatch = w.started
+        timing.mark("sent", w, key)
         copies.sent(key)
         w.conn.send(SurveyKey(key, reuse=options.reuse_results))
 
@@ -675,8 +697,10 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 return
             case KeyCaptured(key=key, launches=n):
                 launches.setdefault((key.id, key.target), n)
+                timing.mark("captured", w, key)
                 return
             case KeyCompiled(key=key):
+                timing.mark("compiled", w, key)
                 if w.key == key:
                     w.finishing.append(key)
                     w.key = None
@@ -691,6 +715,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             w.finishing.remove(key)
         else:
             return
+        timing.mark("finished", w, key)
         if isinstance(message, KeyFinished):
             timing.answered(w, message)
             copy_done(key, list(message.rows))

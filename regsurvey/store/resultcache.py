@@ -82,6 +82,10 @@ class ResultCache:
             self._warn(path, f"malformed ({type(exc).__name__})")
         return None
 
+    def has(self, triton_hash: str) -> bool:
+        """Whether an entry is stored for this kernel (unchecked: :meth:`get` checks it)."""
+        return self._path(triton_hash).is_file()
+
     def entries(self) -> dict[str, CachedResult]:
         """Every entry of this reader revision whose checksum holds and whose object file is present, by
         Triton hash (what a survey on a Ray cluster sends its nodes, which do not see this store; an entry

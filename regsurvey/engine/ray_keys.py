@@ -1,0 +1,290 @@
+"""The keys of a survey on a Ray cluster (:mod:`.ray_executor`) handed to its actors: at most :data:`DEPTH`
+calls each, the answers written into the local store on writer threads, copies of a key running long given to
+idle actors at the tail, time-outs and lost actors."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections import deque
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ..model.keys import Key
+from ..model.results import Row
+from ..model.targets import DEFAULT_LIST_TARGET
+from .protocol import KeyFinished
+from .ray_actor import KeyShipped, store_objects
+
+if TYPE_CHECKING:
+    from .ray_executor import RaySurvey, _Actor
+
+# Calls in flight per actor: the one it runs, and one queued behind it so that it never waits for the
+# survey between keys.
+DEPTH = 2
+
+# Copies of a key in flight that idle actors (of any node) may take at the survey's tail: keys compiling for
+# HELP_MIN_S or more (a Ray call says nothing before it ends, so a key's launches are not known), at most
+# HELP_COPIES of each (a copy of a key of one launch waits for it and answers its rows).
+HELP_MIN_S = 2.0
+HELP_COPIES = 4
+
+# Threads writing what comes back into the local store.
+STORING_THREADS = 4
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def wanted_target(pending: list[Key], actors: list[_Actor], cost: Any) -> str:
+    """The target a new actor should take: the most pending compile seconds per actor already on it."""
+    load: dict[str, float] = {}
+    for k in pending:
+        load[k.target] = load.get(k.target, 0.0) + max(cost(k), 1e-3)
+    if not load:
+        return actors[0].target if actors else DEFAULT_LIST_TARGET
+    serving: dict[str, int] = {}
+    for a in actors:
+        serving[a.target] = serving.get(a.target, 0) + 1
+    return max(load, key=lambda t: load[t] / (1 + serving.get(t, 0)))
+
+
+def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
+              on_rows: Any) -> dict[tuple[str, str], list[Row]]:
+    """Send keys to actors (at most :data:`DEPTH` calls each), collect rows, enforce the time-out, and
+    send again, once, the keys of actors that are lost.
+
+    Once every key is handed out, an idle actor takes a copy of a key another actor has been compiling
+    for :data:`HELP_MIN_S` or more (at most :data:`HELP_COPIES` copies): through the build locks (the
+    node store's, the survey's claims across nodes) the copies share the key's launches as local workers
+    do (see :func:`.survey._run_keys`), and the key's rows are merged from them."""
+    from .survey import KeyCopies, _error_row
+
+    ray = state.ray
+    options = state.options
+    pending = list(reversed(keys))  # pop() from the end keeps the given order
+    results: dict[tuple[str, str], list[Row]] = {}
+    resent: set[tuple[str, str]] = set()
+    copies = KeyCopies()  # calls in flight for each key, and the rows of those answered
+    helpers: set[tuple[int, str, str]] = set()  # (actor, key) of every call sent: an actor takes a key once
+
+    def finish(done: Key, rows: list[Row]) -> None:
+        results[(done.id, done.target)] = rows
+        state.progress.on_key(done, rows)
+        on_rows(rows, not pending)
+
+    def copy_done(done: Key, rows: list[Row] | None) -> bool:
+        """One call of ``done`` ended with ``rows`` (None: lost). True when the key is finished or carried by
+        another copy; False when it was its last copy and it left no rows (the caller decides)."""
+        last, merged = copies.ended(done, rows)
+        if merged is not None:
+            finish(done, merged)
+        return not last or merged is not None
+
+    def take(target: str) -> Key | None:
+        for i in range(len(pending) - 1, -1, -1):
+            if pending[i].target == target:
+                return pending.pop(i)
+        return None
+
+    def send(actor: _Actor, key: Key, now: float) -> None:
+        if not actor.calls:
+            actor.head_since = now
+        helpers.add((id(actor), key.id, key.target))
+        copies.sent(key)
+        actor.calls.append((key, actor.handle.survey.remote(key, options.reuse_results)))
+
+    def helped(actor: _Actor, now: float) -> Key | None:
+        """A key another actor has been compiling for :data:`HELP_MIN_S` or more that ``actor`` can help
+        with (the longest, by its estimate or its time so far, per copy)."""
+        best: tuple[float, Key] | None = None
+        for other in state.actors:
+            if other is actor or not other.calls:
+                continue
+            k = other.calls[0][0]
+            ident = (k.id, k.target)
+            running = now - other.head_since
+            if (k.target != actor.target or copies.out(k) >= HELP_COPIES or running < HELP_MIN_S
+                    or (id(actor), *ident) in helpers):
+                continue
+            share = max(cost(k), running) / copies.out(k)
+            if best is None or share > best[0]:
+                best = (share, k)
+        return best[1] if best is not None else None
+
+    def replace_actor() -> None:
+        """Start an actor in the place of one ended, if the cluster has a CPU for it now (else the loop
+        starts one once it has)."""
+        if pending and state.room():
+            state.spawn(wanted_target(pending, state.actors, cost))
+
+    def lose(actor: _Actor, why: str) -> None:
+        """``actor`` is gone (its node, or its process): every key it held goes again, once, unless another
+        copy carries it."""
+        for k, _ in actor.calls:
+            if copy_done(k, None):
+                continue
+            if (k.id, k.target) in resent:
+                finish(k, [_error_row(k, f"{why}; it was in flight on an actor lost before", transient=True)])
+            else:
+                resent.add((k.id, k.target))
+                state.rescheduled += 1
+                pending.append(k)
+        actor.calls.clear()
+        state.kill(actor)
+        print(f"regsurvey: warning: {why}; its keys are surveyed again", file=sys.stderr)
+        replace_actor()
+
+    def absent(shipped: KeyShipped) -> dict[str, str]:
+        """The objects ``shipped``'s rows name that the local store lacks (sha256 -> path): compiled on
+        another node, they come back with that node's answer."""
+        rows = shipped.answer.rows if isinstance(shipped.answer, KeyFinished) else ()
+        return {r.object.sha256: r.object.path for r in rows
+                if r.object is not None and not (state.objects.root.parent / r.object.path).is_file()}
+
+    def take_rows(key: Key, shipped: KeyShipped) -> None:
+        if isinstance(shipped.answer, KeyFinished):
+            copy_done(key, list(shipped.answer.rows))
+        else:
+            copy_done(key, [_error_row(key, shipped.answer.error, transient=shipped.answer.transient)])
+
+    def stored() -> None:
+        """The answers whose objects are stored now: their rows are the survey's (in the order answered),
+        once every object they name is here (held until then)."""
+        arrived = False
+        while storing and storing[0][2].done():
+            key, shipped, written = storing.popleft()
+            written.result()  # a store that failed (a full disk) fails the survey, as it would here
+            state.account(shipped)
+            arrived = True
+            if absent(shipped):
+                held.append((key, shipped))
+            else:
+                take_rows(key, shipped)
+        if arrived and held:
+            for key, shipped in list(held):
+                if not absent(shipped):
+                    held.remove((key, shipped))
+                    take_rows(key, shipped)
+
+    def fetch_held() -> None:
+        """The answers still held at the end name objects whose node's answer was lost: the actors left
+        send what their nodes' stores hold of them; a key whose objects are still missing is an error
+        (transient: surveyed again next time)."""
+        wanted: dict[str, str] = {}
+        for _, shipped in held:
+            wanted.update(absent(shipped))
+        asked = [a.handle.ship.remote(wanted) for a in state.actors]
+        for ref in asked:
+            with contextlib.suppress(Exception):  # an actor lost meanwhile, or a node's full disk
+                store_objects(ray.get(ref, timeout=60), state.objects)
+        for key, shipped in held:
+            if absent(shipped):
+                copy_done(key, [_error_row(key, "an identical kernel it reused was compiled on a node whose answer "
+                                                "was lost, with the kernel's object", transient=True)])
+            else:
+                take_rows(key, shipped)
+        held.clear()
+
+    for _ in range(capacity - len(state.actors)):
+        state.spawn(wanted_target(pending, state.actors, cost))
+
+    # What comes back is written into the local store on threads of its own (files: the writes run beside
+    # each other and beside this loop), so the loop's own time per build is Ray's and the bookkeeping.
+    writers = ThreadPoolExecutor(max_workers=STORING_THREADS, thread_name_prefix="regsurvey-store")
+    storing: deque[tuple[Key, KeyShipped, Future[None]]] = deque()
+    held: list[tuple[Key, KeyShipped]] = []  # answers stored whose rows wait for another answer's objects
+    try:
+        while pending or storing or any(a.calls for a in state.actors):
+            stored()
+            now = time.monotonic()
+            replaced = False
+            for actor in list(state.actors):
+                if not pending and not actor.calls:
+                    helping = helped(actor, now)
+                    if helping is not None:
+                        send(actor, helping, now)
+                    continue
+                while len(actor.calls) < DEPTH and pending:
+                    nxt = take(actor.target)
+                    if nxt is None:
+                        if not actor.calls:  # nothing of its target left: an actor for a target with work
+                            state.kill(actor, polite=True)
+                            state.spawn(wanted_target(pending, state.actors, cost))
+                            replaced = True
+                        break
+                    send(actor, nxt, now)
+            if replaced:
+                continue  # the new actor gets its keys now, not after the busy ones next answer
+            if pending and now - state.last_capacity_check > 0.5:
+                state.last_capacity_check = now
+                if len(state.actors) < state.capacity() and (not state.actors or state.room()):
+                    state.spawn(wanted_target(pending, state.actors, cost))  # none left: one waits for a CPU
+                    continue
+            heads = {a.calls[0][1]: a for a in state.actors if a.calls}
+            if not heads:
+                if pending and not state.actors:
+                    state.spawn(wanted_target(pending, state.actors, cost))
+                if storing:
+                    futures.wait([storing[0][2]], timeout=0.05)
+                else:
+                    time.sleep(0.05)
+                continue
+            wait_for = max(0.0, min(a.head_since + options.timeout - now for a in heads.values()))
+            if pending and len(state.actors) < capacity:
+                wait_for = min(wait_for, 0.5)  # look for room for another actor now and then
+            if not pending and any(not a.calls for a in state.actors):
+                wait_for = min(wait_for, 0.5)  # an idle actor may soon help with a key running long
+            if storing:
+                wait_for = min(wait_for, 0.005)  # answers being stored: their rows are taken as they are
+            ready, _ = ray.wait(list(heads), num_returns=1, timeout=wait_for)
+            if ready:
+                ready, _ = ray.wait(list(heads), num_returns=len(heads), timeout=0)
+            now = time.monotonic()
+            for ref in ready:
+                actor = heads[ref]
+                key, _ = actor.calls.popleft()
+                took = now - actor.head_since
+                actor.head_since = now
+                try:
+                    shipped: KeyShipped = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    actor.calls.appendleft((key, ref))
+                    lose(actor, f"Ray actor lost ({type(exc).__name__}: {first_line(exc)[:200]})")
+                    continue
+                state.calls += 1
+                actor.answered += 1
+                actor.node = shipped.node
+                if actor.answered > 1:  # the first call also waited for the actor to start and import the project
+                    state.timed_calls += 1
+                    state.overhead_s += max(0.0, took - shipped.seconds)
+                storing.append((key, shipped, writers.submit(shipped.store, state.objects, state.cache)))
+                state.nodes.add(shipped.node)
+            now = time.monotonic()
+            for actor in list(state.actors):
+                if actor.calls and now >= actor.head_since + options.timeout:
+                    late, _ = actor.calls.popleft()
+                    if not copy_done(late, None):
+                        finish(late, [_error_row(late, f"timed out after {options.timeout:g} s (--timeout)",
+                                                 transient=True)])
+                    for k, _ in reversed(actor.calls):  # not started: not sent twice
+                        if not copy_done(k, None):
+                            pending.append(k)
+                    actor.calls.clear()
+                    state.kill(actor)
+                    replace_actor()
+        if held:
+            fetch_held()
+        with contextlib.suppress(Exception):
+            state.across_nodes = ray.get(state.claims.stats.remote(), timeout=10)["builds_across_nodes"]
+    except BaseException:
+        state.close()
+        raise
+    finally:
+        writers.shutdown(wait=True)
+    state.keys_shared, state.launches_shared = copies.keys_shared, copies.launches_shared
+    return results
