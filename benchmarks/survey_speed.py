@@ -126,7 +126,7 @@ def _scaling_once(work: Path, targets: str, n: int, costs: Path | None, key_args
     store.mkdir()
     if costs is not None:
         shutil.copy(costs, store / "costs.json")
-    timeline = work / f"timeline-j{label}.json"
+    timeline = Path(os.environ.get("SPEED_TIMELINES", work)) / f"timeline-j{label}.json"
     env = dict(served or os.environ, TRITON_CACHE_DIR=str(work / f"cache-j{label}"), REGSURVEY_TIMELINE=str(timeline))
     busy = machine_cpu_seconds()
     wall, data, _ = regsurvey(["run", "--commit", "HEAD", "-q", "-j", str(n), "--target", targets, "--store",

@@ -126,7 +126,7 @@ class SurveyTiming:
     def mark(self, event: str, worker: object = None, key: Key | None = None) -> None:
         """Note ``event`` in the timeline (when one is kept)."""
         if self.timeline is not None:
-            who = f"{id(worker):x}" if worker is not None else ""
+            who = f"{id(worker):x}/{getattr(worker, 'target', '')}" if worker is not None else ""
             self.timeline.append((round(time.monotonic() - (self.listed or self.start), 4), event, who,
                                   f"{key.id}@{key.target}" if key else ""))
 
