@@ -12,6 +12,7 @@ end only the last key's cubins remain to wait for.
 from __future__ import annotations
 
 import contextlib
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -50,6 +51,7 @@ class DeferredLint:
         self.waiting: list[Row] = []
         self.sent: set[str] = set()  # object sha256s handed to a batch
         self.batches: list[Future[tuple[dict[str, tuple[Finding, ...]], float]]] = []
+        self.runs: list[tuple[float, float, int]] = []  # each batch's monotonic start and end, and its cubins
 
     def add(self, rows: list[Row], draining: bool = False) -> None:
         """A key's rows: its unlinted cubins wait for a batch, which starts once it is full. ``draining``:
@@ -73,10 +75,13 @@ class DeferredLint:
         """Findings by object sha256 (without key) of the objects that could be linted, and the seconds."""
         from ..linting import lint_objects
 
+        began = time.monotonic()
         try:
             outcomes, seconds = lint_objects(rows, self.objects, jobs)
         except CorruptObjectError:
             return {}, 0.0  # an object altered since its worker stored it: left unlinted, as lint would report
+        finally:
+            self.runs.append((began, time.monotonic(), len(rows)))
         return {sha: found for sha, (found, why) in outcomes.items() if why is None}, seconds
 
     def finish(self, rows: list[Row]) -> tuple[list[Row], float]:

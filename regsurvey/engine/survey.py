@@ -22,6 +22,7 @@ import multiprocessing.connection
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -72,6 +73,7 @@ class _Worker:
     heard: float = 0.0  # monotonic time of its last message (or of the last key sent)
     spawned: float = field(default_factory=time.time)
     ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
+    succeeded: bool = False  # a worker for another target was started to take its place (see _run_keys)
 
     def deadline(self, timeout: float) -> float:
         """When it has taken too long: the key it compiles has ``timeout`` seconds from being sent;
@@ -123,12 +125,12 @@ class SurveyTiming:
     timeline: list[tuple[float, str, str, str]] | None = field(
         default_factory=lambda: [] if os.environ.get(TIMELINE_VAR) else None)
 
-    def mark(self, event: str, worker: object = None, key: Key | None = None) -> None:
-        """Note ``event`` in the timeline (when one is kept)."""
+    def mark(self, event: str, worker: object = None, key: Key | None = None, at: float | None = None) -> None:
+        """Note ``event`` in the timeline (when one is kept), now or ``at`` (a monotonic time)."""
         if self.timeline is not None:
             who = f"{id(worker):x}/{getattr(worker, 'target', '')}" if worker is not None else ""
-            self.timeline.append((round(time.monotonic() - (self.listed or self.start), 4), event, who,
-                                  f"{key.id}@{key.target}" if key else ""))
+            when = (time.monotonic() if at is None else at) - (self.listed or self.start)
+            self.timeline.append((round(when, 4), event, who, f"{key.id}@{key.target}" if key else ""))
 
     def answered(self, w: _Worker, answer: KeyFinished) -> None:
         self.peak_rss_mb = max(self.peak_rss_mb, answer.peak_rss_mb)
@@ -429,6 +431,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     timing.mark("workers closed")
     rows, lint_s = deferred.finish(rows)
     timing.mark("lint done")
+    for began, ended, cubins in deferred.runs:
+        timing.mark(f"lint batch of {cubins} cubins, {ended - began:.2f} s", at=began)
     if lint_s:
         timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + lint_s
     targets = tuple(dict.fromkeys(k.target for k in keys))
@@ -603,13 +607,15 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
 
     A worker takes only keys of its own target (it imported the checkout for it). One that is idle,
     with no key of its target left to take while other targets' keys wait, is ended and a worker
-    for the target with the most work per worker takes its place. Once no key is left to hand out, an
+    for the target with the most work per worker takes its place; that worker is started as soon as
+    the other takes the last key of its target, so that its start overlaps that key's compile. Once no key is left to hand out, an
     idle worker helps with a key of its target in flight that has more launches than workers on it
     (the longest first): each copy compiles the launches no other is compiling and reads the others'
     results (the workers' build locks share them out), and the key's rows are taken from every copy
     (:func:`_merged_copies`) when the last one finishes. A copy lost while others go on costs nothing.
     """
     pending = list(reversed(keys))  # pop() from the end keeps the given order
+    left = Counter(k.target for k in pending)  # pending keys per target
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
     warned: set[str] = set()
@@ -648,6 +654,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             else:
                 resent.add(ident)
                 pending.append(k)
+                left[k.target] += 1
         if blamed is None and why not in warned:
             warned.add(why)
             print(f"regsurvey: warning: {why}; its keys are surveyed again", file=sys.stderr)
@@ -658,8 +665,11 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
 
     def take(target: str) -> Key | None:
         """The next pending key of ``target`` (pending is in reverse order: the next is last)."""
+        if target != ANY_TARGET and not left[target]:
+            return None
         for i in range(len(pending) - 1, -1, -1):
             if pending[i].target == target or target == ANY_TARGET:
+                left[pending[i].target] -= 1
                 return pending.pop(i)
         return None
 
@@ -736,10 +746,19 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             if nxt is None:
                 if not w.finishing:  # nothing of its target left: a worker for a target with work
                     pool.kill(w)
-                    pool.spawn(_wanted_target(pending, pool.workers, cost))
+                    if not w.succeeded:
+                        pool.spawn(_wanted_target(pending, pool.workers, cost))
                     replaced = True
                 continue
             send(w, nxt)
+        # A worker compiling the last key of its target while other targets' keys wait gets its successor
+        # now: a worker for the target with the most work left starts, and imports the checkout, while that
+        # key compiles (rather than after it: a worker's start is 0.5 to 1 s, a demo key's compile less).
+        if pending:
+            for w in list(pool.workers):
+                if w.key is not None and not w.succeeded and w.target != ANY_TARGET and not left[w.target]:
+                    w.succeeded = True
+                    pool.spawn(_wanted_target(pending, [x for x in pool.workers if not x.succeeded], cost))
         if replaced:
             continue  # the new worker gets its key now, not after the busy ones next say something
         busy = [w for w in pool.workers if w.key is not None or w.finishing]
