@@ -10,6 +10,7 @@ import time
 from collections import deque
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model.keys import Key
@@ -33,6 +34,49 @@ HELP_COPIES = 4
 
 # Threads writing what comes back into the local store.
 STORING_THREADS = 4
+
+
+class HeldAnswers:
+    """Answers stored whose rows name objects this store lacks: compiled on another node, those come back
+    with that node's answer. An answer's rows are taken once every object they name is here."""
+
+    def __init__(self, root: Path):
+        self.root = root  # the store's directory: a row's object path is relative to it
+        self.held: list[tuple[Key, KeyShipped]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.held)
+
+    def absent(self, shipped: KeyShipped) -> dict[str, str]:
+        """The objects ``shipped``'s rows name that are not here (sha256 -> path)."""
+        rows = shipped.answer.rows if isinstance(shipped.answer, KeyFinished) else ()
+        return {r.object.sha256: r.object.path for r in rows
+                if r.object is not None and not (self.root / r.object.path).is_file()}
+
+    def ready(self, key: Key, shipped: KeyShipped) -> bool:
+        """Whether ``shipped``'s rows can be taken now; if not, it is held."""
+        if self.absent(shipped):
+            self.held.append((key, shipped))
+            return False
+        return True
+
+    def released(self) -> list[tuple[Key, KeyShipped]]:
+        """The answers held whose objects are all here now (in the order held); they are held no more."""
+        out: list[tuple[Key, KeyShipped]] = []
+        still: list[tuple[Key, KeyShipped]] = []
+        for item in self.held:
+            (still if self.absent(item[1]) else out).append(item)
+        self.held = still
+        return out
+
+    def wanted(self) -> dict[str, str]:
+        """Every object the answers held lack."""
+        return {sha: path for _, shipped in self.held for sha, path in self.absent(shipped).items()}
+
+    def dropped(self) -> list[tuple[Key, KeyShipped]]:
+        """The answers still held (their objects lost), held no more."""
+        out, self.held = self.held, []
+        return out
 
 
 def first_line(exc: BaseException) -> str:
@@ -139,13 +183,6 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
         print(f"regsurvey: warning: {why}; its keys are surveyed again", file=sys.stderr)
         replace_actor()
 
-    def absent(shipped: KeyShipped) -> dict[str, str]:
-        """The objects ``shipped``'s rows name that the local store lacks (sha256 -> path): compiled on
-        another node, they come back with that node's answer."""
-        rows = shipped.answer.rows if isinstance(shipped.answer, KeyFinished) else ()
-        return {r.object.sha256: r.object.path for r in rows
-                if r.object is not None and not (state.objects.root.parent / r.object.path).is_file()}
-
     def take_rows(key: Key, shipped: KeyShipped) -> None:
         if isinstance(shipped.answer, KeyFinished):
             copy_done(key, list(shipped.answer.rows))
@@ -161,34 +198,25 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             written.result()  # a store that failed (a full disk) fails the survey, as it would here
             state.account(shipped)
             arrived = True
-            if absent(shipped):
-                held.append((key, shipped))
-            else:
+            if held.ready(key, shipped):
                 take_rows(key, shipped)
         if arrived and held:
-            for key, shipped in list(held):
-                if not absent(shipped):
-                    held.remove((key, shipped))
-                    take_rows(key, shipped)
+            for key, shipped in held.released():
+                take_rows(key, shipped)
 
     def fetch_held() -> None:
         """The answers still held at the end name objects whose node's answer was lost: the actors left
         send what their nodes' stores hold of them; a key whose objects are still missing is an error
         (transient: surveyed again next time)."""
-        wanted: dict[str, str] = {}
-        for _, shipped in held:
-            wanted.update(absent(shipped))
-        asked = [a.handle.ship.remote(wanted) for a in state.actors]
+        asked = [a.handle.ship.remote(held.wanted()) for a in state.actors]
         for ref in asked:
             with contextlib.suppress(Exception):  # an actor lost meanwhile, or a node's full disk
                 store_objects(ray.get(ref, timeout=60), state.objects)
-        for key, shipped in held:
-            if absent(shipped):
-                copy_done(key, [_error_row(key, "an identical kernel it reused was compiled on a node whose answer "
-                                                "was lost, with the kernel's object", transient=True)])
-            else:
-                take_rows(key, shipped)
-        held.clear()
+        for key, shipped in held.released():
+            take_rows(key, shipped)
+        for key, _ in held.dropped():
+            copy_done(key, [_error_row(key, "an identical kernel it reused was compiled on a node whose answer was "
+                                            "lost, with the kernel's object", transient=True)])
 
     for _ in range(capacity - len(state.actors)):
         state.spawn(wanted_target(pending, state.actors, cost))
@@ -197,7 +225,7 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     # each other and beside this loop), so the loop's own time per build is Ray's and the bookkeeping.
     writers = ThreadPoolExecutor(max_workers=STORING_THREADS, thread_name_prefix="regsurvey-store")
     storing: deque[tuple[Key, KeyShipped, Future[None]]] = deque()
-    held: list[tuple[Key, KeyShipped]] = []  # answers stored whose rows wait for another answer's objects
+    held = HeldAnswers(state.objects.root.parent)  # answers stored whose rows wait for another answer's objects
     try:
         while pending or storing or any(a.calls for a in state.actors):
             stored()

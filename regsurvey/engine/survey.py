@@ -608,11 +608,12 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     A worker takes only keys of its own target (it imported the checkout for it). One that is idle,
     with no key of its target left to take while other targets' keys wait, is ended and a worker
     for the target with the most work per worker takes its place; that worker is started as soon as
-    the other takes the last key of its target, so that its start overlaps that key's compile. Once no key is left to hand out, an
-    idle worker helps with a key of its target in flight that has more launches than workers on it
-    (the longest first): each copy compiles the launches no other is compiling and reads the others'
-    results (the workers' build locks share them out), and the key's rows are taken from every copy
-    (:func:`_merged_copies`) when the last one finishes. A copy lost while others go on costs nothing.
+    the other takes the last key of its target, so that its start overlaps that key's compile. Once no
+    key is left to hand out, an idle worker helps with a key of its target in flight that has more
+    launches than workers on it (the longest first): each copy compiles the launches no other is
+    compiling and reads the others' results (the workers' build locks share them out), and the key's
+    rows are taken from every copy (:func:`_merged_copies`) when the last one finishes. A copy lost
+    while others go on costs nothing.
     """
     pending = list(reversed(keys))  # pop() from the end keeps the given order
     left = Counter(k.target for k in pending)  # pending keys per target

@@ -1,12 +1,18 @@
-"""The survey's build claims across Ray nodes (engine/ray_actor.BuildClaims), driven directly: its logic needs
-no cluster (it is an asyncio class Ray runs as an actor)."""
+"""Builds shared across Ray nodes, driven directly (their logic needs no cluster): the survey's build claims
+(engine/ray_actor.BuildClaims, an asyncio class Ray runs as an actor), and the answers held until the objects
+they name come back (engine/ray_keys.HeldAnswers)."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
-from regsurvey.engine.ray_actor import BuildClaims
-from regsurvey.model.results import ObjectRef, ObjectReport
+from regsurvey.engine.protocol import KeyFinished
+from regsurvey.engine.ray_actor import BuildClaims, KeyShipped, _shipped, store_objects
+from regsurvey.engine.ray_keys import HeldAnswers
+from regsurvey.model.keys import Key
+from regsurvey.model.results import ObjectRef, ObjectReport, Row
+from regsurvey.store.objectstore import ObjectStore
 from regsurvey.store.resultcache import CachedResult
 
 ENTRY = CachedResult(kernel="k", report=ObjectReport({"regs": 40}, ()), object=ObjectRef("ab/ab.cubin", "ab"),
@@ -58,3 +64,31 @@ def test_a_lost_actor_frees_its_claims_for_those_waiting() -> None:
         assert (await claims.claim("h1", "c", "n3", wait_s=0.1))[0] == "held"  # b's now, after a short wait
 
     asyncio.run(run())
+
+
+def _answer(key: Key, *objects: ObjectRef) -> KeyShipped:
+    rows = tuple(Row(key=key.id, kind=key.kind, axes={}, target=key.target, kernel="k", status="ok", launch=i,
+                     object=ref, triton_hash=f"h{i}", reused=True) for i, ref in enumerate(objects))
+    return KeyShipped(KeyFinished(key, rows))
+
+
+def test_an_answer_naming_another_nodes_object_is_held_until_it_comes(tmp_path: Path) -> None:
+    """A row reused from another node's build names an object that comes back with that node's answer: the
+    rows wait for it; one the node's answer never brought is asked of the nodes' stores (what ``ship``
+    sends: the object and the texts beside it), else the key is dropped."""
+    node, here = ObjectStore(tmp_path / "node" / "objects"), ObjectStore(tmp_path / "here" / "objects")
+    sha, rel = node.put(b"a cubin compiled on the other node", "cubin", extras={"ptx": ".version 8.7\n"})
+    other_sha, other_rel = node.put(b"another cubin", "cubin")
+    known_sha, known_rel = here.put(b"a cubin this store had", "cubin")
+    held = HeldAnswers(here.root.parent)
+    first, second, third = (Key(kind="mm", axes=(("n", n),), target="sm90", id=f"mm/n{n}") for n in (1, 2, 3))
+    assert held.ready(first, _answer(first, ObjectRef(known_rel, known_sha)))  # all here: taken at once
+    assert not held.ready(second, _answer(second, ObjectRef(known_rel, known_sha), ObjectRef(rel, sha)))
+    assert not held.ready(third, _answer(third, ObjectRef(other_rel, other_sha)))
+    assert held and held.wanted() == {sha: rel, other_sha: other_rel}
+    assert held.released() == []
+    store_objects((_shipped(node, rel, sha),), here)  # the other node's answer, stored
+    assert [k for k, _ in held.released()] == [second]
+    assert here.get(rel, sha) == b"a cubin compiled on the other node" and here.text(rel, "ptx") == ".version 8.7\n"
+    assert held.wanted() == {other_sha: other_rel}
+    assert [k for k, _ in held.dropped()] == [third] and not held
