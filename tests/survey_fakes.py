@@ -12,7 +12,8 @@ flight can be driven exactly. A key's kind says what the fake does with it:
 - ``shared``: a key of two launches (KeyCaptured). Its first copy waits for a second (an idle worker
   helping) for up to 20 s and says it compiled launch 0 and reused launch 1; the second copy says the
   opposite;
-- ``helper_dies``: as ``shared``, but the second copy exits with status 7, and the first then finishes.
+- ``helper_dies``: as ``shared``, but the second copy exits with status 7, and the first then finishes;
+- ``slow``: as ``ok``, after 3 s of "compiling".
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
             conn.send(KeyCompiled(key))
             conn.send(KeyFinished(key, _launch_rows(key, 0 if first else 1), timing={"compile_s": 1.0}))
             continue
+        if key.kind == "slow":
+            time.sleep(3)
         conn.send(KeyCompiled(key))
         marker = seen / key.id.replace("/", "_")
         if key.kind == "never_finishes" or (key.kind == "finish_once" and not marker.exists()):

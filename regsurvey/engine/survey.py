@@ -760,6 +760,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 if w.key is not None and not w.succeeded and w.target != ANY_TARGET and not left[w.target]:
                     w.succeeded = True
                     pool.spawn(_wanted_target(pending, [x for x in pool.workers if not x.succeeded], cost))
+                    replaced = True
         if replaced:
             continue  # the new worker gets its key now, not after the busy ones next say something
         busy = [w for w in pool.workers if w.key is not None or w.finishing]

@@ -67,6 +67,21 @@ def test_a_helper_lost_costs_the_key_nothing(tmp_path: Path) -> None:
     assert [(r.launch, r.ok, r.reused) for r in rows] == [(0, True, False), (1, True, True)]
 
 
+def test_a_worker_taking_its_targets_last_key_gets_its_successor_at_once(tmp_path: Path) -> None:
+    """At -j 1, the worker (sm90) takes its target's only key, 3 s long, while gfx950 keys wait: a gfx950
+    worker starts at once rather than after that key, so the gfx950 keys finish first."""
+    from regsurvey.model.progress import Progress
+
+    checkout = Checkout(root=tmp_path, repo=tmp_path, commit=None, label="fake", dirty=False)
+    keys = [Key(kind="slow", axes=(("n", 0),), target="sm90", id="slow/n0"),
+            *(Key(kind="ok", axes=(("n", i),), target="gfx950", id=f"ok/n{i}") for i in (1, 2, 3))]
+    order: list[str] = []
+    results = run_keys(keys, checkout, tmp_path / "objects", SurveyOptions(jobs=1, timeout=60),
+                       worker_main=survey_fakes.serve, progress=Progress(on_key=lambda key, _: order.append(key.id)))
+    assert all(rows[0].ok for rows in results.values())
+    assert order == ["ok/n1", "ok/n2", "ok/n3", "slow/n0"]
+
+
 def test_merged_copies_take_each_launch_from_the_copy_that_compiled_it() -> None:
     from regsurvey.engine.survey import _merged_copies
 
