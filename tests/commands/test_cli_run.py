@@ -123,7 +123,7 @@ def interrupt_and_check_the_worktree_is_gone(repo: Path, proc: subprocess.Popen,
 def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> None:
     (toy_repo / "toykernels" / "broken.py").write_text(BROKEN_KERNELS)
     (toy_repo / "keys" / "zz_bad.py").write_text(BAD_KEYS)
-    out = regsurvey("run", "--format", "json", "-q", "--target", "sm90", "--timeout", "20", "-j", "2",
+    out = regsurvey("run", "--format", "json", "-q", "--target", "sm90", "--timeout", "12", "-j", "2",
                     "--kind", "wont_compile", "--kind", "raises", "--kind", "hangs",
                     "--kind", "launches_nothing", "--kind", "dies", "--kind", "scale", cwd=toy_repo)
     assert out.returncode == 0, out.stderr
@@ -135,7 +135,7 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     line = BAD_KEYS.splitlines().index("    return x.shape[7]  # IndexError in the kind body") + 1
     assert rows["raises/n3"]["error"] == (
         f"kind body raised at keys/zz_bad.py:{line}: IndexError: tuple index out of range")
-    assert rows["hangs/n3"]["status"] == "error" and "timed out after 20 s" in rows["hangs/n3"]["error"]
+    assert rows["hangs/n3"]["status"] == "error" and "timed out after 12 s" in rows["hangs/n3"]["error"]
     assert rows["launches_nothing/n3"]["status"] == "error"
     assert "launched no kernel" in rows["launches_nothing/n3"]["error"]
     assert rows["dies/n3"]["error"] == "worker process died while surveying the key (exit code 3)"

@@ -57,6 +57,9 @@ def one_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Pa
         c.shutdown()
 
 
+# -m slow: tests/engine/test_ray.py::test_two_nodes_share_a_key_of_many_launches shares a key between actors
+# through the build claims in the default run; this one, through a node's own store.
+@pytest.mark.slow
 def test_the_actors_of_a_node_share_a_key_of_many_launches(toy_repo: Path, one_node: tuple[Any, Path],
                                                            tmp_path: Path) -> None:
     c, directory = one_node
