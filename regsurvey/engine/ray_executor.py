@@ -231,8 +231,8 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
         first = state.spawn(listing_target)
         listing = first.handle.list_keys.remote(tuple(options.targets) if options.targets else None)
         if asked:  # the targets are known (or guessed): the other actors start (and import) while the first lists
-            for i in range(1, state.capacity()):
-                state.spawn(asked[i % len(asked)])
+            for target in costs.workers_for(asked, state.capacity())[1:]:
+                state.spawn(target)
         listed = state.request(first, listing, IMPORT_TIMEOUT_S)
         keys = [k for k in listed.keys if _selected(k, options)]
         if not keys:

@@ -401,8 +401,9 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         first = pool.spawn(listing_target)
         listing = ListKeys(tuple(options.targets) if options.targets else None)
         first.conn.send(listing)
-        for i in range(1, max(1, options.jobs) if asked else 1):
-            pool.spawn(ANY_TARGET if shared_import() else asked[i % len(asked)])
+        plan = costs.workers_for(asked, max(1, options.jobs)) if asked else []
+        for target in plan[1:]:  # the first is the listing worker's
+            pool.spawn(ANY_TARGET if shared_import() else target)
         listed = _answer(first, listing, KeysListed, timeout=IMPORT_TIMEOUT_S)
         keys = [k for k in listed.keys if _selected(k, options)]
         if not keys:
@@ -511,6 +512,21 @@ class KeyCosts:
             if target in TARGETS:
                 counts[target] = counts.get(target, 0) + 1
         return max(counts, key=lambda t: counts[t]) if counts else None
+
+    def workers_for(self, targets: list[str], jobs: int) -> list[str]:
+        """The target of each of ``jobs`` workers started before the keys are listed, the first being
+        ``targets[0]`` (the listing worker's): in proportion to the compile seconds this store knows of each
+        target's keys (a target compiling 1.35x slower gets more workers, so that no target's workers run
+        out of keys long before the others'), at least one each; in turn when a target has none known."""
+        totals = [sum(v for k, v in self.seconds.items() if k.startswith(f"{t}:")) for t in targets]
+        if jobs <= len(targets) or not all(totals):
+            return [targets[i % len(targets)] for i in range(jobs)]
+        spare = jobs - len(targets)
+        shares = [spare * t / sum(totals) for t in totals]
+        counts = [1 + int(share) for share in shares]
+        for i in sorted(range(len(targets)), key=lambda i: int(shares[i]) - shares[i])[:jobs - sum(counts)]:
+            counts[i] += 1  # the largest remainders
+        return [t for t, n in zip(targets, counts) for _ in range(n)]
 
     def longest_first(self, keys: list[Key]) -> list[Key]:
         """``keys`` reordered by decreasing :meth:`estimate` (stable; at a tie, the key never surveyed first)."""

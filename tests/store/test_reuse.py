@@ -153,6 +153,19 @@ def test_keys_never_surveyed_are_estimated_from_their_kind_then_their_axes(tmp_p
     assert order == ["moe/w4", "attention/w8/stop", "attention/w1/nostop", "norm/w2"]
 
 
+def test_workers_start_in_proportion_to_each_targets_known_compile_seconds(tmp_path: Path) -> None:
+    """Before the keys are listed: sm90 keys took 1.35x gfx950's seconds before, so of 16 workers 9 are
+    sm90's (an even split ran gfx950's out of keys a second early on the device); the first, the listing
+    worker, is the first target asked for; with a target never surveyed, or too few workers, in turn."""
+    costs = KeyCosts(tmp_path / "costs.json")
+    costs.seconds = {"sm90:a/1": 2.7, "sm90:b/1": 4.05, "gfx950:a/1": 2.0, "gfx950:b/1": 3.0, "gfx942:a/1": 9.9}
+    plan = costs.workers_for(["gfx950", "sm90"], 16)
+    assert plan[0] == "gfx950" and (plan.count("gfx950"), plan.count("sm90")) == (7, 9)
+    assert costs.workers_for(["gfx950", "sm90"], 3) == ["gfx950", "sm90", "sm90"]
+    assert costs.workers_for(["gfx950", "sm90"], 2) == ["gfx950", "sm90"]
+    assert costs.workers_for(["sm100", "sm90"], 4) == ["sm100", "sm90", "sm100", "sm90"]  # sm100: none known
+
+
 def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> None:
     from regsurvey.model.version import READER_REVISION
 
