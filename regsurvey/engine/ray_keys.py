@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.keys import Key
 from ..model.results import Row
-from ..model.targets import DEFAULT_LIST_TARGET
 from .protocol import KeyFinished
 from .ray_actor import KeyShipped, store_objects
 
@@ -84,21 +83,8 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def wanted_target(pending: list[Key], actors: list[_Actor], cost: Any) -> str:
-    """The target a new actor should take: the most pending compile seconds per actor already on it."""
-    load: dict[str, float] = {}
-    for k in pending:
-        load[k.target] = load.get(k.target, 0.0) + max(cost(k), 1e-3)
-    if not load:
-        return actors[0].target if actors else DEFAULT_LIST_TARGET
-    serving: dict[str, int] = {}
-    for a in actors:
-        serving[a.target] = serving.get(a.target, 0) + 1
-    return max(load, key=lambda t: load[t] / (1 + serving.get(t, 0)))
-
-
 def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
-              on_rows: Any) -> dict[tuple[str, str], list[Row]]:
+             on_rows: Any) -> dict[tuple[str, str], list[Row]]:
     """Send keys to actors (at most :data:`DEPTH` calls each), collect rows, enforce the time-out, and
     send again, once, the keys of actors that are lost.
 
@@ -106,7 +92,7 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     for :data:`HELP_MIN_S` or more (at most :data:`HELP_COPIES` copies): through the build locks (the
     node store's, the survey's claims across nodes) the copies share the key's launches as local workers
     do (see :func:`.survey._run_keys`), and the key's rows are merged from them."""
-    from .survey import KeyCopies, _error_row
+    from .survey import KeyCopies, _error_row, wanted_target
 
     ray = state.ray
     options = state.options

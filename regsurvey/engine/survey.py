@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -576,15 +576,22 @@ def shared_import() -> bool:
 
 
 def _wanted_target(pending: list[Key], workers: list[_Worker], cost: Callable[[Key], float]) -> str:
-    """The target a new worker should survey: the one with the most pending compile seconds per
-    worker already on it (a target with none pending is never chosen while another has some)."""
+    """The target a new worker should survey: :func:`wanted_target`, or every target (ANY_TARGET) in the
+    benchmark's shared-import mode."""
+    if pending and shared_import():
+        return ANY_TARGET
+    return wanted_target(pending, workers, cost)
+
+
+def wanted_target(pending: list[Key], workers: Sequence[Any], cost: Callable[[Key], float]) -> str:
+    """The target a new worker (or Ray actor: anything with a ``target``) should take: the one with the
+    most pending compile seconds per worker already on it (a target with none pending is never chosen
+    while another has some)."""
     load: dict[str, float] = {}
     for k in pending:
         load[k.target] = load.get(k.target, 0.0) + max(cost(k), 1e-3)
     if not load:
         return workers[0].target if workers else DEFAULT_LIST_TARGET
-    if shared_import():
-        return ANY_TARGET
     serving: dict[str, int] = {}
     for w in workers:
         serving[w.target] = serving.get(w.target, 0) + 1
