@@ -132,6 +132,13 @@ class SurveyTiming:
             when = (time.monotonic() if at is None else at) - (self.listed or self.start)
             self.timeline.append((round(when, 4), event, who, f"{key.id}@{key.target}" if key else ""))
 
+    def write_timeline(self) -> None:
+        """Mark the end and write the timeline, when one is kept (best effort: a benchmark's aid)."""
+        if self.timeline is not None:
+            self.mark("end")
+            with contextlib.suppress(OSError):
+                Path(os.environ[TIMELINE_VAR]).write_text(json.dumps({"jobs": self.jobs, "events": self.timeline}))
+
     def answered(self, w: _Worker, answer: KeyFinished) -> None:
         self.peak_rss_mb = max(self.peak_rss_mb, answer.peak_rss_mb)
         if answer.preloaded:
@@ -150,10 +157,6 @@ class SurveyTiming:
                **{k: v for k, v in sorted(self.phases.items())},
                "idle_s": max(0.0, self.jobs * (end - listed) - sum(self.phases.get(p, 0.0) for p in _COMPILING)),
                "tail_s": end - self.last_dispatch if self.last_dispatch else 0.0}
-        if self.timeline is not None:
-            self.mark("end")
-            with contextlib.suppress(OSError):
-                Path(os.environ[TIMELINE_VAR]).write_text(json.dumps({"jobs": self.jobs, "events": self.timeline}))
         if workers_ready:
             out["worker_ready_max_s"] = max(workers_ready)
         if self.peak_rss_mb:
@@ -437,9 +440,11 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     if lint_s:
         timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + lint_s
     targets = tuple(dict.fromkeys(k.target for k in keys))
+    figures = timing.as_dict(ready)
+    timing.write_timeline()
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
-                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=timing.as_dict(ready),
+                  created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=figures,
                   reader=READER_REVISION)
 
 
