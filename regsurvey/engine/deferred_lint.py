@@ -24,12 +24,12 @@ from ..model.targets import get_target
 from ..store.files import WriteError
 
 # Cubins collected before a batch starts while keys still come in, and the most one nvdisasm run takes (a
-# batch is parallel runs of at most DRAIN_CHUNK). nvdisasm costs about 0.35 s of CPU to start and little per
+# batch is parallel runs of at most RUN_CUBINS). nvdisasm costs about 0.35 s of CPU to start and little per
 # instruction: the demo's 133 sm90 cubins took 6.8 s of nvdisasm CPU in runs of 16 and 3.1 s in one run.
 # But one run of 64 cubins took 2.4 s on the device, and the one started last ran a second past the last
 # compile: runs of 16 cost about 0.6 s each, and every run of a batch starts at once.
 BATCH = 64
-DRAIN_CHUNK = 16
+RUN_CUBINS = 16
 
 
 def _unlinted_cubin(row: Row) -> bool:
@@ -64,8 +64,8 @@ class DeferredLint:
                 self.sent.add(row.object.sha256)
                 self.waiting.append(row)
         if self.waiting and (draining or len(self.waiting) >= BATCH):
-            # In parallel runs of at most DRAIN_CHUNK cubins, so that no run is long when the compiles end.
-            self._send(self.waiting, jobs=min(self.jobs, -(-len(self.waiting) // DRAIN_CHUNK)))
+            # In parallel runs of at most RUN_CUBINS cubins, so that no run is long when the compiles end.
+            self._send(self.waiting, jobs=min(self.jobs, -(-len(self.waiting) // RUN_CUBINS)))
             self.waiting = []
 
     def _send(self, rows: list[Row], jobs: int) -> None:

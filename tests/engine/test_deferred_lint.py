@@ -68,7 +68,7 @@ def test_what_waits_when_the_keys_run_out_is_linted_in_parallel_runs(sm90_rows: 
         return real(batch, objects, jobs)
 
     monkeypatch.setattr(linting, "lint_objects", spy)
-    monkeypatch.setattr(deferred_lint, "DRAIN_CHUNK", 1)
+    monkeypatch.setattr(deferred_lint, "RUN_CUBINS", 1)
     deferred = DeferredLint(worker.objects.root, jobs=2)
     for rows_of_key in per_key[:-1]:
         deferred.add(rows_of_key)
