@@ -217,11 +217,20 @@ class BuildClaims:
     async def stats(self) -> dict[str, int]:
         return {"builds_across_nodes": self.across}
 
+    async def nodes_of(self, hashes: list[str]) -> dict[str, str]:
+        """The node that compiled each of ``hashes`` settled here (Triton hash -> node)."""
+        return {h: self.settled[h][2] for h in hashes if h in self.settled}
+
 
 def claims_class() -> Any:
+    """:class:`BuildClaims` as a Ray actor on the survey's own node (the driver's, where the survey lives and
+    dies): no other node's loss takes the claims with it. (Not soft: a soft affinity gives way to a node
+    busy starting the survey's actors.)"""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    return ray.remote(num_cpus=0, max_restarts=0)(BuildClaims)
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+    return ray.remote(num_cpus=0, max_restarts=0)(BuildClaims).options(scheduling_strategy=here)
 
 
 class _ClaimedLock(BuildLock):
@@ -301,6 +310,76 @@ class ClusterInFlight(InFlight):
             raise
 
 
+def node_store(survey: str) -> Path:
+    """The directory the actors of ``survey`` share on this node: their store, and a marker per actor alive
+    (``actors/<pid>-<its directory's name>``)."""
+    return Path(tempfile.gettempdir()) / f"regsurvey-node-{survey}"
+
+
+def _ship_from(objects: ObjectStore, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
+    return tuple(_shipped(objects, path, sha) for sha, path in wanted.items()
+                 if (objects.root.parent / path).is_file())
+
+
+def leave_node(shared: Path) -> None:
+    """Forget the actors of ``shared``'s survey on this node whose process is gone (killed at a time-out, or
+    lost: they could not remove their directories), removing their directories; then, when no actor is
+    left, the node's store of the survey."""
+    import shutil
+
+    actors = shared / "actors"
+    try:
+        markers = list(actors.iterdir())
+    except OSError:
+        markers = []
+    alive = False
+    for marker in markers:
+        pid, _, directory = marker.name.partition("-")
+        if pid.isdigit() and not _gone(int(pid)):
+            alive = True
+            continue
+        if directory.startswith("regsurvey-ray-"):
+            shutil.rmtree(shared.parent / directory, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+    if not alive:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class NodeShipper:
+    """Sends what a node's store of the survey holds, when no actor of the survey is left alive there (an
+    actor killed or lost after the survey's claims took its build): started on that node at the survey's end
+    (:func:`shipper_class`), for the objects whose compiling node's answer was lost. A plain class."""
+
+    def __init__(self, survey: str):
+        self.shared = node_store(survey)
+
+    def ship(self, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
+        return _ship_from(ObjectStore(self.shared / "objects"), wanted)
+
+    def close(self) -> None:
+        """Remove what actors gone left on the node, and the node's store if no actor is left."""
+        leave_node(self.shared)
+
+
+def shipper_class(node: str) -> Any:
+    """:class:`NodeShipper` as a Ray actor on ``node`` (no CPU: it reads files)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    there = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+    return ray.remote(num_cpus=0, max_restarts=0)(NodeShipper).options(scheduling_strategy=there)
+
+
 class SurveyActor:
     """One worker on a node of the cluster: the checkout unpacked once, imported for one target.
 
@@ -317,7 +396,7 @@ class SurveyActor:
         self.dir = Path(tempfile.mkdtemp(prefix="regsurvey-ray-"))
         # The objects, results and build locks of one survey's actors on this node are one store of the
         # node's (``survey`` names it): they compile a kernel once between them and share a key's launches.
-        self.shared = Path(tempfile.gettempdir()) / f"regsurvey-node-{survey}" if survey else self.dir
+        self.shared = node_store(survey) if survey else self.dir
         (self.shared / "actors").mkdir(parents=True, exist_ok=True)
         self.marker = self.shared / "actors" / f"{os.getpid()}-{self.dir.name}"
         self.marker.touch()
@@ -396,9 +475,7 @@ class SurveyActor:
     def ship(self, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
         """The objects of ``wanted`` (sha256 -> path in the store) that the node's store holds: those whose
         holder's answer was lost, asked for at the survey's end."""
-        objects = self.worker.objects
-        return tuple(_shipped(objects, path, sha) for sha, path in wanted.items()
-                     if (objects.root.parent / path).is_file())
+        return _ship_from(self.worker.objects, wanted)
 
     def close(self) -> None:
         """Remove this actor's directory (the checkout), and the node's store of the survey when no other
@@ -408,9 +485,4 @@ class SurveyActor:
         os.chdir("/")
         shutil.rmtree(self.dir, ignore_errors=True)
         self.marker.unlink(missing_ok=True)
-        try:
-            others = any((self.shared / "actors").iterdir())
-        except OSError:
-            others = False
-        if not others:
-            shutil.rmtree(self.shared, ignore_errors=True)
+        leave_node(self.shared)

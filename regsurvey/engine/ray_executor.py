@@ -33,6 +33,7 @@ import sys
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -103,7 +104,7 @@ class RaySurvey:
         # The results of identical kernels this store holds (any commit's): a node reuses them rather than
         # compiling (it sends back a row naming the object here, not the object).
         known = self.cache.entries() if options.reuse_results else {}
-        survey = uuid.uuid4().hex[:16]  # names the store this survey's actors share on each node
+        survey = self.survey = uuid.uuid4().hex[:16]  # names the store this survey's actors share on each node
         # The builds in flight across nodes: an actor waits for a kernel another node compiles.
         self.claims = claims_class().remote()
         self.actor_args = (environ, options.triton_cache_dir is not None, ray.put(known), survey, self.claims)
@@ -118,6 +119,8 @@ class RaySurvey:
         self.keys_shared = 0  # keys whose launches actors of one node shared (survey.SurveyTiming's)
         self.launches_shared = 0
         self.across_nodes = 0  # builds an actor took from another node's compile (ray_actor.BuildClaims)
+        self.fetched = 0  # objects fetched at the end from nodes whose answer was lost (ray_keys.run_keys)
+        self.left_behind: set[str] = set()  # nodes of actors killed ("": not known), which could not clean up
         self.nodes: set[str] = set()
         self.last_capacity_check = 0.0
 
@@ -138,6 +141,8 @@ class RaySurvey:
         if polite:
             with contextlib.suppress(Exception):
                 self.ray.get(actor.handle.close.remote(), timeout=10)
+        else:  # what it leaves on its node is removed at the end (ray_keys.end_on_nodes)
+            self.left_behind.add(actor.node)
         with contextlib.suppress(Exception):
             self.ray.kill(actor.handle, no_restart=True)
         with contextlib.suppress(Exception):  # its builds in flight are free: another compiles them
@@ -164,20 +169,30 @@ class RaySurvey:
         with contextlib.suppress(Exception):
             self.ray.kill(self.claims, no_restart=True)
 
-    def request(self, actor: _Actor, call: Any, timeout: float) -> Any:
-        """A call's answer (not a key's): a SurveyError when it fails, is lost or is late."""
+    def request(self, actor: _Actor, call: Callable[[_Actor], Any], timeout: float) -> tuple[Any, _Actor]:
+        """The answer to ``call(actor)`` (a call that is not a key's), and the actor that gave it: a
+        SurveyError when it fails or is late. An actor lost (its node, its process) is asked of another
+        actor once."""
         from .survey import SurveyError
 
-        try:
-            answer = self.ray.get(call, timeout=timeout)
-        except self.ray.exceptions.GetTimeoutError:
-            raise SurveyError(f"the keys files did not finish importing on the cluster within {timeout:.0f} s: a "
-                              "keys file, or what it imports, hangs") from None
-        except self.ray.exceptions.RayError as exc:
-            raise SurveyError(f"the Ray actor importing the keys files was lost: {first_line(exc)}") from None
+        for attempt in (1, 2):
+            try:
+                answer = self.ray.get(call(actor), timeout=timeout)
+                break
+            except self.ray.exceptions.GetTimeoutError:
+                raise SurveyError(f"the keys files did not finish importing on the cluster within {timeout:.0f} s: "
+                                  "a keys file, or what it imports, hangs") from None
+            except self.ray.exceptions.RayError as exc:
+                why = f"the Ray actor importing the keys files was lost: {first_line(exc)}"
+                if attempt == 2:
+                    raise SurveyError(why) from None
+                print(f"regsurvey: warning: {why}; asked of another actor", file=sys.stderr)
+                self.kill(actor)
+                self.rescheduled += 1
+                actor = self.actors[0] if self.actors else self.spawn(actor.target)
         if isinstance(answer, Failed):
             raise SurveyError(answer.error)
-        return answer
+        return answer, actor
 
     # -- what comes back
 
@@ -229,17 +244,23 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
     try:
         listing_target, asked = starting_targets(options, checkout, costs)
         first = state.spawn(listing_target)
-        listing = first.handle.list_keys.remote(tuple(options.targets) if options.targets else None)
+        wanted = tuple(options.targets) if options.targets else None
+        listing = first.handle.list_keys.remote(wanted)
         if asked:  # the targets are known (or guessed): the other actors start (and import) while the first lists
             for target in costs.workers_for(asked, state.capacity())[1:]:
                 state.spawn(target)
-        listed = state.request(first, listing, IMPORT_TIMEOUT_S)
+        listed, first = state.request(first, lambda a: listing if a is first else a.handle.list_keys.remote(wanted),
+                                      IMPORT_TIMEOUT_S)
         keys = [k for k in listed.keys if _selected(k, options)]
         if not keys:
             raise SurveyError("no key matches the selection (--kind/--key)")
         toolchain = {}
         for backend in sorted({get_target(k.target).backend for k in keys}):
-            toolchain[backend] = state.request(first, first.handle.toolchain.remote(backend), 120).toolchain
+            def told(actor: _Actor, backend: str = backend) -> Any:
+                return actor.handle.toolchain.remote(backend)
+
+            info, first = state.request(first, told, 120)
+            toolchain[backend] = info.toolchain
         state.progress.on_start(len(keys))
         listed_at = time.monotonic()
         ordered = costs.longest_first(keys)
@@ -270,6 +291,8 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
         timing["worker_peak_rss_mb"] = state.peak_rss_mb
     if state.across_nodes:
         timing["ray_builds_across_nodes"] = float(state.across_nodes)
+    if state.fetched:
+        timing["ray_objects_fetched_at_end"] = float(state.fetched)
     if state.keys_shared:
         timing["keys_shared"] = float(state.keys_shared)
         timing["launches_shared"] = float(state.launches_shared)

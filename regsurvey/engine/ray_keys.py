@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..model.keys import Key
 from ..model.results import Row
 from .protocol import KeyFinished
-from .ray_actor import KeyShipped, store_objects
+from .ray_actor import KeyShipped, shipper_class, store_objects
 
 if TYPE_CHECKING:
     from .ray_executor import RaySurvey, _Actor
@@ -71,6 +71,13 @@ class HeldAnswers:
     def wanted(self) -> dict[str, str]:
         """Every object the answers held lack."""
         return {sha: path for _, shipped in self.held for sha, path in self.absent(shipped).items()}
+
+    def builds(self) -> dict[str, str]:
+        """The Triton hash of each object :meth:`wanted` names (sha256 -> hash): the build it came from."""
+        wanted = self.wanted()
+        return {r.object.sha256: r.triton_hash for _, shipped in self.held
+                if isinstance(shipped.answer, KeyFinished) for r in shipped.answer.rows
+                if r.object is not None and r.object.sha256 in wanted and r.triton_hash}
 
     def dropped(self) -> list[tuple[Key, KeyShipped]]:
         """The answers still held (their objects lost), held no more."""
@@ -190,14 +197,47 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             for key, shipped in held.released():
                 take_rows(key, shipped)
 
-    def fetch_held() -> None:
-        """The answers still held at the end name objects whose node's answer was lost: the actors left
-        send what their nodes' stores hold of them; a key whose objects are still missing is an error
-        (transient: surveyed again next time)."""
-        asked = [a.handle.ship.remote(held.wanted()) for a in state.actors]
+    def end_on_nodes() -> None:
+        """At the end, on the nodes where something is left to do: the answers still held name objects whose
+        compiling node's answer was lost, so that node (the claims say which) sends what its store holds
+        of them, through an actor of the survey alive there, else a shipper started there; and a shipper
+        removes what actors killed there (a time-out, a lost call) left on a node no actor of the survey is
+        left on. A key whose objects are still missing (their node lost too) is an error (transient:
+        surveyed again next time)."""
+        wanted = held.wanted()
+        builds = held.builds()
+        where: dict[str, str] = {}
+        if builds:
+            with contextlib.suppress(Exception):  # the claims actor gone: every node with an actor is asked
+                where = ray.get(state.claims.nodes_of.remote(sorted(set(builds.values()))), timeout=30)
+        live = {a.node: a.handle for a in state.actors if a.node}
+        needed = ({where[h] for h in builds.values() if h in where} if where else set(live)) if wanted else set()
+        visit = needed | state.left_behind
+        alive: set[str] = set()
+        with contextlib.suppress(Exception):
+            alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        if "" in visit:  # an actor killed before it said where it ran: every node
+            visit |= alive
+        shippers = {}
+        for n in (visit & alive) - live.keys():
+            with contextlib.suppress(Exception):  # a node gone
+                shippers[n] = shipper_class(n).remote(state.survey)
+        asked = [live[n].ship.remote(wanted) for n in needed & live.keys()]
+        asked += [h.ship.remote(wanted) for n, h in shippers.items() if n in needed]
         for ref in asked:
-            with contextlib.suppress(Exception):  # an actor lost meanwhile, or a node's full disk
-                store_objects(ray.get(ref, timeout=60), state.objects)
+            with contextlib.suppress(Exception):  # an actor or node lost meanwhile, or a node's full disk
+                got = ray.get(ref, timeout=60)
+                store_objects(got, state.objects)
+                state.fetched += len(got)
+        closing = []
+        for shipper in shippers.values():
+            with contextlib.suppress(Exception):
+                closing.append(shipper.close.remote())
+        with contextlib.suppress(Exception):
+            ray.wait(closing, num_returns=len(closing), timeout=30)
+        for shipper in shippers.values():
+            with contextlib.suppress(Exception):
+                ray.kill(shipper, no_restart=True)
         for key, shipped in held.released():
             take_rows(key, shipped)
         for key, _ in held.dropped():
@@ -291,8 +331,8 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
                     actor.calls.clear()
                     state.kill(actor)
                     replace_actor()
-        if held:
-            fetch_held()
+        if held or state.left_behind:
+            end_on_nodes()
         with contextlib.suppress(Exception):
             state.across_nodes = ray.get(state.claims.stats.remote(), timeout=10)["builds_across_nodes"]
     except BaseException:

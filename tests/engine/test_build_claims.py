@@ -5,10 +5,19 @@ they name come back (engine/ray_keys.HeldAnswers)."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 
 from regsurvey.engine.protocol import KeyFinished
-from regsurvey.engine.ray_actor import BuildClaims, KeyShipped, _shipped, store_objects
+from regsurvey.engine.ray_actor import (
+    BuildClaims,
+    KeyShipped,
+    NodeShipper,
+    _shipped,
+    leave_node,
+    node_store,
+    store_objects,
+)
 from regsurvey.engine.ray_keys import HeldAnswers
 from regsurvey.model.keys import Key
 from regsurvey.model.results import ObjectRef, ObjectReport, Row
@@ -32,6 +41,7 @@ def test_one_actor_compiles_a_build_and_another_node_takes_its_result() -> None:
         assert await asyncio.wait_for(waiting, 5) == ("done", ENTRY, None)  # at once, not after 30 s
         assert await claims.claim("h", "c", "node1") == ("done", ENTRY, None)
         assert (await claims.stats())["builds_across_nodes"] == 1  # node2's; node1's own build is no crossing
+        assert await claims.nodes_of(["h", "unknown"]) == {"h": "node1"}  # where the build ran, for a fetch
 
     asyncio.run(run())
 
@@ -91,4 +101,38 @@ def test_an_answer_naming_another_nodes_object_is_held_until_it_comes(tmp_path: 
     assert [k for k, _ in held.released()] == [second]
     assert here.get(rel, sha) == b"a cubin compiled on the other node" and here.text(rel, "ptx") == ".version 8.7\n"
     assert held.wanted() == {other_sha: other_rel}
+    assert held.builds() == {other_sha: "h0"}  # the build the missing object came from
     assert [k for k, _ in held.dropped()] == [third] and not held
+
+
+def test_a_shipper_sends_what_the_nodes_store_holds_and_clears_what_dead_actors_left(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    """At a survey's end, on a node where no actor of the survey is alive: the node's store sends the objects
+    asked for (those it has), and what actors killed there left (their checkout, their marker, the store
+    once no actor is left) is removed; a live actor's is kept until it leaves."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    shared = node_store("s1")
+    store = ObjectStore(shared / "objects")
+    sha, rel = store.put(b"compiled by an actor killed since", "cubin", extras={"ptx": ".version 8.7\n"})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "regsurvey-ray-dead" / "tree").mkdir(parents=True)
+    (shared / "actors").mkdir()
+    (shared / "actors" / f"{dead.pid}-regsurvey-ray-dead").touch()
+    (tmp_path / "regsurvey-ray-alive").mkdir()
+    (shared / "actors" / f"{os.getpid()}-regsurvey-ray-alive").touch()  # this process: alive
+    shipper = NodeShipper("s1")
+    got = shipper.ship({sha: rel, "f" * 64: "ff/" + "f" * 64 + ".cubin"})
+    here = ObjectStore(tmp_path / "here" / "objects")
+    store_objects(got, here)
+    assert [o.sha256 for o in got] == [sha] and here.text(rel, "ptx") == ".version 8.7\n"
+    shipper.close()
+    assert not (tmp_path / "regsurvey-ray-dead").exists()
+    assert [m.name for m in (shared / "actors").iterdir()] == [f"{os.getpid()}-regsurvey-ray-alive"]
+    (shared / "actors" / f"{os.getpid()}-regsurvey-ray-alive").unlink()  # it left
+    leave_node(shared)
+    assert not shared.exists() and (tmp_path / "regsurvey-ray-alive").exists()  # its own: it removes it

@@ -135,6 +135,25 @@ def test_two_nodes_share_a_key_of_many_launches(toy_repo: Path, cluster: tuple[A
     assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
 
 
+def test_the_build_claims_live_on_the_surveys_own_node(cluster: tuple[Any, list[Path]]) -> None:
+    """The claims actor runs where the survey runs (no other node's loss takes the claims with it), whichever
+    node the cluster would otherwise pick."""
+    from regsurvey.engine.ray_actor import claims_class
+
+    c, _ = cluster
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        here = ray.get_runtime_context().get_node_id()
+        claims = [claims_class().remote() for _ in range(4)]
+        nodes = ray.get([a.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
+                         for a in claims])
+        for a in claims:
+            ray.kill(a)
+    finally:
+        ray.shutdown()
+    assert nodes == [here] * 4
+
+
 def test_the_nodes_reuse_what_the_store_compiled_before(toy_repo: Path, cluster: tuple[Any, list[Path]],
                                                         tmp_path: Path) -> None:
     """A commit that changes one kind, surveyed on the cluster with a store that surveyed its parent
@@ -234,7 +253,7 @@ def with_a_hanging_key(repo: Path) -> Path:
 
 def test_a_key_past_the_timeout_is_an_error_and_its_actor_replaced(toy_repo: Path, cluster: tuple[Any, list[Path]],
                                                                   tmp_path: Path) -> None:
-    c, _ = cluster
+    c, node_dirs = cluster
     ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
     try:
         survey = survey_checkout(working_tree(with_a_hanging_key(toy_repo)), tmp_path / "store" / "objects",
@@ -248,6 +267,129 @@ def test_a_key_past_the_timeout_is_an_error_and_its_actor_replaced(toy_repo: Pat
     assert rows["hang/width2"].error == "timed out after 12 s (--timeout)" and rows["hang/width2"].transient
     assert rows["gemm/w2"].ok and rows["gemm/w8"].ok
     assert held == 0  # the hung actor was killed, the others ended with the survey
+    # What the killed actor left on its node (its checkout, its marker in the node's store) was removed: by
+    # the survey's last actor there, or by a shipper at the end when none was left.
+    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+
+
+LISTER_DIES = '''"""Keys whose first import kills its process: the actor that lists them."""
+
+import os
+from pathlib import Path
+
+from toykernels import ops
+
+import regsurvey as rs
+
+GATE = Path({gate!r})
+if not GATE.exists():
+    GATE.touch()
+    os._exit(3)
+
+# Targets computed, not literal: no actor starts beside the one listing the keys (keyfiles.declared_targets).
+matrix = rs.Matrix(targets=["sm" + "90"], width=[2, 8])
+
+
+@matrix.kind(axes=["width"])
+def scale(width):
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+'''
+
+
+def test_the_actor_listing_the_keys_lost_is_replaced(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                      tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The only actor, importing the keys files to list them, dies (as on a node lost then): another lists
+    them, and the survey goes on."""
+    from ..conftest import commit_all
+
+    c, node_dirs = cluster
+    (toy_repo / "keys" / "toy.py").write_text(LISTER_DIES.format(gate=str(tmp_path / "imported")))
+    commit_all(toy_repo, "keys whose first import dies")
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        survey = survey_checkout(working_tree(toy_repo), tmp_path / "store" / "objects",
+                                 SurveyOptions(ray_address=c.address), Progress())
+    finally:
+        ray.shutdown()
+    assert [r.key for r in survey.rows] == ["scale/width2", "scale/width8"] and all(r.ok for r in survey.rows)
+    assert survey.timing["ray_rescheduled"] == 1
+    assert "the Ray actor importing the keys files was lost" in capfd.readouterr().err
+    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+
+
+SHARED_THEN_LOST = '''"""Two keys sharing a kernel (scale_rows): ``lost`` compiles it, then hangs on its gemm until the
+survey's time-out kills its actor, so its answer, with the kernel's object, never comes; ``sharer`` waits for
+that compile and takes its result through the survey's claims."""
+
+import time
+from pathlib import Path
+
+import triton
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+GATE = Path({gate!r})
+compiled_here = []  # this process compiled scale_rows
+
+
+def hanging(src, *args, **kwargs):
+    if src.name == "matmul" and compiled_here:
+        time.sleep(3600)
+    kernel = hanging.compile(src, *args, **kwargs)
+    if src.name == "scale_rows":
+        compiled_here.append(src.name)
+        GATE.touch()
+    return kernel
+
+
+@matrix.kind(axes=["width"])
+def lost(width):
+    if not hasattr(triton.compile, "compile"):
+        hanging.compile, triton.compile = triton.compile, hanging
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+    ops.gemm(rs.tensor((16, 512), "bf16"), rs.tensor((512, 1024), "bf16"))
+
+
+@matrix.kind(axes=["width"])
+def sharer(width):
+    deadline = time.monotonic() + 120
+    while not GATE.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+'''
+
+
+def test_an_object_whose_nodes_answer_was_lost_is_fetched_at_the_end(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                                     tmp_path: Path) -> None:
+    """A kernel compiled on one node and taken by another through the claims, whose compiling actor is then
+    killed (a time-out) before it answers: the rows naming that object are held until the survey's end,
+    when the node that compiled it (no actor of the survey alive there) sends it through a shipper. Every
+    row but the hung key's is a build with its object here; nothing is left on the nodes."""
+    from ..conftest import commit_all
+
+    c, node_dirs = cluster
+    (toy_repo / "keys" / "toy.py").write_text(SHARED_THEN_LOST.format(gate=str(tmp_path / "compiled")))
+    commit_all(toy_repo, "a shared kernel whose compiler hangs")
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        survey = survey_checkout(working_tree(toy_repo), tmp_path / "store" / "objects",
+                                 SurveyOptions(ray_address=c.address, timeout=20,
+                                               triton_cache_dir=str(tmp_path / "triton")), Progress())
+    finally:
+        ray.shutdown()
+    rows = {(r.key, r.launch): r for r in survey.rows}
+    assert rows[("lost/width2", 0)].error == "timed out after 20 s (--timeout)"
+    shared = [r for r in survey.rows if r.ok and r.kernel == "scale_rows"]
+    assert shared and all(r.key != "lost/width2" for r in shared), survey.rows
+    assert survey.timing["ray_builds_across_nodes"] >= 1
+    assert survey.timing["ray_objects_fetched_at_end"] >= 1
+    objects = ObjectStore(tmp_path / "store" / "objects")
+    for row in shared:
+        assert row.object is not None and objects.get(row.object.path, row.object.sha256)
+        assert objects.text(row.object.path, "ptx")
+    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
 
 
 @pytest.mark.slow
