@@ -121,10 +121,6 @@ if want hosts15; then
   # iproute2, util-linux): the local pool, one host of 16 CPUs, 4 hosts of 4, each compared build for build.
   ip netns add rs-probe && ip netns del rs-probe || { echo "hosts15: no network namespaces here"; exit 0; }
   # The hosts mount a /tmp of their own: the packages in /tmp/site would be out of their sight.
-  # The hosts mount a /tmp of their own: the packages in /tmp/site, and this checkout if it is under /tmp,
-  # would be out of their sight.
-  rm -rf /var/tmp/rs-site /var/tmp/rs-src && cp -a /tmp/site /var/tmp/rs-site && cp -a "$PWD" /var/tmp/rs-src
-  cd /var/tmp/rs-src && export PYTHONPATH=/var/tmp/rs-site:/var/tmp/rs-src
   echo "== Ray on hosts against the local pool: ${HOSTS15_PROJECT:-tests/realworld/flag_gems}"
   timeout "${HOSTS15_TIMEOUT:-400}" python3 benchmarks/ray_scaling.py --project "${HOSTS15_PROJECT:-tests/realworld/flag_gems}" \
     --cpus 16 --nodes "${HOSTS15_NODES:-4}" --hosts 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/hosts15.txt"

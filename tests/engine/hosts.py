@@ -12,6 +12,7 @@ Everything is made under names of this process's own and removed by :meth:`Hosts
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+# No usage reports; no token authentication: a head that finds a token (~/.ray/auth_token) turns it on,
+# and the hosts, with homes of their own, would not have it.
+RAY_ENV = ("RAY_USAGE_STATS_ENABLED=0", "RAY_AUTH_MODE=disabled")
 SUBNET = "10.231.0"
 HEAD = f"{SUBNET}.10"
 PORT = 6379
@@ -54,6 +58,8 @@ class Hosts:
         self.switch = f"{self.tag}sw"
         self.started: dict[int, subprocess.Popen[bytes]] = {}
         self.ns: dict[int, str] = {}
+        # What of this machine's /tmp the hosts see: what they run with (a venv, a checkout on the path).
+        self.kept = _under_tmp([sys.executable, sys.prefix, *sys.path])
         _ip("netns", "add", self.switch)
         self.run_in(self.switch, "ip", "link", "add", "br0", "type", "bridge")
         self.run_in(self.switch, "ip", "link", "set", "br0", "up")
@@ -70,7 +76,7 @@ class Hosts:
 
     def command(self, i: int, argv: list[str]) -> list[str]:
         """``argv`` run on host ``i`` (with this machine's files)."""
-        return ["ip", "netns", "exec", self.ns[i], *argv]
+        return ["ip", "netns", "exec", self.ns[i], "env", *RAY_ENV, *argv]
 
     def _wire(self, i: int) -> str:
         ns = f"{self.tag}h{i}"
@@ -93,18 +99,25 @@ class Hosts:
         self._start(0, self.command(0, ray), env or {})
 
     def add_node(self, i: int, cpus: int = 1) -> None:
-        """Host ``i``, a Ray node of ``cpus`` CPUs with a /tmp and a home of its own."""
+        """Host ``i``, a Ray node of ``cpus`` CPUs with a /tmp and a home of its own. What the host runs
+        with (this Python, its environment, the packages on its path: in a venv or a checkout under /tmp,
+        as in a CI run) is mounted back into that /tmp, and nothing else of this machine's /tmp."""
         self._wire(i)
-        ray = (f"exec {sys.executable} -m ray.scripts.scripts start --address={self.address} "
+        ray = (f"exec {shlex.quote(sys.executable)} -m ray.scripts.scripts start --address={self.address} "
                f"--node-ip-address={self.ip_of(i)} --num-cpus={cpus} --disable-usage-stats --block")
-        private = f"mount -t tmpfs tmpfs /tmp && mkdir /tmp/home && HOME=/tmp/home {ray}"
+        keep = " ".join(shlex.quote(name) for name in self.kept)
+        private = ("set -e; hold=$(mktemp -d /var/tmp/regsurvey-host.XXXXXX); mount --bind /tmp \"$hold\"; "
+                   "mount -t tmpfs tmpfs /tmp; "
+                   f"for d in {keep}; do mkdir -p \"/tmp/$d\"; mount --bind \"$hold/$d\" \"/tmp/$d\"; done; "
+                   "umount -l \"$hold\"; rmdir \"$hold\"; mkdir /tmp/home; "
+                   f"HOME=/tmp/home {ray}")
         self._start(i, self.command(i, ["unshare", "--mount", "--propagation", "private", "sh", "-c", private]),
                     {})
 
     def _start(self, i: int, argv: list[str], env: dict[str, str]) -> None:
         log = (self.logs / f"host{i}.log").open("wb")
         self.started[i] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                           env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **env})
+                                           env={**os.environ, **dict(e.split("=", 1) for e in RAY_ENV), **env})
 
     def wait_for_nodes(self, n: int, timeout: float = 120) -> None:
         """Until the cluster has ``n`` nodes alive."""
@@ -152,6 +165,19 @@ class Hosts:
             proc.wait(timeout=30)
         for ns in [*self.ns.values(), self.switch]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _under_tmp(paths: list[str]) -> list[str]:
+    """The entries of /tmp (names) that hold any of ``paths``."""
+    names: dict[str, None] = {}
+    for path in paths:
+        try:
+            rel = Path(path).resolve().relative_to("/tmp")
+        except ValueError:
+            continue
+        if rel.parts:
+            names[rel.parts[0]] = None
+    return list(names)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -94,10 +94,10 @@ def test_a_survey_on_two_hosts_matches_a_local_one(toy_repo: Path, hosts: Hosts,
         code = code_sections(remote_objects.get(ref["path"], ref["sha256"]))
         assert code and code == code_sections(local_objects.get(local_ref["path"], local_ref["sha256"]))
         assert remote_objects.text(ref["path"], "amdgcn" if row["target"] == "gfx950" else "ptx")
-    # Each host's own /tmp holds only Ray's files: the actors removed their directories when the survey
-    # ended, and the store they shared on the host.
+    # Each host's own /tmp holds only Ray's files (and what it runs with, when that is under /tmp): the
+    # actors removed their directories when the survey ended, and the store they shared on the host.
     for i in (1, 2):
-        assert set(hosts.private_tmp(i)) <= {"home", "ray"}, hosts.private_tmp(i)
+        assert set(hosts.private_tmp(i)) <= {"home", "ray", *hosts.kept}, hosts.private_tmp(i)
 
 
 SURVEY = textwrap.dedent('''
@@ -120,8 +120,8 @@ SURVEY = textwrap.dedent('''
 
 
 def test_a_host_cut_off_mid_survey_loses_no_key(toy_repo: Path, hosts: Hosts, tmp_path: Path) -> None:
-    """Host 3 joins, and loses its link once its actor has keys: the head declares it dead, the keys it
-    held are surveyed again on hosts 1 and 2, and every row is a build with its object."""
+    """Host 3 joins, and loses its link once its actor has keys (or is listing them): the head declares it
+    dead, what it held is surveyed again on hosts 1 and 2, and every row is a build with its object."""
     hosts.add_node(3)
     hosts.wait_for_nodes(4)
     script = tmp_path / "survey.py"
@@ -145,8 +145,10 @@ def test_a_host_cut_off_mid_survey_loses_no_key(toy_repo: Path, hosts: Hosts, tm
     rows, timing = survey["rows"], survey["timing"]
     assert len(rows) == 12
     assert all(ok for _, ok, _, _, _ in rows), [(r, e) for r, ok, e, _, _ in rows if not ok]
-    assert timing["ray_rescheduled"] >= 1  # what host 3 held was surveyed again on the others
-    assert "its keys are surveyed again" in err
+    # What host 3 held was surveyed again on the others: its keys, or the listing of the keys (the first
+    # actor, which may be host 3's).
+    assert timing["ray_rescheduled"] >= 1
+    assert "its keys are surveyed again" in err or "importing the keys files was lost" in err, err
     objects = ObjectStore(tmp_path / "store" / "objects")
     for _, _, _, path, sha in rows:
         assert objects.get(path, sha)
