@@ -119,6 +119,8 @@ fi
 if want hosts15; then
   # The same on hosts on a network (network namespaces, each node a /tmp and a home of its own; needs root,
   # iproute2, util-linux): the local pool, one host of 16 CPUs, 4 hosts of 4, each compared build for build.
+  # No iproute2 there: Debian's `ip` may travel in .iproute/ (bin/ip, its libraries in lib/, RUNPATH set).
+  command -v ip >/dev/null || export PATH=$PWD/.iproute/bin:$PATH
   ip netns add rs-probe && ip netns del rs-probe || { echo "hosts15: no network namespaces here"; exit 0; }
   # The hosts mount a /tmp of their own: the packages in /tmp/site would be out of their sight.
   echo "== Ray on hosts against the local pool: ${HOSTS15_PROJECT:-tests/realworld/flag_gems}"
