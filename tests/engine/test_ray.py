@@ -186,6 +186,7 @@ def test_the_nodes_reuse_what_the_store_compiled_before(toy_repo: Path, cluster:
         assert objects.get(r["object"]["path"], r["object"]["sha256"])
 
 
+@pytest.mark.slow  # the default run has tests/engine/test_ray_hosts.py's host cut off mid-survey
 def test_a_node_removed_mid_survey_loses_no_key(toy_repo: Path, cluster: tuple[Any, list[Path]],
                                               tmp_path: Path) -> None:
     c, _ = cluster
