@@ -345,6 +345,41 @@ def leave_node(shared: Path) -> None:
         shutil.rmtree(shared, ignore_errors=True)
 
 
+# Seconds after which what surveys' actors left on a node, none of them alive, is swept (:func:`sweep_node`):
+# well past the moment an actor makes its directory and its marker.
+STALE_S = 3600.0
+
+
+def sweep_node(tmp: Path, now: float | None = None) -> None:
+    """Remove what earlier surveys' actors left on this node when nothing could clean up after them (Ctrl-C
+    killed them mid-key, or their node was lost and came back): the survey stores none of whose actors is
+    alive, and the actors' checkouts no live actor's marker names, when older than :data:`STALE_S`. Run by
+    every actor as it starts."""
+    import shutil
+
+    now = time.time() if now is None else now
+
+    def stale(path: Path) -> bool:
+        try:
+            return now - path.stat().st_mtime > STALE_S
+        except OSError:
+            return False
+
+    named: set[str] = set()  # the checkouts of actors alive
+    for store in [*tmp.glob("regsurvey-node-*"), *tmp.glob("regsurvey-ray-*")]:
+        if store.name.startswith("regsurvey-node-") and stale(store):
+            leave_node(store)  # the dead actors' checkouts, then the store if none is alive
+        try:
+            markers = list((store / "actors").iterdir())
+        except OSError:
+            continue
+        named.update(m.name.partition("-")[2] for m in markers
+                     if m.name.partition("-")[0].isdigit() and not _gone(int(m.name.partition("-")[0])))
+    for checkout in tmp.glob("regsurvey-ray-*"):
+        if checkout.name not in named and stale(checkout):
+            shutil.rmtree(checkout, ignore_errors=True)
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -393,6 +428,7 @@ class SurveyActor:
 
         from .worker import Worker
 
+        sweep_node(Path(tempfile.gettempdir()))
         self.dir = Path(tempfile.mkdtemp(prefix="regsurvey-ray-"))
         # The objects, results and build locks of one survey's actors on this node are one store of the
         # node's (``survey`` names it): they compile a kernel once between them and share a key's launches.

@@ -136,3 +136,41 @@ def test_a_shipper_sends_what_the_nodes_store_holds_and_clears_what_dead_actors_
     (shared / "actors" / f"{os.getpid()}-regsurvey-ray-alive").unlink()  # it left
     leave_node(shared)
     assert not shared.exists() and (tmp_path / "regsurvey-ray-alive").exists()  # its own: it removes it
+
+
+def test_what_killed_surveys_left_on_a_node_is_swept_an_hour_later(tmp_path: Path) -> None:
+    """An actor starting on a node removes what earlier surveys' actors left there with nothing to clean up
+    after them (Ctrl-C, a node lost and back): stores with no actor alive, checkouts no live actor names,
+    once an hour old; a live survey's and anything recent are kept."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from regsurvey.engine.ray_actor import STALE_S, sweep_node
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+
+    def survey(name: str, pid: int) -> tuple[Path, Path]:
+        store, checkout = tmp_path / f"regsurvey-node-{name}", tmp_path / f"regsurvey-ray-{name}"
+        (store / "actors").mkdir(parents=True)
+        (store / "objects").mkdir()
+        (checkout / "tree").mkdir(parents=True)
+        (store / "actors" / f"{pid}-{checkout.name}").touch()
+        return store, checkout
+
+    killed, alive = survey("killed", dead.pid), survey("alive", os.getpid())
+    orphan, recent = tmp_path / "regsurvey-ray-orphan", tmp_path / "regsurvey-ray-recent"
+    orphan.mkdir()
+    recent.mkdir()
+    mine = tmp_path / "unrelated"
+    mine.mkdir()
+    old = time.time() - STALE_S - 60
+    for path in [*killed, *alive, orphan, mine]:
+        os.utime(path, (old, old))
+    sweep_node(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "regsurvey-node-alive", "regsurvey-ray-alive", "regsurvey-ray-recent", "unrelated"]
+    sweep_node(tmp_path, now=time.time() + 2 * STALE_S)  # later: the recent one is old and named by no one
+    assert not recent.exists() and alive[0].exists() and alive[1].exists()
