@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..model.keys import Key
 from ..model.results import Row
 from .protocol import KeyFinished
-from .ray_actor import KeyShipped, shipper_class, store_objects
+from .ray_actor import KeyShipped, store_objects
+from .ray_node import shipper_class
 
 if TYPE_CHECKING:
     from .ray_executor import RaySurvey, _Actor

@@ -9,16 +9,9 @@ import tempfile
 from pathlib import Path
 
 from regsurvey.engine.protocol import KeyFinished
-from regsurvey.engine.ray_actor import (
-    BuildClaims,
-    KeyShipped,
-    NodeShipper,
-    _shipped,
-    leave_node,
-    node_store,
-    store_objects,
-)
+from regsurvey.engine.ray_actor import BuildClaims, KeyShipped, _shipped, store_objects
 from regsurvey.engine.ray_keys import HeldAnswers
+from regsurvey.engine.ray_node import NodeShipper, leave_node, node_store
 from regsurvey.model.keys import Key
 from regsurvey.model.results import ObjectRef, ObjectReport, Row
 from regsurvey.store.objectstore import ObjectStore
@@ -147,7 +140,7 @@ def test_what_killed_surveys_left_on_a_node_is_swept_an_hour_later(tmp_path: Pat
     import sys
     import time
 
-    from regsurvey.engine.ray_actor import STALE_S, sweep_node
+    from regsurvey.engine.ray_node import STALE_S, sweep_node
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
