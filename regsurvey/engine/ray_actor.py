@@ -28,7 +28,7 @@ from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from .protocol import Failed, KeyFinished, KeysListed, ToolchainInfo
-from .ray_node import leave_node, node_store, sweep_node
+from .ray_node import leave_node, node_store, pinned_actor, sweep_node
 
 # -- what travels ---------------------------------------------------------------------------------------
 
@@ -225,13 +225,10 @@ class BuildClaims:
 
 def claims_class() -> Any:
     """:class:`BuildClaims` as a Ray actor on the survey's own node (the driver's, where the survey lives and
-    dies): no other node's loss takes the claims with it. (Not soft: a soft affinity gives way to a node
-    busy starting the survey's actors.)"""
+    dies): no other node's loss takes the claims with it."""
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
-    return ray.remote(num_cpus=0, max_restarts=0)(BuildClaims).options(scheduling_strategy=here)
+    return pinned_actor(BuildClaims, ray.get_runtime_context().get_node_id())
 
 
 class _ClaimedLock(BuildLock):

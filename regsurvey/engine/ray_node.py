@@ -31,15 +31,9 @@ def leave_node(shared: Path) -> None:
     left, the node's store of the survey."""
     import shutil
 
-    actors = shared / "actors"
-    try:
-        markers = list(actors.iterdir())
-    except OSError:
-        markers = []
     alive = False
-    for marker in markers:
-        pid, _, directory = marker.name.partition("-")
-        if pid.isdigit() and not _gone(int(pid)):
+    for marker, directory, live in _markers(shared):
+        if live:
             alive = True
             continue
         if directory.startswith("regsurvey-ray-"):
@@ -47,6 +41,20 @@ def leave_node(shared: Path) -> None:
         marker.unlink(missing_ok=True)
     if not alive:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def _markers(shared: Path) -> list[tuple[Path, str, bool]]:
+    """The actor markers of ``shared`` (``actors/<pid>-<directory>``): each marker, the name of its actor's
+    directory, and whether that actor's process is alive."""
+    try:
+        markers = list((shared / "actors").iterdir())
+    except OSError:
+        return []
+    out = []
+    for marker in markers:
+        pid, _, directory = marker.name.partition("-")
+        out.append((marker, directory, pid.isdigit() and not _gone(int(pid))))
+    return out
 
 
 # Seconds after which what surveys' actors left on a node, none of them alive, is swept (:func:`sweep_node`):
@@ -73,12 +81,7 @@ def sweep_node(tmp: Path, now: float | None = None) -> None:
     for store in [*tmp.glob("regsurvey-node-*"), *tmp.glob("regsurvey-ray-*")]:
         if store.name.startswith("regsurvey-node-") and stale(store):
             leave_node(store)  # the dead actors' checkouts, then the store if none is alive
-        try:
-            markers = list((store / "actors").iterdir())
-        except OSError:
-            continue
-        named.update(m.name.partition("-")[2] for m in markers
-                     if m.name.partition("-")[0].isdigit() and not _gone(int(m.name.partition("-")[0])))
+        named.update(directory for _, directory, live in _markers(store) if live)
     for checkout in tmp.glob("regsurvey-ray-*"):
         if checkout.name not in named and stale(checkout):
             shutil.rmtree(checkout, ignore_errors=True)
@@ -112,10 +115,16 @@ class NodeShipper:
         leave_node(self.shared)
 
 
-def shipper_class(node: str) -> Any:
-    """:class:`NodeShipper` as a Ray actor on ``node`` (no CPU: it reads files)."""
+def pinned_actor(cls: type, node: str) -> Any:
+    """``cls`` as a Ray actor of no CPU on ``node``, and only there (a soft affinity gives way to a node busy
+    starting a survey's actors)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     there = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
-    return ray.remote(num_cpus=0, max_restarts=0)(NodeShipper).options(scheduling_strategy=there)
+    return ray.remote(num_cpus=0, max_restarts=0)(cls).options(scheduling_strategy=there)
+
+
+def shipper_class(node: str) -> Any:
+    """:class:`NodeShipper` as a Ray actor on ``node`` (no CPU: it reads files)."""
+    return pinned_actor(NodeShipper, node)
