@@ -22,6 +22,7 @@ ray = pytest.importorskip("ray")
 from regsurvey.engine.survey import survey_checkout  # noqa: E402
 from regsurvey.model.options import SurveyOptions  # noqa: E402
 from regsurvey.model.progress import Progress  # noqa: E402
+from regsurvey.model.results import Survey  # noqa: E402
 from regsurvey.revisions.checkout import working_tree  # noqa: E402
 from regsurvey.store.objectstore import ObjectStore  # noqa: E402
 
@@ -57,6 +58,20 @@ def regsurvey(repo: Path, *args: str) -> subprocess.CompletedProcess:
 def by_build(survey: dict[str, Any]) -> dict[tuple[str, str, int], tuple[Any, ...]]:
     return {(r["key"], r["target"], r["launch"]): (r["status"], r["resources"], r["triton_hash"], r["object"],
                                                    r["lint"], r["build"]) for r in survey["rows"]}
+
+
+def left_on(node_dirs: list[Path]) -> list[Path]:
+    """What a survey's actors left on the nodes: their checkouts, the stores they shared."""
+    return [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+
+
+def survey_on(c: Any, repo: Path, objects: Path, options: SurveyOptions, progress: Progress | None = None) -> Survey:
+    """``repo``'s working tree surveyed on the cluster ``c`` from this process."""
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        return survey_checkout(working_tree(repo), objects, options, progress or Progress())
+    finally:
+        ray.shutdown()
 
 
 def test_a_survey_on_two_nodes_matches_a_local_one(toy_repo: Path, cluster: tuple[Any, list[Path]],
@@ -98,7 +113,7 @@ def test_a_survey_on_two_nodes_matches_a_local_one(toy_repo: Path, cluster: tupl
     assert str(gemm["resources"]["vgpr"]) in explained.stdout
     # The actors removed their directories on the nodes when the survey ended, and the store they shared on
     # each node.
-    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+    assert not left_on(node_dirs)
 
 
 def test_two_nodes_share_a_key_of_many_launches(toy_repo: Path, cluster: tuple[Any, list[Path]],
@@ -115,11 +130,7 @@ def test_two_nodes_share_a_key_of_many_launches(toy_repo: Path, cluster: tuple[A
     (toy_repo / "keys" / "toy.py").write_text(MANY_LAUNCHES_KEYS)
     commit_all(toy_repo, "one key, twelve builds")
     options = SurveyOptions(ray_address=c.address, triton_cache_dir=str(tmp_path / "triton"))
-    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
-    try:
-        survey = survey_checkout(working_tree(toy_repo), tmp_path / "ray" / "objects", options, Progress())
-    finally:
-        ray.shutdown()
+    survey = survey_on(c, toy_repo, tmp_path / "ray" / "objects", options)
     rows = survey.rows
     assert [r.launch for r in rows] == list(range(12)) and all(r.ok for r in rows)
     assert not any(r.reused for r in rows)  # each row is its compile's, wherever it ran
@@ -132,7 +143,7 @@ def test_two_nodes_share_a_key_of_many_launches(toy_repo: Path, cluster: tuple[A
     for row in rows:
         assert row.object is not None and objects.get(row.object.path, row.object.sha256)
         assert objects.text(row.object.path, "ptx")
-    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+    assert not left_on(node_dirs)
 
 
 def test_the_build_claims_live_on_the_surveys_own_node(cluster: tuple[Any, list[Path]]) -> None:
@@ -194,7 +205,6 @@ def test_a_node_removed_mid_survey_loses_no_key(toy_repo: Path, cluster: tuple[A
     third_dir.mkdir()
     third = c.add_node(**node(third_dir))
     c.wait_for_nodes()
-    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
     removed: list[int] = []
 
     def on_key(key: Any, rows: Any) -> None:
@@ -202,12 +212,8 @@ def test_a_node_removed_mid_survey_loses_no_key(toy_repo: Path, cluster: tuple[A
             removed.append(len(list(third_dir.glob("regsurvey-ray-*"))))
             c.remove_node(third)
 
-    try:
-        survey = survey_checkout(working_tree(toy_repo), tmp_path / "store" / "objects",
-                                 SurveyOptions(ray_address=c.address, jobs=3, timeout=240),
-                                 Progress(on_key=on_key))
-    finally:
-        ray.shutdown()
+    survey = survey_on(c, toy_repo, tmp_path / "store" / "objects",
+                       SurveyOptions(ray_address=c.address, jobs=3, timeout=240), Progress(on_key=on_key))
     assert removed == [1]  # the third node had its actor
     assert len(survey.rows) == 12
     assert all(r.ok for r in survey.rows), [(r.row_id, r.error) for r in survey.rows if not r.ok]
@@ -270,7 +276,7 @@ def test_a_key_past_the_timeout_is_an_error_and_its_actor_replaced(toy_repo: Pat
     assert held == 0  # the hung actor was killed, the others ended with the survey
     # What the killed actor left on its node (its checkout, its marker in the node's store) was removed: by
     # the survey's last actor there, or by a shipper at the end when none was left.
-    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+    assert not left_on(node_dirs)
 
 
 LISTER_DIES = '''"""Keys whose first import kills its process: the actor that lists them."""
@@ -306,16 +312,11 @@ def test_the_actor_listing_the_keys_lost_is_replaced(toy_repo: Path, cluster: tu
     c, node_dirs = cluster
     (toy_repo / "keys" / "toy.py").write_text(LISTER_DIES.format(gate=str(tmp_path / "imported")))
     commit_all(toy_repo, "keys whose first import dies")
-    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
-    try:
-        survey = survey_checkout(working_tree(toy_repo), tmp_path / "store" / "objects",
-                                 SurveyOptions(ray_address=c.address), Progress())
-    finally:
-        ray.shutdown()
+    survey = survey_on(c, toy_repo, tmp_path / "store" / "objects", SurveyOptions(ray_address=c.address))
     assert [r.key for r in survey.rows] == ["scale/width2", "scale/width8"] and all(r.ok for r in survey.rows)
     assert survey.timing["ray_rescheduled"] == 1
     assert "the Ray actor importing the keys files was lost" in capfd.readouterr().err
-    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+    assert not left_on(node_dirs)
 
 
 SHARED_THEN_LOST = '''"""Two keys sharing a kernel (scale_rows): ``lost`` compiles it, then hangs on its gemm until the
@@ -373,13 +374,8 @@ def test_an_object_whose_nodes_answer_was_lost_is_fetched_at_the_end(toy_repo: P
     c, node_dirs = cluster
     (toy_repo / "keys" / "toy.py").write_text(SHARED_THEN_LOST.format(gate=str(tmp_path / "compiled")))
     commit_all(toy_repo, "a shared kernel whose compiler hangs")
-    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
-    try:
-        survey = survey_checkout(working_tree(toy_repo), tmp_path / "store" / "objects",
-                                 SurveyOptions(ray_address=c.address, timeout=20,
-                                               triton_cache_dir=str(tmp_path / "triton")), Progress())
-    finally:
-        ray.shutdown()
+    survey = survey_on(c, toy_repo, tmp_path / "store" / "objects",
+                       SurveyOptions(ray_address=c.address, timeout=20, triton_cache_dir=str(tmp_path / "triton")))
     rows = {(r.key, r.launch): r for r in survey.rows}
     assert rows[("lost/width2", 0)].error == "timed out after 20 s (--timeout)"
     shared = [r for r in survey.rows if r.ok and r.kernel == "scale_rows"]
@@ -390,7 +386,7 @@ def test_an_object_whose_nodes_answer_was_lost_is_fetched_at_the_end(toy_repo: P
     for row in shared:
         assert row.object is not None and objects.get(row.object.path, row.object.sha256)
         assert objects.text(row.object.path, "ptx")
-    assert not [p for d in node_dirs for p in [*d.glob("regsurvey-ray-*"), *d.glob("regsurvey-node-*")]]
+    assert not left_on(node_dirs)
 
 
 @pytest.mark.slow
