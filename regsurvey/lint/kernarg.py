@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..objects.amd_object import HsacoKernel, KernelArg
-from ..objects.amdgcn import Block, Function, Instruction, Register, reachable
+from ..objects.amdgcn import SGPR_VALUE_FILES, Block, Function, Instruction, Register, reachable
 from ..objects.amdgcn_effects import defs_and_uses
 from .finding import ERROR, NOTE, Finding, Severity
 
@@ -48,7 +48,7 @@ _USER_SGPRS = (
 
 # Register files the dataflow follows values through as scalars; the rest (exec, m0, scc, ttmp ...)
 # are not followed: a copy into one of them counts as a read.
-_SCALAR_FILES = ("s", "vcc")
+_SCALAR_FILES = SGPR_VALUE_FILES
 _VECTOR_FILES = ("v", "a")
 
 

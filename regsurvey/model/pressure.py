@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Version of the stored JSON; a stored pressure of another version is computed again.
-PRESSURE_VERSION = 1
+# Version of the stored JSON and of what it counts; a stored pressure of another version is computed
+# again. 2: AMD SGPR spills to VGPR lanes from VCC's halves counted (before: only from s registers).
+PRESSURE_VERSION = 2
 
 Frame = tuple[str, int]  # (path, line)
 

@@ -40,6 +40,9 @@ _SPECIAL = {
     "xnack_mask_hi": ("xnack_mask", 1, 1),
     "m0": ("m0", 0, 1), "scc": ("scc", 0, 1),
 }
+# The files the register allocator gives SGPR values: the ``s`` registers, and VCC's halves once the
+# ``s`` registers run out (a value LLVM spills from ``vcc_lo`` counts in ``.sgpr_spill_count``).
+SGPR_VALUE_FILES = ("s", "vcc")
 _REGISTER = re.compile(
     r"(?<![\w.$])(?:(?P<file>ttmp|[sva])(?:(?P<one>\d+)|\[(?P<lo>\d+):(?P<hi>\d+)\])"
     r"|(?P<special>" + "|".join(sorted(_SPECIAL, key=len, reverse=True)) + r"))(?![\w$])"

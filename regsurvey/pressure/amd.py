@@ -11,8 +11,9 @@ second write keeps the first one's lanes).
 
 Spills are what LLVM marks: stores and loads commented ``N-byte Folded Spill``/``Folded Reload``
 (scratch), ``v_accvgpr_write``/``read`` commented ``Reload Reuse`` (a VGPR kept in an AGPR), and
-``v_writelane_b32``/``v_readlane_b32`` of an SGPR at a constant lane (SGPR spills to VGPR lanes). Their
-dwords add up to the metadata's ``.vgpr_spill_count`` and ``.sgpr_spill_count``.
+``v_writelane_b32``/``v_readlane_b32`` of an SGPR value at a constant lane (SGPR spills to VGPR lanes;
+the value may sit in ``vcc_lo``/``vcc_hi``, which the allocator hands out once the ``s`` registers run
+out). Their dwords add up to the metadata's ``.vgpr_spill_count`` and ``.sgpr_spill_count``.
 
 Source lines are the ``.loc`` directives LLVM prints before each instruction, with the helpers' call
 sites from its comment (``; kern.py:7:9 @[ kern.py:15:9 ]``).
@@ -24,7 +25,7 @@ import re
 from pathlib import Path
 
 from ..model.pressure import Frame, Pressure
-from ..objects.amdgcn import Function, Instruction, parse_functions
+from ..objects.amdgcn import SGPR_VALUE_FILES, Function, Instruction, parse_functions
 from ..objects.amdgcn_effects import defs_and_uses
 from .build import Step, build
 
@@ -100,8 +101,9 @@ def _loc_frames(m: re.Match, files: dict[int, str], by_name: dict[str, str]) -> 
 # -- spills ---------------------------------------------------------------------------------------------
 
 def _lane_spill(inst: Instruction) -> bool:
-    """``v_writelane_b32 vN, sM, <lane>``: an SGPR spilled to a VGPR lane."""
-    return (inst.mnemonic == "v_writelane_b32" and len(inst.operands) == 3 and _is_sgpr(inst, 1)
+    """``v_writelane_b32 vN, sM, <lane>``: an SGPR value (in an ``s`` register or a half of VCC)
+    spilled to a VGPR lane."""
+    return (inst.mnemonic == "v_writelane_b32" and len(inst.operands) == 3 and _holds_sgpr_value(inst, 1)
             and inst.operands[2].text.isdigit() and len(inst.operand_registers(0)) == 1)
 
 
@@ -116,16 +118,17 @@ def _spill(inst: Instruction, raw: str, slots: set[int]) -> tuple[str, str, int]
         return ("store" if "write" in m else "reload", "agpr", dwords)
     if _lane_spill(inst):
         return ("store", "vgpr-lane", 1)
-    if m == "v_readlane_b32" and len(inst.operands) == 3 and _is_sgpr(inst, 0) and inst.operands[2].text.isdigit():
+    if (m == "v_readlane_b32" and len(inst.operands) == 3 and _holds_sgpr_value(inst, 0)
+            and inst.operands[2].text.isdigit()):
         source = inst.operand_registers(1)
         if len(source) == 1 and source[0].file == "v" and source[0].index in slots:
             return ("reload", "vgpr-lane", 1)
     return None
 
 
-def _is_sgpr(inst: Instruction, index: int) -> bool:
+def _holds_sgpr_value(inst: Instruction, index: int) -> bool:
     regs = inst.operand_registers(index)
-    return len(regs) == 1 and regs[0].file == "s"
+    return len(regs) == 1 and regs[0].count == 1 and regs[0].file in SGPR_VALUE_FILES
 
 
 # -- liveness ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import gzip
 import json
 import re
 import subprocess
@@ -33,6 +34,7 @@ from .. import pressure_kernels as pk
 from ..objects_kernels import TARGETS
 
 ALL = ("gfx942", "gfx950", "sm90", "sm100")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pressure"
 # Frames are compared by file name: an object names the path it was compiled at, and Triton's own cache
 # may serve one compiled from another checkout of these tests.
 SOURCE = Path(pk.__file__).name
@@ -137,6 +139,21 @@ def test_spills_add_up_to_the_object_readers(target: str, kernel: str) -> None:
     else:
         res = read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=1, target=get_target(target))
         assert (by[("store", "local")], by[("reload", "local")]) == (res.spill_store_bytes, res.spill_load_bytes)
+
+
+def test_sgpr_spills_from_vcc_count_as_the_metadata_counts_them() -> None:
+    """conch's varlen attention on gfx942 (a fixture: tests/fixtures/pressure/regenerate.py): LLVM spills
+    27 SGPR values to VGPR lanes, two of them a branch condition's lane mask held in ``vcc_lo``/``vcc_hi``;
+    the lane spill stores add up to ``.sgpr_spill_count``, and each of VCC's is reloaded."""
+    text = gzip.decompress((FIXTURES / "conch-varlen-gfx942.amdgcn.gz").read_bytes()).decode()
+    (declared,) = (int(n) for n in re.findall(r"\.sgpr_spill_count:\s+(\d+)", text))
+    p = amd_pressure(text, "gfx942")
+    stores = [s for s in p.spills if s.kind == "store" and s.medium == "vgpr-lane"]
+    reloads = [s for s in p.spills if s.kind == "reload" and s.medium == "vgpr-lane"]
+    assert declared == 27 and sum(s.size for s in stores) == declared
+    from_vcc = [s for s in stores if re.search(r"v_writelane_b32 v\d+, vcc_(lo|hi)", s.site.text)]
+    assert len(from_vcc) == 2
+    assert len([s for s in reloads if re.search(r"v_readlane_b32 vcc_(lo|hi),", s.site.text)]) == 2
 
 
 @pytest.mark.parametrize("target", ALL)
