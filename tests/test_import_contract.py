@@ -100,3 +100,29 @@ def test_a_long_module_says_why_it_is_long() -> None:
         if text.count("\n") > 500 and "over 500 lines" not in (ast.get_docstring(ast.parse(text)) or ""):
             long.append(str(path.relative_to(PACKAGE.parent)))
     assert long == []
+
+
+# Scripts CI never runs (they need the device's GPU or its 16 cores): the regsurvey names they import,
+# those inside functions too, must still exist, or a refactor breaks them unseen until the device.
+SCRIPTS = [*sorted((PACKAGE.parent / "benchmarks").glob("*.py")), PACKAGE.parent / "tests" / "gpu" / "fidelity.py"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_scripts_outside_ci_import_names_that_exist(script: Path) -> None:
+    import importlib
+
+    missing = []
+    for node in ast.walk(ast.parse(script.read_text(), str(script))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "regsurvey":
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if not hasattr(module, alias.name):
+                    try:
+                        importlib.import_module(f"{node.module}.{alias.name}")
+                    except ModuleNotFoundError:
+                        missing.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "regsurvey":
+                    importlib.import_module(alias.name)
+    assert not missing, f"{script.name}: " + "; ".join(missing)

@@ -169,7 +169,7 @@ def real_launches(target: str, key_ids: set[str], project: Path = ROOT) -> dict[
     import torch
     from triton.runtime.jit import JITFunction
 
-    from regsurvey.capture import capture
+    from regsurvey.capture import session as capture
     from regsurvey.keys.keyfiles import expand_keys, load_kinds
     from regsurvey.model.targets import get_target
 
