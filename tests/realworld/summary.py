@@ -11,7 +11,8 @@ from collections import Counter
 from importlib.metadata import version
 from pathlib import Path
 
-DISTRIBUTIONS = {"liger_kernel": "liger-kernel", "fla": "fla-core", "gemlite": "gemlite", "flag_gems": "flag_gems"}
+DISTRIBUTIONS = {"liger_kernel": "liger-kernel", "fla": "fla-core", "gemlite": "gemlite", "flag_gems": "flag_gems",
+                 "conch": "conch-triton-kernels"}
 
 
 def main(out: Path) -> None:

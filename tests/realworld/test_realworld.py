@@ -1,7 +1,7 @@
 """The real-world corpus: public Triton kernel libraries surveyed through their own launchers.
 
 Each directory beside this file is a project whose ``keys/`` call one installed library's public
-launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``; install them with
+launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``, ``conch``; install them with
 ``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942, gfx950 and
 sm90 in one ``regsurvey run`` from a copy outside any git repository (inside this one, ``-C`` would find
 the repository root's ``keys/``), with a Triton cache of its own so that Triton's metadata of every build
@@ -48,7 +48,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.realworld]
 HERE = Path(__file__).parent
 TARGETS = ("gfx942", "gfx950", "sm90")
 # project directory -> the module its keys import
-LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems"}
+LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems",
+             "conch": "conch"}
 SURVEY_TIMEOUT_S = 3600
 
 
