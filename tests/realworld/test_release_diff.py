@@ -1,13 +1,17 @@
-"""``regsurvey diff`` between two releases of a library nobody here wrote: conch 1.2.0 and 1.3.
+"""``regsurvey diff`` and ``bisect`` over releases of a library nobody here wrote: conch 1.1.0 to 1.3.
 
-The two wheels (``pip download``; the test skips where the package index cannot be reached) are unpacked
-into a git repository, one commit each, with ``tests/realworld/conch/keys`` beside them; the keys then
-import the package of the revision surveyed. Between the releases conch retuned its mixed-precision GEMM:
-1.2.0 chose tiles by device name (``"H100"``, ``"MI300X"``, else a default), 1.3 has one set. What each
-release's ``_get_tuning_parameters`` returns on each target is read here independently (the release's
-own function called under the target's stand-in device, one process per release and target) and the
-diff's build changes for the GEMM's rows must be exactly those differences; every other kind's rows
-must report the figures of the two surveys.
+The wheels (``pip download``; the test skips where the package index cannot be reached) are unpacked
+into a git repository, one commit and tag each, with ``tests/realworld/conch/keys`` beside them; the keys
+then import the package of the revision surveyed. Along these releases conch retuned its mixed-precision
+GEMM: up to 1.2.0 it chose tiles by device name (``"H100"``, ``"MI300X"``, else a default), later ones
+have one set. What each release's ``_get_tuning_parameters`` returns on each target is read here
+independently (the release's own function called under the target's stand-in device, one process per
+release and target), and:
+
+- the diff of 1.2.0 and 1.3 reports, as the GEMM rows' build changes, exactly those differences, and
+  every row carries the figures of the two surveys;
+- ``bisect`` of the GEMM's registers on sm90 from 1.1.0 names the first release whose tuning there
+  differs from 1.1.0's.
 
 Run with ``python -m pytest -m realworld tests/realworld/test_release_diff.py`` (about two minutes).
 """
@@ -28,7 +32,7 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
 
 HERE = Path(__file__).parent
-RELEASES = ("1.2.0", "1.3")
+RELEASES = ("1.1.0", "1.2.0", "1.2.1", "1.3")
 TARGETS = ("gfx942", "sm90")
 GEMM_KIND = "w4a16_down"
 
@@ -56,7 +60,7 @@ def _git(repo: Path, *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A repository whose tags ``v1.2.0`` and ``v1.3`` hold those releases of conch and the keys."""
+    """A repository whose tags ``v<release>`` hold those releases of conch and the keys, oldest first."""
     work = tmp_path_factory.mktemp("conch-releases")
     wheels = work / "wheels"
     for version in RELEASES:
@@ -105,7 +109,7 @@ def test_the_diff_names_the_releases_own_retuning(releases: Path, tmp_path: Path
     gemm_rows = [r for r in diff["rows"] if r["kind"] == GEMM_KIND]
     assert {r["target"] for r in gemm_rows} == set(TARGETS)
     for target in TARGETS:
-        before, after = (_tuning(releases, v, target, tmp_path) for v in RELEASES)
+        before, after = (_tuning(releases, v, target, tmp_path) for v in ("1.2.0", "1.3"))
         expected = {name: (before[name], after[name]) for name in before if before[name] != after[name]}
         assert expected, f"the releases tune {GEMM_KIND} alike on {target}: nothing to check"
         for row in (r for r in gemm_rows if r["target"] == target):
@@ -133,6 +137,19 @@ def test_every_row_reports_the_two_surveys_figures(releases: Path, tmp_path: Pat
             figures = {name: pair[0 if side == "base" else 1] for name, pair in _figure_pairs(row).items()}
             surveyed = surveys[side][ident]["resources"]
             assert figures == {name: surveyed.get(name) for name in figures}, f"{ident} {side}"
+
+
+def test_bisect_finds_the_release_that_retuned_the_gemm(releases: Path, tmp_path: Path) -> None:
+    tunings = [_tuning(releases, v, "sm90", tmp_path) for v in RELEASES]
+    expected = next(v for v, tuning in zip(RELEASES, tunings) if tuning != tunings[0])
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "bisect", f"v{RELEASES[0]}", f"v{RELEASES[-1]}",
+                          "--key", f"{GEMM_KIND}/*", "--figure", "regs", "-t", "sm90", "-q", "--format", "json",
+                          "--store", str(tmp_path / "store")],
+                         cwd=releases, capture_output=True, text=True, timeout=1800,
+                         env={**os.environ, "REGSURVEY_SERVER": "off"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout)
+    assert found["subject"] == f"conch {expected}"
 
 
 def _figure_pairs(row: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
