@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -17,14 +19,29 @@ class WriteError(OSError):
         return str(self.args[0])
 
 
+@functools.cache
+def new_file_mode() -> int:
+    """The mode ``open()`` would give a new file (0o666 less the process's umask). ``mkstemp`` makes
+    its files 0o600, which would keep a results directory shared by CI jobs of several users, or a
+    report, from anyone else."""
+    with contextlib.suppress(OSError):
+        found = re.search(r"^Umask:\s*([0-7]+)", Path("/proc/self/status").read_text(), re.M)
+        if found:
+            return 0o666 & ~int(found[1], 8)
+    mask = os.umask(0o022)  # no /proc: read the umask by setting it, and put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never a part;
-    WriteError when it cannot be written."""
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one, never a part, with
+    the mode a new file gets from ``open()``; WriteError when it cannot be written."""
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), new_file_mode())
             f.write(data)
         os.replace(tmp, path)
     except BaseException as exc:

@@ -248,6 +248,11 @@ def test_a_results_directory_shared_by_two_jobs_at_once(toy_repo: Path, tmp_path
     # The stores hold surveys only; objects and results are in the shared directory.
     assert not (tmp_path / "store-0" / "objects").exists() and (results / "objects").is_dir()
     assert not list(results.rglob("*.tmp*"))  # no temporary file left by either writer
+    # Files get the mode open() gives (not mkstemp's 0600): jobs of other users can read the directory.
+    from regsurvey.store.files import new_file_mode
+
+    modes = {p.stat().st_mode & 0o777 for p in results.rglob("*") if p.is_file()}
+    assert modes == {new_file_mode()}, [oct(m) for m in modes]
     for i, sha in enumerate((main, branch)):
         third, _ = survey(toy_repo, "--commit", sha, "--store", str(tmp_path / f"third-{i}"),
                           "--results", str(results))
