@@ -83,7 +83,7 @@ class InFlight:
         base = self._base(triton_hash)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(base.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(base.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o666)  # the umask decides, as for open()
         except OSError:
             return None
         try:

@@ -22,7 +22,7 @@ from conch.ops.vllm.reshape_and_cache import reshape_and_cache
 
 import regsurvey as rs
 
-matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], model=["8b", "70b-tp8"], width=[4, 16],
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90", "sm100"], model=["8b", "70b-tp8"], width=[4, 16],
                    cache=["bf16", "fp8"])
 
 HIDDEN = {"8b": 4096, "70b-tp8": 8192}

@@ -17,7 +17,7 @@ from fla.ops.utils.cumsum import chunk_local_cumsum_scalar_kernel
 
 import regsurvey as rs
 
-matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], tokens=[4096], batch=[1, 32], dtype=["bf16"],
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90", "sm100"], tokens=[4096], batch=[1, 32], dtype=["bf16"],
                    labels={"tokens": "t", "batch": "b"})
 QK_HEADS, V_HEADS, HEAD_DIM = 16, 32, 128
 

@@ -29,7 +29,8 @@ os.environ["GEMS_VENDOR"] = "amd" if torch.version.hip else "nvidia"
 os.environ["FLAGGEMS_DB_URL"] = "sqlite://"
 import flag_gems  # noqa: E402
 
-matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], tokens=[16, 4096], dtype=["bf16"], labels={"tokens": "t"})
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90", "sm100"], tokens=[16, 4096], dtype=["bf16"],
+                   labels={"tokens": "t"})
 HIDDEN, HEADS, KV_HEADS = 4096, 32, 8
 
 

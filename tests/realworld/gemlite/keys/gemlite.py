@@ -56,7 +56,7 @@ def _triton_packing():
     finally:
         gl.pack_weights_over_cols_torch = torch_packer
 
-matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], batch=[1, 16, 4096], labels={"batch": "m"})
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90", "sm100"], batch=[1, 16, 4096], labels={"batch": "m"})
 
 
 @matrix.kind(axes=["batch"])

@@ -17,7 +17,7 @@ import regsurvey as rs
 
 TOKENS = 4096  # one 4k-token sequence: the row count only sizes the grid of these row-per-program kernels
 
-matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], model=["8b", "70b"], dtype=["bf16"])
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90", "sm100"], model=["8b", "70b"], dtype=["bf16"])
 HIDDEN = {"8b": 4096, "70b": 8192}
 INTERMEDIATE = {"8b": 14336, "70b": 28672}
 HEADS = {"8b": (32, 8), "70b": (64, 8)}  # query heads, KV heads; head_dim 128
