@@ -224,10 +224,30 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
     }
 
 
+def _pool_source_texts(comparisons: list[dict[str, Any]]) -> list[list[str]]:
+    """The annotated sources' texts, each kept once: a file at one revision is the same text in every
+    build that names it (and in every comparison of a stack). Each file's ``text`` becomes its index in
+    the returned list, which the page's script puts back. On a real library this is most of the page:
+    conch's 144 builds embedded 1.26 MB of source text, 111 KB of it distinct."""
+    pool: list[list[str]] = []
+    index: dict[tuple[str, ...], int] = {}
+    for c in comparisons:
+        for row in c["rows"]:
+            for files in row["source"].values():
+                for f in files:
+                    lines = tuple(f["text"])
+                    if lines not in index:
+                        index[lines] = len(pool)
+                        pool.append(list(lines))
+                    f["text"] = index[lines]
+    return pool
+
+
 def _page_data(title: str, comparisons: list[dict[str, Any]], steps: list[dict[str, Any]] | None,
                note: str | None) -> dict[str, Any]:
     # Every figure the rows have, a newer survey's unknown ones too (neutral: figures.figure).
     names = dict.fromkeys([*(f.name for f in BY_IMPORTANCE), *(n for c in comparisons for n in c["figures"])])
+    texts = _pool_source_texts(comparisons)
     return {
         "title": title,
         "note": note,
@@ -237,6 +257,7 @@ def _page_data(title: str, comparisons: list[dict[str, Any]], steps: list[dict[s
                     for f in map(figure, names)},
         "page_rows": PAGE_ROWS,
         "comparisons": comparisons,
+        "texts": texts,
         "steps": steps,
     }
 

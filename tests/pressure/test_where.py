@@ -87,10 +87,11 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
         (annotated,) = shown["source"][side]
         assert annotated["name"] == "kernels.py" and annotated["found"]
         at = pk.marked_line("LOOP") - annotated["first"]
-        assert annotated["text"][at] == source[pk.marked_line("LOOP") - 1]
+        text = data["texts"][annotated["text"]]  # texts are kept once per page, named by index
+        assert text[at] == source[pk.marked_line("LOOP") - 1]
         assert annotated["live"][at] == live == max(v for v in annotated["live"] if v is not None)
         assert pk.marked_line("LOOP") in annotated["hot"]
-        assert len(annotated["text"]) == len(annotated["live"]) == len(annotated["stores"])
+        assert len(text) == len(annotated["live"]) == len(annotated["stores"])
     if Path(CHROMIUM).exists():  # drawn: the detail's annotated tables, the loop's row marked
         browser = Chromium(project.parent / "chromium-profile")
         try:
@@ -103,6 +104,9 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
             assert [r[0] for r in rows] == ["before: kernels.py annotated", "after: kernels.py annotated"]
             for (_, hot), live in zip(rows, (was, now)):
                 assert [str(pk.marked_line("LOOP")), str(live)] in [cells[:2] for cells in hot]
+                # The line's text, from the page's pool of texts.
+                loop_row = next(cells for cells in hot if cells[0] == str(pk.marked_line("LOOP")))
+                assert loop_row[-1].strip() == source[pk.marked_line("LOOP") - 1].strip()
             assert tab.errors() == []
         finally:
             browser.close()
