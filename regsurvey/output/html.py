@@ -118,7 +118,7 @@ def _row(r: RowComparison) -> dict[str, Any]:
                        "after": [f.to_dict() for f in r.source_after]}}
 
 
-# The figure a grid is coloured by unless another is picked: the spills of the target's vendor.
+# The figure a grid where nothing moved is coloured by unless another is picked: the vendor's spills.
 DEFAULT_GRID_FIGURE = {AMD: "vgpr_spill", NVIDIA: "spill_store_bytes"}
 _TONE_ORDER = ("worse", "mixed", "better", "changed", "same")
 
@@ -167,7 +167,10 @@ def grids(comparison: Comparison) -> list[dict[str, Any]]:
                 "key": key, "rows": [b.ref for b in builds], "focus": f"{key} on {target}", "f": figures}
         known = TARGETS.get(target)
         vendor = (AMD if known.is_amd else NVIDIA) if known is not None else None
-        default = DEFAULT_GRID_FIGURE.get(vendor or "", "")
+        # Coloured by the most important figure that moved in this grid (spills, then occupancy, then
+        # registers ...): a library whose change moves no spill would otherwise show grids of zeros.
+        moved = {n for cell in cells.values() for n, c in cell["f"].items() if c["tone"] not in ("same", "")}
+        default = next((f.name for f in BY_IMPORTANCE if f.name in moved), DEFAULT_GRID_FIGURE.get(vendor or "", ""))
         ordered: list[str] = sorted(names, key=lambda n: FIGURE_ORDER.get(n, len(FIGURE_ORDER)))
         out.append({"kind": kind, "target": target, "title": f"{kind} on {target}",
                     "axes": " · ".join(t for t in (f"rows {' × '.join(down)}" if down else "",

@@ -105,6 +105,26 @@ def test_figures_come_with_verdict_and_text(layer: Survey) -> None:
                                          "verdict": "changed", "text": f"{kernarg} → {kernarg + 8} (+8)"}
 
 
+def test_each_grid_is_coloured_by_what_moved_most_in_it(layer: Survey) -> None:
+    """A grid takes the most important figure that moved among its keys (spills, then occupancy, then
+    registers ...); one where nothing moved, its vendor's spills (a real library's retuning can move
+    occupancy and registers and no spill: grids of zeros would say nothing)."""
+    from regsurvey.output.html import grids
+
+    def default(edits: dict) -> dict[tuple[str, str], str]:
+        return {(g["kind"], g["target"]): g["default"] for g in grids(compare(layer, edited(layer, edits)))}
+
+    vgpr = base_figure(layer, "attn/tp4/w8/bf16", "gfx950", "vgpr")
+    regs = base_figure(layer, "proj/tp4/w2", "sm90", "regs")
+    moved = default({("attn/tp4/w8/bf16", "gfx950"): {"vgpr": vgpr + 8},
+                     ("proj/tp4/w2", "sm90"): {"regs": regs + 8, "spill_store_bytes": 16}})
+    assert moved == {("attn", "gfx950"): "vgpr", ("attn", "sm90"): "spill_store_bytes",
+                     ("proj", "gfx950"): "vgpr_spill", ("proj", "sm90"): "spill_store_bytes"}
+    occupancy = base_figure(layer, "attn/tp4/w8/bf16", "gfx950", "occupancy")
+    assert default({("attn/tp4/w8/bf16", "gfx950"): {"vgpr": vgpr + 8, "occupancy": occupancy - 1}})[
+        ("attn", "gfx950")] == "occupancy"
+
+
 def test_page_data_names_every_figure_and_tells_the_rebuild_check(layer: Survey) -> None:
     comparison = changed(layer)
     difference = RebuildDifference("gfx950", "attn/tp4/w2/bf16", "attn/tp4/w2/bf16", None, "a" * 64, "b" * 64,
