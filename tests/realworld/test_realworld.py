@@ -2,8 +2,8 @@
 
 Each directory beside this file is a project whose ``keys/`` call one installed library's public
 launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``, ``conch``; install them with
-``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942, gfx950 and
-sm90 (conch for sm100 too) in one ``regsurvey run`` from a copy outside any git repository (inside
+``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942, gfx950, sm90
+and sm100 in one ``regsurvey run`` from a copy outside any git repository (inside
 this one, ``-C`` would find the repository root's ``keys/``), with a Triton cache of its own so that
 Triton's metadata of every build can be read back. Then:
 
@@ -46,7 +46,7 @@ from ..readings import asm_comment, asm_metadata, note_metadata, ptxas_reading, 
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
 
 HERE = Path(__file__).parent
-TARGETS = ("gfx942", "gfx950", "sm90")  # every library's; a keys file may name more (conch: sm100)
+TARGETS = ("gfx942", "gfx950", "sm90", "sm100")  # every library's; a keys file may name more
 # project directory -> the module its keys import
 LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems",
              "conch": "conch"}
@@ -71,7 +71,7 @@ class Corpus:
             (Path(keep) / f"{library}.json").write_text(json.dumps({**self.survey, "test_wall_s": self.wall_s}))
 
     def run(self, target: str | None) -> tuple[dict[str, Any], float]:
-        """``regsurvey run`` of the project for its matrices' targets (gfx942, gfx950, sm90 ...; a kind may
+        """``regsurvey run`` of the project for its matrices' targets (gfx942, gfx950, sm90, sm100; a kind may
         name fewer) or for ``target`` alone: the survey JSON and the wall time."""
         env = {**os.environ, "TRITON_CACHE_DIR": str(self.triton_cache), "REGSURVEY_SERVER": "off"}
         start = time.monotonic()
