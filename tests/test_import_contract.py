@@ -126,3 +126,10 @@ def test_scripts_outside_ci_import_names_that_exist(script: Path) -> None:
                 if alias.name.split(".")[0] == "regsurvey":
                     importlib.import_module(alias.name)
     assert not missing, f"{script.name}: " + "; ".join(missing)
+
+
+def test_the_gpu_checks_program_exists() -> None:
+    """The capture step of the GPU fidelity check runs the demo kernels' checks as a real program."""
+    from .gpu.fidelity import DEMO_PROGRAM
+
+    assert DEMO_PROGRAM.is_file() and "--device" in DEMO_PROGRAM.read_text()

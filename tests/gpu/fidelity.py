@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+# The real GPU program the capture check records (step 5): the demo kernels' own checks.
+DEMO_PROGRAM = ROOT / "tests" / "demo" / "test_demo_kernels.py"
 
 # cuda.h's CUfunction_attribute (registers and local memory come from Triton's own n_regs/n_spills).
 _CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
@@ -314,7 +316,7 @@ def capture_check(target: str, workdir: Path, program: list[str] | None = None,
     """
     keys_file = workdir / "keys" / "captured.py"
     records = workdir / "records.jsonl"
-    program = program or [sys.executable, str(ROOT / "tests" / "test_demo_kernels.py"), "--device", "cuda"]
+    program = program or [sys.executable, str(DEMO_PROGRAM), "--device", "cuda"]
     cmd = [sys.executable, "-m", "regsurvey", "capture", "--records", str(records), "-o", str(keys_file)]
     cmd += ["--offline", target] if offline else []
     out = subprocess.run([*cmd, "--", *program], cwd=ROOT, capture_output=True, text=True, check=False)
