@@ -35,6 +35,7 @@ HERE = Path(__file__).parent
 RELEASES = ("1.1.0", "1.2.0", "1.2.1", "1.3")
 TARGETS = ("gfx942", "sm90")
 GEMM_KIND = "w4a16_down"
+_TARGET_ARGS = tuple(a for t in TARGETS for a in ("-t", t))
 
 # A release's tuning on a target, with Triton's own defaults for the launch options it leaves out
 # (1.2.0's default tiles name no num_warps or num_stages).
@@ -95,13 +96,16 @@ def _tuning(repo: Path, version: str, target: str, scratch: Path) -> dict[str, i
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _diff(repo: Path, store: Path) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "regsurvey", "diff", "v1.2.0", "v1.3", "-q", "--format", "json",
-                          "--store", str(store), *(a for t in TARGETS for a in ("-t", t))],
-                         cwd=repo, capture_output=True, text=True, timeout=1800,
-                         env={**os.environ, "REGSURVEY_SERVER": "off"})
+def _regsurvey(repo: Path, *args: str) -> Any:
+    """``regsurvey ARGS -q --format json`` in ``repo`` (workers of its own, no server): the JSON it prints."""
+    out = subprocess.run([sys.executable, "-m", "regsurvey", *args, "-q", "--format", "json"], cwd=repo,
+                         capture_output=True, text=True, timeout=1800, env={**os.environ, "REGSURVEY_SERVER": "off"})
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout)
+
+
+def _diff(repo: Path, store: Path) -> dict[str, Any]:
+    return _regsurvey(repo, "diff", "v1.2.0", "v1.3", "--store", str(store), *_TARGET_ARGS)
 
 
 def test_the_diff_names_the_releases_own_retuning(releases: Path, tmp_path: Path) -> None:
@@ -125,11 +129,8 @@ def test_every_row_reports_the_two_surveys_figures(releases: Path, tmp_path: Pat
     diff = _diff(releases, store)
     surveys = {}
     for side in ("base", "head"):
-        out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "--commit", diff[side]["commit"], "-q",
-                              "--format", "json", "--store", str(store), *(a for t in TARGETS for a in ("-t", t))],
-                             cwd=releases, capture_output=True, text=True, check=True,
-                             env={**os.environ, "REGSURVEY_SERVER": "off"})
-        surveys[side] = {(r["key"], r["target"], r["launch"]): r for r in json.loads(out.stdout)["rows"]}
+        survey = _regsurvey(releases, "run", "--commit", diff[side]["commit"], "--store", str(store), *_TARGET_ARGS)
+        surveys[side] = {(r["key"], r["target"], r["launch"]): r for r in survey["rows"]}
     assert len(diff["rows"]) == len(surveys["head"])
     for row in diff["rows"]:
         ident = (row["key"], row["target"], row["launch"])
@@ -142,13 +143,8 @@ def test_every_row_reports_the_two_surveys_figures(releases: Path, tmp_path: Pat
 def test_bisect_finds_the_release_that_retuned_the_gemm(releases: Path, tmp_path: Path) -> None:
     tunings = [_tuning(releases, v, "sm90", tmp_path) for v in RELEASES]
     expected = next(v for v, tuning in zip(RELEASES, tunings) if tuning != tunings[0])
-    out = subprocess.run([sys.executable, "-m", "regsurvey", "bisect", f"v{RELEASES[0]}", f"v{RELEASES[-1]}",
-                          "--key", f"{GEMM_KIND}/*", "--figure", "regs", "-t", "sm90", "-q", "--format", "json",
-                          "--store", str(tmp_path / "store")],
-                         cwd=releases, capture_output=True, text=True, timeout=1800,
-                         env={**os.environ, "REGSURVEY_SERVER": "off"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = json.loads(out.stdout)
+    found = _regsurvey(releases, "bisect", f"v{RELEASES[0]}", f"v{RELEASES[-1]}", "--key", f"{GEMM_KIND}/*",
+                       "--figure", "regs", "-t", "sm90", "--store", str(tmp_path / "store"))
     assert found["subject"] == f"conch {expected}"
 
 
