@@ -14,6 +14,8 @@ flight can be driven exactly. A key's kind says what the fake does with it:
   opposite;
 - ``helper_dies``: as ``shared``, but the second copy exits with status 7, and the first then finishes;
 - ``slow``: as ``ok``, after 3 s of "compiling".
+- ``long_tail``: a key of six launches whose first copy takes 1.5 s and whose helpers finish at once (each
+  reads what the first compiles); every copy is noted, a line each, in ``long_tail-copies``.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ def _row(key: Key) -> Row:
     return Row(key=key.id, kind=key.kind, axes={}, target=key.target, kernel="k", status="ok")
 
 
-def _launch_rows(key: Key, compiled: int) -> tuple[Row, ...]:
-    """Two launches' rows, launch ``compiled`` compiled here and the other reused."""
+def _launch_rows(key: Key, compiled: int, launches: int = 2) -> tuple[Row, ...]:
+    """The launches' rows, launch ``compiled`` compiled here and the others reused."""
     return tuple(Row(key=key.id, kind=key.kind, axes={}, target=key.target, kernel="k", status="ok", launch=i,
-                     triton_hash=f"h{i}", reused=i != compiled, compile_s=1.0 + i) for i in (0, 1))
+                     triton_hash=f"h{i}", reused=i != compiled, compile_s=1.0 + i) for i in range(launches))
 
 
 def _copy(key: Key, seen: Path, conn: Any) -> bool:
@@ -71,6 +73,16 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                 os._exit(7)
             conn.send(KeyCompiled(key))
             conn.send(KeyFinished(key, _launch_rows(key, 0 if first else 1), timing={"compile_s": 1.0}))
+            continue
+        if key.kind == "long_tail":
+            conn.send(KeyCaptured(key, 6))
+            with (seen / "long_tail-copies").open("a") as copies:
+                first = copies.tell() == 0
+                copies.write(f"{os.getpid()}\n")
+            if first:
+                time.sleep(1.5)
+            conn.send(KeyCompiled(key))
+            conn.send(KeyFinished(key, _launch_rows(key, 0 if first else 1, 6), timing={"compile_s": 1.0}))
             continue
         if key.kind == "slow":
             time.sleep(3)

@@ -108,7 +108,6 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
     copies = KeyCopies()  # calls in flight for each key, and the rows of those answered
-    helpers: set[tuple[int, str, str]] = set()  # (actor, key) of every call sent: an actor takes a key once
 
     def finish(done: Key, rows: list[Row]) -> None:
         results[(done.id, done.target)] = rows
@@ -132,8 +131,7 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     def send(actor: _Actor, key: Key, now: float) -> None:
         if not actor.calls:
             actor.head_since = now
-        helpers.add((id(actor), key.id, key.target))
-        copies.sent(key)
+        copies.sent(key, actor)
         actor.calls.append((key, actor.handle.survey.remote(key, options.reuse_results)))
 
     def helped(actor: _Actor, now: float) -> Key | None:
@@ -144,10 +142,9 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
             if other is actor or not other.calls:
                 continue
             k = other.calls[0][0]
-            ident = (k.id, k.target)
             running = now - other.head_since
             if (k.target != actor.target or copies.out(k) >= HELP_COPIES or running < HELP_MIN_S
-                    or (id(actor), *ident) in helpers):
+                    or not copies.may_help(k, actor)):
                 continue
             share = max(cost(k), running) / copies.out(k)
             if best is None or share > best[0]:

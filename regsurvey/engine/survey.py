@@ -712,7 +712,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
             if k is None or (k.id, k.target) in held or (k.target != w.target and w.target != ANY_TARGET):
                 continue
             ident = (k.id, k.target)
-            if launches.get(ident, 1) <= copies.out(k):
+            if launches.get(ident, 1) <= copies.out(k) or not copies.may_help(k, w):
                 continue
             share = cost(k) / copies.out(k)
             if best is None or share > best[0]:
@@ -723,7 +723,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         w.key, w.started = key, time.monotonic()
         w.heard = timing.last_dispatch = w.started
         timing.mark("sent", w, key)
-        copies.sent(key)
+        copies.sent(key, w)
         w.conn.send(SurveyKey(key, reuse=options.reuse_results))
 
     def heard(w: _Worker, message: Answer) -> None:
@@ -740,6 +740,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 return
             case KeyCompiled(key=key):
                 timing.mark("compiled", w, key)
+                copies.compiled(key)
                 if w.key == key:
                     w.finishing.append(key)
                     w.key = None
@@ -826,16 +827,35 @@ class KeyCopies:
     def __init__(self) -> None:
         self._out: dict[tuple[str, str], int] = {}
         self._rows: dict[tuple[str, str], list[list[Row]]] = {}
+        # Who took a copy of each key in flight, by id (workers and actors are dataclasses, compared by value),
+        # kept alive while the key is, so that no id is reused meanwhile.
+        self._carriers: dict[tuple[str, str], dict[int, object]] = {}
+        self._compiled: set[tuple[str, str]] = set()  # keys in flight of which a copy has compiled every launch
         self.keys_shared = 0
         self.launches_shared = 0
 
-    def sent(self, key: Key) -> None:
-        """A copy of ``key`` is out."""
-        self._out[(key.id, key.target)] = self._out.get((key.id, key.target), 0) + 1
+    def sent(self, key: Key, carrier: object) -> None:
+        """A copy of ``key`` is out, on ``carrier`` (a worker, an actor)."""
+        ident = (key.id, key.target)
+        self._out[ident] = self._out.get(ident, 0) + 1
+        self._carriers.setdefault(ident, {})[id(carrier)] = carrier
+
+    def compiled(self, key: Key) -> None:
+        """A copy of ``key`` has every launch compiled (by itself, or found compiled by another copy)."""
+        if (key.id, key.target) in self._out:
+            self._compiled.add((key.id, key.target))
 
     def out(self, key: Key) -> int:
         """The copies of ``key`` out now."""
         return self._out.get((key.id, key.target), 0)
+
+    def may_help(self, key: Key, carrier: object) -> bool:
+        """Whether ``carrier`` may take another copy of ``key``: not when it took one already (that copy
+        compiled every launch it could take, and waited for the rest), nor once any copy has compiled every
+        launch (none is left to take). A copy ended early would otherwise be sent again at once, over and
+        over while the key's slowest launch compiles elsewhere, each copy running the kind body again."""
+        ident = (key.id, key.target)
+        return ident not in self._compiled and id(carrier) not in self._carriers.get(ident, {})
 
     def ended(self, key: Key, rows: list[Row] | None = None) -> tuple[bool, list[Row] | None]:
         """A copy of ``key`` ended with ``rows`` (None: lost). (True, the key's merged rows) when it was the
@@ -848,6 +868,8 @@ class KeyCopies:
         if self._out[ident] > 0:
             return False, None
         del self._out[ident]
+        self._carriers.pop(ident, None)
+        self._compiled.discard(ident)
         got = self._rows.pop(ident, None)
         if got is None:
             return True, None

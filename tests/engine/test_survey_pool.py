@@ -61,6 +61,16 @@ def test_an_idle_worker_helps_with_a_key_of_several_launches(tmp_path: Path) -> 
     assert [(r.launch, r.reused, r.compile_s) for r in rows] == [(0, False, 1.0), (1, False, 2.0)]
 
 
+def test_a_worker_helps_with_a_key_once(tmp_path: Path) -> None:
+    """At -j 4 with one key of six launches whose first copy takes 1.5 s and whose helpers end at once: each
+    idle worker takes one copy, and is not sent the key again when its copy ends (it would run the kind body
+    again and again, for nothing, until the first copy finished: a livelock at -j 16, seen on fla)."""
+    rows = run_all(tmp_path, ["long_tail"], jobs=4)["long_tail/n0"]
+    assert [(r.launch, r.reused) for r in rows] == [(0, False), (1, False), *((i, True) for i in range(2, 6))]
+    carriers = (tmp_path / "objects" / "long_tail-copies").read_text().split()
+    assert len(carriers) == 4 and len(set(carriers)) == 4
+
+
 def test_a_helper_lost_costs_the_key_nothing(tmp_path: Path) -> None:
     """A copy that dies while another carries the key: the key finishes from the one left, no error."""
     rows = run_all(tmp_path, ["helper_dies"], jobs=2)["helper_dies/n0"]
