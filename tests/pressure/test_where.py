@@ -89,9 +89,13 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
         at = pk.marked_line("LOOP") - annotated["first"]
         text = data["texts"][annotated["text"]]  # texts are kept once per page, named by index
         assert text[at] == source[pk.marked_line("LOOP") - 1]
-        assert annotated["live"][at] == live == max(v for v in annotated["live"] if v is not None)
+        # Per-line figures only for the lines that have any: [offset, live, stores, reloads].
+        figures = {x[0]: x[1:] for x in annotated["lines"]}
+        assert "live" not in annotated and sorted(figures) == [x[0] for x in annotated["lines"]]
+        assert all(0 <= i < len(text) and (v is not None or st or ld) for i, (v, st, ld) in figures.items())
+        assert figures[at][0] == live == max(v for v, _, _ in figures.values() if v is not None)
+        assert len(figures) < len(text)  # lines with no code (blank, comments) are left out
         assert pk.marked_line("LOOP") in annotated["hot"]
-        assert len(text) == len(annotated["live"]) == len(annotated["stores"])
     if Path(CHROMIUM).exists():  # drawn: the detail's annotated tables, the loop's row marked
         browser = Chromium(project.parent / "chromium-profile")
         try:
@@ -102,6 +106,13 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
                                 "[d.querySelector('summary').textContent, Array.from(d.querySelectorAll('tr.hot'))"
                                 ".map(tr => Array.from(tr.cells).map(td => td.textContent))])")
             assert [r[0] for r in rows] == ["before: kernels.py annotated", "after: kernels.py annotated"]
+            # Every line drawn, a live count on exactly the lines the page's data gives one.
+            drawn = tab.evaluate("Array.from(document.querySelectorAll('tr.detail details.annotated table')).map(t => "
+                                 "Array.from(t.querySelectorAll('tr')).slice(1).map(tr => tr.cells[1].textContent))")
+            for cells, side in zip(drawn, ("before", "after")):
+                (annotated,) = shown["source"][side]
+                assert len(cells) == len(data["texts"][annotated["text"]])
+                assert [i for i, c in enumerate(cells) if c] == [x[0] for x in annotated["lines"] if x[1] is not None]
             for (_, hot), live in zip(rows, (was, now)):
                 assert [str(pk.marked_line("LOOP")), str(live)] in [cells[:2] for cells in hot]
                 # The line's text, from the page's pool of texts.
