@@ -638,7 +638,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     for the target with the most work per worker takes its place; that worker is started as soon as
     the other takes the last key of its target, so that its start overlaps that key's compile. Once no
     key is left to hand out, an idle worker helps with a key of its target in flight that has more
-    launches than workers on it (the longest first): each copy compiles the launches no other is
+    launches than workers on it (the longest first; each worker once per key, and none once a copy has
+    compiled every launch: :meth:`KeyCopies.may_help`): each copy compiles the launches no other is
     compiling and reads the others' results (the workers' build locks share them out), and the key's
     rows are taken from every copy (:func:`_merged_copies`) when the last one finishes. A copy lost
     while others go on costs nothing.
