@@ -4,7 +4,7 @@
 # (faulthandler on SIGRTMIN+3: LLVM takes SIGUSR1, registered by a sitecustomize in each process and again after each fork).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+bash benchmarks/device_run.sh setup || exit 1  # no such step: device_run's set-up alone (the wheels, the bytecode, versions)
 mkdir -p /tmp/sc
 cat > /tmp/sc/sitecustomize.py <<'PY'
 import faulthandler, os, signal
@@ -17,8 +17,12 @@ _register()
 os.register_at_fork(after_in_child=_register)
 PY
 export PYTHONPATH=/tmp/sc:/tmp/site:$PWD PYTHONUNBUFFERED=1 REGSURVEY_SERVER=off
-python3 -m compileall -q regsurvey >/dev/null
-nproc; python3 -c 'import sys, triton, torch; print(sys.version.split()[0], "triton", triton.__version__, "torch", torch.__version__)'
+python3 -V
+dump() {  # $1: the files' stem: the process tree with CPU use, then every Python process's stacks
+  ps -eo pid,ppid,etime,time,pcpu,rss,stat,wchan:20,args --forest | grep "python\|ptxas" > "$1.ps"
+  pkill -RTMIN+3 -u "$(id -u)" -f python3; sleep 3
+  for f in /tmp/tb/*.txt; do echo "#### $f"; cat "$f"; done > "$1.stacks.txt" 2>/dev/null
+}
 for run in ${PROBE_RUNS:-gemlite:16}; do
   IFS=: read -r lib j variant <<< "$run"; name=$lib-j$j${variant:+-$variant}
   extra=(); [ "$variant" = omp1 ] && extra=(env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
@@ -30,18 +34,12 @@ for run in ${PROBE_RUNS:-gemlite:16}; do
       --store /tmp/st-$name --format json > "$OUT/$name.json" 2> "$OUT/$name.err" ) &
   pid=$!
   for i in $(seq 1 ${PROBE_WAIT:-100}); do kill -0 $pid 2>/dev/null || break; sleep 1
-    if (( i == ${PROBE_DUMP_AT:-0} )); then
-      ps -eo pid,ppid,etime,time,pcpu,rss,stat,wchan:20,args --forest | grep "python\|ptxas" > "$OUT/$name.ps"
-      pkill -RTMIN+3 -u "$(id -u)" -f python3; sleep 2
-      for f in /tmp/tb/*.txt; do echo "#### $f"; cat "$f"; done > "$OUT/$name.stacks.txt" 2>/dev/null
-    fi
+    if (( i == ${PROBE_DUMP_AT:-0} )); then dump "$OUT/$name"; fi
     if (( i % 15 == 0 )); then echo "  t=$i s: $(ps -eo pcpu,comm --no-headers | awk '$2 ~ /python|ptxas|ld/ {s += $1; n++} END {print n " procs, " s "% CPU"}')"; fi
   done
   if kill -0 $pid 2>/dev/null; then
     echo "  still running after ${PROBE_WAIT:-100} s: tree and stacks"
-    ps -eo pid,ppid,etime,time,pcpu,rss,stat,wchan:20,args --forest | grep "python\|ptxas" > "$OUT/$name.end.ps"
-    pkill -RTMIN+3 -u "$(id -u)" -f python3 2>/dev/null; sleep 3
-    for f in /tmp/tb/*.txt; do echo "#### $f"; cat "$f"; done > "$OUT/$name.end-stacks.txt" 2>/dev/null
+    dump "$OUT/$name.end"
     kill -INT $pid; sleep 5; pkill -9 -f "regsurvey|forkserver" ; wait $pid
   else
     wait $pid; echo "  rc $? in $(python3 -c "import time; print(round(time.time() - $start, 1))") s"
