@@ -103,6 +103,17 @@ def matmul_kernel(
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
 
 
+@triton.jit
+def tma_scale_kernel(desc, out_ptr, n, scale, BLOCK: tl.constexpr):
+    """Loads a tile through a host TMA descriptor passed first, by value (a ``__grid_constant__`` CUtensorMap,
+    64-byte aligned, then its shape and strides), and scales it: every later parameter is placed by that
+    alignment (on sm_90 the descriptor starts 48 bytes into the parameter area, at c[0x0][0x240])."""
+    pid = tl.program_id(0)
+    tile = desc.load([pid * BLOCK, 0])
+    offs = pid * BLOCK + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    tl.store(out_ptr + offs, (tile.to(tl.float32) * scale).to(tl.bfloat16), mask=offs < n)
+
+
 # Argument types per kernel, in order; "constexpr" ones come from compile_kernel's keywords.
 _BUFFERS = {f"p{i}": "*fp32" for i in range(32)}
 SIGNATURES: dict[str, dict[str, str]] = {
@@ -114,6 +125,8 @@ SIGNATURES: dict[str, dict[str, str]] = {
         **{name: "i32" for name in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")},
         **{name: "constexpr" for name in ("BM", "BN", "BK")},
     },
+    "tma_scale_kernel": {"desc": "tensordesc<bf16[64, 64]>", "out_ptr": "*bf16", "n": "i32", "scale": "fp32",
+                         "BLOCK": "constexpr"},
 }
 
 TARGETS = {

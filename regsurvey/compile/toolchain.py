@@ -253,7 +253,7 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
     if is_manual_warmup:
         session.warmup_started = time.perf_counter()
     session.launches.append(CapturedLaunch(
-        kernel=fn.name.split(".")[-1],
+        kernel=_python_name(fn),
         jit_function=fn.jit_function,
         signature=dict(compile["signature"]),
         constexprs=dict(compile["constants"]),
@@ -265,6 +265,13 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
         name=session.launch_name,
     ))
     return not is_manual_warmup
+
+
+def _python_name(fn: Any) -> str:
+    """The kernel's Python name, until it is compiled under its own (a function made from another's code,
+    as triton_kernels' ``specialize`` makes them, keeps that code's qualified name but sets ``__name__``)."""
+    name = getattr(getattr(fn.jit_function, "fn", None), "__name__", None)
+    return name if isinstance(name, str) and name else fn.name.split(".")[-1]
 
 
 def _warmed_up(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup: bool,

@@ -110,6 +110,8 @@ Item = Row | Compiled | Duplicate
 
 
 def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -> Row:
+    if cached.kernel:  # the name the kernel was compiled under (see Worker._finish)
+        common = dict(common, kernel=cached.kernel)
     row = Row(**common, status=Status.OK, resources=cached.resources, compile_s=cached.compile_s,
               object=cached.object, triton_hash=cache_hash, reused=True)
     return replace(row, lint=_own_findings(row, cached.report.findings))
@@ -417,7 +419,10 @@ class Worker:
                     lock.release()
 
     def _finish(self, item: Compiled) -> Row:
-        common, compiled, target, compile_s = item.common, item.compiled, item.target, item.compile_s
+        compiled, target, compile_s = item.compiled, item.target, item.compile_s
+        # The kernel's name is the one it was compiled under (the object's symbol, what a profiler shows):
+        # a kernel with a ``repr`` names each specialization (triton_kernels' ``_p_matmul_NNN_...``).
+        common = dict(item.common, kernel=compiled.kernel_name or item.common["kernel"])
         phase = time.perf_counter()
         try:
             report = analyze(target, compiled.binary, compiled.asm, shared=compiled.shared,

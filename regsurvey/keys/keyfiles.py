@@ -31,6 +31,10 @@ def where_raised(exc: BaseException, root: Path) -> str:
 
 
 def _is_under(filename: str, root: Path) -> bool:
+    # Code made at run time names no file ("<string>" for exec'd source and dataclass methods): resolved, such
+    # a name would land in the working directory, which is often the root.
+    if filename.startswith("<"):
+        return False
     try:
         Path(filename).resolve().relative_to(root.resolve())
         return True

@@ -1,8 +1,10 @@
 """The NVIDIA side of the kernarg lint: parameters the PTX loads that the SASS never reads.
 
-A kernel's parameters live in constant bank 0 (``c[0x0][...]``), from 0x210 on sm_90 and from 0x380 on
-sm_100. The PTX reads a parameter with ``ld.param``; ptxas turns that into ``LDC``/``ULDC``/``LDCU`` or a
-constant-bank operand of an ALU instruction. A parameter the PTX loads and no SASS instruction reads
+A kernel's parameters live in constant bank 0 (``c[0x0][...]``), in an area from 0x210 on sm_90 and from
+0x380 on sm_100; each parameter is aligned in the bank (a 64-byte aligned TMA descriptor passed by value
+first starts at 0x240 on sm_90). The lint takes the layout ptxas recorded in the cubin. The PTX reads a
+parameter with ``ld.param``; ptxas turns that into ``LDC``/``ULDC``/``LDCU`` or a constant-bank operand
+of an ALU instruction. A parameter the PTX loads and no SASS instruction reads
 is a miscompile suspect: the value the source uses never reaches the machine code.
 
 Parameters whose address the PTX takes (``mov.b64 %rd, name_param_3``: TMA descriptors passed by
@@ -15,9 +17,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .finding import ERROR, Finding, LintInputError
+
+if TYPE_CHECKING:
+    from ..objects.nvidia_object import ParamBank
 
 # Start of the parameter area in constant bank 0, by SM major version (sm_90: c[0x0][0x210];
 # sm_100: c[0x0][0x380]); checked against the cubins' EIATTR_PARAM_CBANK in the tests.
@@ -43,9 +49,9 @@ class PtxParam:
     size: int
 
 
-def ptx_params(ptx: str) -> tuple[str, list[PtxParam]]:
-    """The first entry's name and its parameters, laid out as the CUDA ABI does (each aligned to its
-    ``.align`` or, for a scalar, to its size)."""
+def ptx_params(ptx: str, base: int = 0) -> tuple[str, list[PtxParam]]:
+    """The first entry's name and its parameters, laid out as ptxas does in an area that starts at ``base``
+    in constant bank 0: each aligned in the bank to its ``.align`` or, for a scalar, to its size."""
     m = _ENTRY.search(ptx)
     if not m:
         raise LintInputError("no .entry in the PTX")
@@ -65,7 +71,7 @@ def ptx_params(ptx: str) -> tuple[str, list[PtxParam]]:
             align = int(given[0]) if given and given[0].isdigit() else 0
             if align == 0 or align & (align - 1):
                 raise LintInputError(f"the PTX parameter {decl.strip()[:80]!r} has no power-of-two .align")
-        offset = -(-offset // align) * align
+        offset = -(-(base + offset) // align) * align - base
         params.append(PtxParam(index, name, offset, elem * count))
         offset += elem * count
     return m[1], params
@@ -147,16 +153,22 @@ def _access_bytes(opcode: str, suffixes: str) -> int:
     return 4
 
 
-def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None) -> list[Finding]:
-    """Parameters the PTX reads with ``ld.param`` that no SASS instruction reads from constant bank 0."""
-    kernel, params = ptx_params(ptx)
+def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None,
+                  bank: ParamBank | None = None) -> list[Finding]:
+    """Parameters the PTX reads with ``ld.param`` that no SASS instruction reads from constant bank 0.
+
+    ``bank``: the layout ptxas recorded in the cubin (:func:`~regsurvey.objects.nvidia_object.param_bank`);
+    without it the layout is worked out from the PTX."""
     sm = _TARGET.search(ptx)
     if not sm:
         raise LintInputError("no .target in the PTX")
     arch = int(sm[1])
-    base = PARAM_BASE.get(arch // 10)
+    base = bank.base if bank is not None else PARAM_BASE.get(arch // 10)
     if base is None:
         raise LintInputError(f"no known parameter bank offset for sm_{arch}")
+    kernel, params = ptx_params(ptx, base)
+    if bank is not None:
+        params = [replace(p, offset=bank.offsets.get(p.index, p.offset)) for p in params]
     loads, escaped = _ptx_reads(ptx, params)
     ranges, indirect = sass_bank_reads(sass)
     if indirect:
@@ -187,10 +199,11 @@ def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = Non
     ``sass`` is ``nvdisasm -c`` of ``cubin`` if the caller already has it (the survey worker does);
     otherwise the cubin is disassembled here. ``arg_names`` are the Python parameters that are not
     constexpr, in order. Raises :class:`~regsurvey.errors.CorruptObjectError` if nvdisasm rejects the
-    cubin and :class:`~regsurvey.lint.LintInputError` (a ValueError) if the PTX has no entry or an unknown target.
+    cubin or it records no parameter layout, and :class:`~regsurvey.lint.LintInputError` (a ValueError)
+    if the PTX has no entry or an unknown target.
     """
-    if sass is None:
-        from ..objects.nvidia_object import disassemble
+    from ..objects.nvidia_object import disassemble, param_bank
 
+    if sass is None:
         sass = disassemble(cubin)
-    return lint_ptx_sass(ptx, sass, arg_names=arg_names)
+    return lint_ptx_sass(ptx, sass, arg_names=arg_names, bank=param_bank(cubin))

@@ -7,4 +7,6 @@ __version__ = "0.1.0"
 # readers3: NVIDIA shared memory without the reserve; exact AMD vgpr, vgpr_total; AMD occupancy with waves_per_eu
 # lint2: every NVIDIA build is linted in a survey (before: only those with a stack frame)
 # report1: one analysis per object (resources, findings, linted) cached beside it under this revision
-READER_REVISION = f"{__version__}+readers3+lint2+report1"
+# lint3: NVIDIA parameters where the cubin records them (a TMA descriptor first moved every later one)
+# names1: a row's kernel is the name it was compiled under
+READER_REVISION = f"{__version__}+readers3+lint3+report1+names1"

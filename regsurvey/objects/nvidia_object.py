@@ -38,6 +38,11 @@ _EIATTR_REGCOUNT = 0x2F
 # Per-kernel .nv.info.<kernel>: the block size the PTX requires (.reqntid) or allows (.maxntid), 3 u32s.
 _EIATTR_MAX_THREADS = 0x05
 _EIATTR_REQNTID = 0x10
+# Where ptxas put the parameters: EIATTR_PARAM_CBANK (symbol, the area's offset in constant bank 0 and its
+# size: u32, u16, u16) and, per parameter, EIATTR_KPARAM_INFO (index, ordinal, offset in the area, flags:
+# u32, u16, u16, u32).
+_EIATTR_PARAM_CBANK = 0x0A
+_EIATTR_KPARAM_INFO = 0x17
 _MAX_THREADS_PER_BLOCK = 1024
 
 # Occupancy facts for sm80+ from CUDA's cuda_occupancy.h (cudaOccMaxBlocksPerSMRegsLimit,
@@ -428,6 +433,40 @@ def _sval_entries(raw: bytes) -> Iterator[tuple[int, int, int]]:
         pos += size
 
 
+@dataclass(frozen=True)
+class ParamBank:
+    """Where a kernel's parameters live in constant bank 0, as ptxas laid them out: the parameter
+    area's offset (``c[0x0][base]``) and each parameter's offset in the area, by ordinal."""
+
+    base: int
+    offsets: dict[int, int]
+
+
+def param_bank(data: bytes) -> ParamBank:
+    """The cubin's parameter layout, from its ``.nv.info.<kernel>`` (EIATTR_PARAM_CBANK, EIATTR_KPARAM_INFO).
+
+    The layout is not the PTX's alone: a parameter is aligned in the constant bank, not in the area (a
+    64-byte aligned TMA descriptor passed by value as the first parameter starts 48 bytes in on sm_90, whose
+    area starts at 0x210). CorruptObjectError for an unreadable cubin or one that records no layout."""
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        kernel, _ = kernel_symbol(elf)
+        section = elf.get_section_by_name(f".nv.info.{kernel}")
+        raw = section.data() if section is not None else b""
+    except CorruptObjectError:
+        raise
+    except PARSE_ERRORS as exc:
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    base, offsets = None, {}
+    for attr, pos, size in _sval_entries(raw):
+        if attr == _EIATTR_PARAM_CBANK and size == 8:
+            base = struct.unpack_from("<IHH", raw, pos)[1]
+        elif attr == _EIATTR_KPARAM_INFO and size == 12:
+            _, ordinal, offset, _ = struct.unpack_from("<IHHI", raw, pos)
+            offsets[ordinal] = offset
+    if base is None:
+        raise CorruptObjectError(f"cubin records no parameter bank for kernel {kernel}")
+    return ParamBank(base, offsets)
 
 
 def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:

@@ -6,7 +6,8 @@ tests/fixtures/launchers, real compiles for gfx950 and sm90):
 - a body that raises after launching keeps its launches and fails the key, in every report and the gate;
 - a compile error shows its cause, not Triton's location line;
 - what a launcher logs, warns or prints is kept with its key;
-- a kind takes some of an axis's values, and a body skips a combination that does not exist.
+- a kind takes some of an axis's values, and a body skips a combination that does not exist;
+- a kernel named per specialization (``repr=``) is shown under the name it was compiled under.
 """
 
 from __future__ import annotations
@@ -150,6 +151,26 @@ def test_a_body_that_raises_after_launching_keeps_its_launches(worker: Worker, o
     assert summary_line(head).startswith("1 keys (2 rows) on gfx950: 0 build, 1 fail")
     # A key that raised on the base and builds on the head is fixed.
     assert {r.row_id: r.mark for r in compare(head, base).rows}["raises/w2#1"] is Mark.FIXED
+
+
+# ---- a kernel named per specialization ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["gfx950", "sm90"])
+def test_a_kernel_is_shown_under_the_name_it_was_compiled_under(worker: Worker, target: str) -> None:
+    """triton_kernels names each matmul specialization after its tiles and dtypes (``repr=``): the name in
+    the object, and what a profiler shows. Each row takes it, whether compiled or reused."""
+    rows = {w: worker.survey_key(key(worker, f"named/w{w}", target))[0] for w in (2, 8)}
+    for width, row in rows.items():
+        assert row.ok, row.error
+        assert row.kernel == f"tile_scale_{64 * width}"
+        binary = worker.objects.get(row.object.path, row.object.sha256)  # type: ignore[union-attr]
+        if target == "gfx950":
+            assert parse_hsaco(binary).kernels[0].metadata[".name"] == row.kernel
+        else:
+            assert row.kernel.encode() + b"\0" in binary  # the entry symbol's name
+    (again,) = worker.survey_key(key(worker, "named/w2", target))
+    assert again.reused and again.kernel == "tile_scale_128"
 
 
 # ---- compile errors ----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import ERROR, lint_nvidia
 from regsurvey.lint.nvidia import PARAM_BASE, lint_ptx_sass, ptx_params, sass_bank_reads
-from regsurvey.objects.nvidia_object import disassemble, disassemble_many, spill_bytes
+from regsurvey.objects.nvidia_object import ParamBank, disassemble, disassemble_many, param_bank, spill_bytes
 
 from ..objects_kernels import SIGNATURES, compile_kernel
 
@@ -30,6 +30,8 @@ CASES = {
     "many-sm100": ("many_buffers_kernel", "sm100", (("num_warps", 4),), {"BLOCK": 256}),
     "matmul-sm90": ("matmul_kernel", "sm90", (("num_warps", 4), ("num_stages", 3)), MATMUL),
     "matmul-sm100": ("matmul_kernel", "sm100", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    "tma-sm90": ("tma_scale_kernel", "sm90", (("num_warps", 4),), {"BLOCK": 64}),
+    "tma-sm100": ("tma_scale_kernel", "sm100", (("num_warps", 4),), {"BLOCK": 64}),
 }
 
 
@@ -58,14 +60,34 @@ def param_info(cubin: bytes) -> tuple[int, dict[int, int]]:
     return base, offsets
 
 
-@pytest.mark.parametrize("case", ["add-sm90", "add-sm100", "matmul-sm90", "matmul-sm100"])
+@pytest.mark.parametrize("case", ["add-sm90", "add-sm100", "matmul-sm90", "matmul-sm100", "tma-sm90", "tma-sm100"])
 def test_parameter_layout_matches_the_cubin(case: str) -> None:
     ck, _ = compiled(case)
     base, offsets = param_info(ck.asm["cubin"])
     assert PARAM_BASE[ck.metadata.target.arch // 10] == base
-    kernel, params = ptx_params(ck.asm["ptx"])
+    kernel, params = ptx_params(ck.asm["ptx"], base)
     assert kernel == ck.metadata.name
     assert {p.index: p.offset for p in params} == offsets
+    assert param_bank(ck.asm["cubin"]) == ParamBank(base, offsets)  # what the lint reads from the cubin
+    if case == "tma-sm90":  # the descriptor is aligned in the bank: 0x210 + 48 = 0x240
+        assert offsets[0] == 48 and offsets[1] == 48 + 128
+
+
+@pytest.mark.parametrize("case", ["tma-sm90", "tma-sm100"])
+def test_a_parameter_after_a_tma_descriptor_is_found_where_ptxas_put_it(case: str) -> None:
+    """triton_kernels' persistent matmul passes TMA descriptors first; before the layout came from the cubin,
+    every parameter after one was looked for 48 bytes too early on sm_90, and reported as never read."""
+    ck, _ = compiled(case)
+    ptx, cubin, sass = ck.asm["ptx"], ck.asm["cubin"], disassemble(ck.asm["cubin"])
+    assert lint_nvidia(ptx, cubin, sass=sass) == []
+    bank = param_bank(cubin)
+    n_at = bank.base + bank.offsets[6]  # n: after the descriptor (param 0), its shape (1, 2) and strides (3, 4)
+    # The instruction that reads n may read scale (param 7) with it, as one 64-bit load.
+    found = {f.arg_index: f for f in lint_nvidia(ptx, cubin, sass=without(sass, f"c[0x0][{n_at:#x}]"))}
+    assert 6 in found and set(found) <= {6, 7}, found
+    for index, finding in found.items():
+        assert finding.arg_offset == bank.offsets[index] and finding.load.endswith(f"_param_{index}];")
+    assert f"c[0x0][{n_at:#x}..{n_at + 3:#x}]" in found[6].reason
 
 
 @pytest.mark.parametrize("case", CASES)
