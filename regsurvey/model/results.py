@@ -311,6 +311,8 @@ _CARET = re.compile(r"^\^$")
 _CAUSED_BY = "caused by "
 # ptxas' own diagnostics in a PTXASError ("ptxas error   : Entry function ... uses too much shared data").
 _PTXAS_DIAGNOSTIC = re.compile(r"^ptxas\S*\s+(?:fatal|error)\b", re.I)
+# ptxas on a line of the PTX: "ptxas-blackwell /tmp/tmpcg6wm0m4.ptx, line 1549; error   : Arguments mismatch ...".
+_PTXAS_LINE_ERROR = re.compile(r"^(ptxas\S*)\s+\S+\.ptx, line (\d+);\s*error\s*:\s*(.*)$", re.I)
 
 
 def error_line(text: str | None) -> str:
@@ -330,6 +332,12 @@ def error_line(text: str | None) -> str:
             cause = lines[carets[-1] + 1]
             return cause[len(_CAUSED_BY):] if cause.startswith(_CAUSED_BY) else cause
     elif "ptxas" in lines[0].lower():
+        # An error on a line of the PTX says why; "fatal : Ptx assembly aborted due to errors" only that it
+        # stopped. The PTX's temporary file is named anew by every compile: the line number stays.
+        located = next((m for m in map(_PTXAS_LINE_ERROR.match, lines) if m), None)
+        if located is not None:
+            more = sum(1 for ln in lines if _PTXAS_LINE_ERROR.match(ln)) - 1
+            return f"{located[1]} error at PTX line {located[2]}: {located[3]}" + (f" (+{more} more)" if more else "")
         found = next((ln for ln in lines if _PTXAS_DIAGNOSTIC.match(ln)), None)
         if found is not None:
             return found

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from regsurvey.model.results import ObjectRef, Row, Survey, SurveyFormatError
+from regsurvey.model.results import ObjectRef, Row, Survey, SurveyFormatError, error_line
 
 
 def sample() -> Survey:
@@ -71,3 +71,24 @@ def test_a_stored_row_of_another_shape_is_refused_in_one_line(edit: dict, messag
     with pytest.raises(SurveyFormatError, match="malformed survey") as caught:
         Survey.from_json(json.dumps(data))
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+# What Triton 3.9 raised for triton_kernels' Hopper mxfp4 matmul (tests/realworld/triton_kernels, sm90),
+# cut to three of its 128 located errors.
+PTXAS_LINE_ERRORS = """PTXASError: PTXAS error: Internal Triton PTX codegen error
+`ptxas` stderr:
+ptxas-blackwell /tmp/tmpcg6wm0m4.ptx, line 1549; error   : Arguments mismatch for instruction 'fma'
+ptxas-blackwell /tmp/tmpcg6wm0m4.ptx, line 1555; error   : Arguments mismatch for instruction 'fma'
+ptxas-blackwell /tmp/tmpcg6wm0m4.ptx, line 1560; error   : Arguments mismatch for instruction 'fma'
+ptxas-blackwell fatal   : Ptx assembly aborted due to errors
+
+Repro command: /usr/bin/ptxas-blackwell -lineinfo -v --gpu-name=sm_90a /tmp/tmpcg6wm0m4.ptx -o /tmp/tmpcg6wm0m4.ptx.o
+"""
+
+
+def test_a_ptxas_error_on_a_ptx_line_is_the_line_shown() -> None:
+    """Not "Ptx assembly aborted due to errors", and not the temporary file's name (new on every compile,
+    so a diff would see every such failure change)."""
+    assert error_line(PTXAS_LINE_ERRORS) == (
+        "ptxas-blackwell error at PTX line 1549: Arguments mismatch for instruction 'fma' (+2 more)")
+    assert error_line(PTXAS_LINE_ERRORS.replace("tmpcg6wm0m4", "tmpi7idw51j")) == error_line(PTXAS_LINE_ERRORS)

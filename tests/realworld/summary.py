@@ -12,7 +12,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 DISTRIBUTIONS = {"liger_kernel": "liger-kernel", "fla": "fla-core", "gemlite": "gemlite", "flag_gems": "flag_gems",
-                 "conch": "conch-triton-kernels"}
+                 "conch": "conch-triton-kernels", "triton_kernels": "tokenspeed-triton-kernels"}
 
 
 def main(out: Path) -> None:

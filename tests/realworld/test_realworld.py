@@ -1,14 +1,15 @@
 """The real-world corpus: public Triton kernel libraries surveyed through their own launchers.
 
 Each directory beside this file is a project whose ``keys/`` call one installed library's public
-launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``, ``conch``; install them with
+launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``, ``conch``, ``triton_kernels``; install them with
 ``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942, gfx950, sm90
 and sm100 in one ``regsurvey run`` from a copy outside any git repository (inside this one, ``-C`` would
 find the repository root's ``keys/``), with a Triton cache of its own so that Triton's metadata of every
 build can be read back. Then:
 
 * every key builds (a real launch would build each one: the keys leave out launchers that cannot be
-  surveyed at all, see each keys file);
+  surveyed at all, see each keys file), except the builds the installed toolchain is known to fail on
+  (``KNOWN_FAILURES``), which fail with that error;
 * every figure of every build equals a second, independent reading of the stored object: AMD from
   LLVM's comments and metadata in the stored amdgcn (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumSgprs``,
   ``; ScratchSize``, ``; Occupancy`` where neither LDS nor the workgroup's shape binds, ``Folded Spill``
@@ -41,6 +42,8 @@ from typing import Any
 
 import pytest
 
+from regsurvey.model.results import Row
+
 from ..readings import asm_comment, asm_metadata, note_metadata, ptxas_reading, stored_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
@@ -49,7 +52,14 @@ HERE = Path(__file__).parent
 TARGETS = ("gfx942", "gfx950", "sm90", "sm100")
 # project directory -> the module its keys import
 LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems",
-             "conch": "conch"}
+             "conch": "conch", "triton_kernels": "triton_kernels"}
+# Builds the installed toolchain fails on (as it would on a GPU): (library, key pattern, target, kernel
+# pattern) -> (start of the error line, text in it, the Triton versions seen to fail).
+KNOWN_FAILURES = {
+    # Hopper's mxfp4 matmul: Triton 3.9.0 emits `fma` with operands ptxas refuses (128 such lines).
+    ("triton_kernels", "moe/*/*/mxfp4", "sm90", "_matmul*"): (
+        "ptxas-blackwell error at PTX line", "Arguments mismatch for instruction 'fma'", ("3.9.0",)),
+}
 SURVEY_TIMEOUT_S = 3600
 
 
@@ -106,11 +116,31 @@ def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 def test_every_key_builds(corpus: Corpus) -> None:
+    import fnmatch
+
+    import triton
+
     rows = corpus.survey["rows"]
     assert {r["target"] for r in rows} == set(TARGETS)
-    failing = [f"{r['key']} {r['target']} {r['kernel']}#{r['launch']}: {r['error']}"
-               for r in rows if r["status"] != "ok"]
+    known = {where[1:]: want for where, want in KNOWN_FAILURES.items()
+             if where[0] == corpus.project.name and triton.__version__ in want[2]}
+    failing, expected, fixed = [], 0, []
+    for r in rows:
+        error = Row.from_dict(r).error_line if r["status"] != "ok" else None
+        match = next((want for (keys, target, kernels), want in known.items()
+                      if target == r["target"] and fnmatch.fnmatchcase(r["key"], keys)
+                      and fnmatch.fnmatchcase(r["kernel"] or "", kernels)), None)
+        if match is None and error is not None:
+            failing.append(f"{r['key']} {r['target']} {r['kernel']}#{r['launch']}: {r['error']}")
+        elif match is not None and error is not None and error.startswith(match[0]) and match[1] in error:
+            expected += 1
+        elif match is not None and error is not None:
+            failing.append(f"{r['key']} {r['target']} {r['kernel']}#{r['launch']}: not the known failure: {error}")
+        elif match is not None:
+            fixed.append(f"{r['key']} {r['target']} {r['kernel']}")
     assert not failing, f"{len(failing)} of {len(rows)} builds fail:\n" + "\n".join(failing)
+    assert not fixed, "known failures that now build (drop them from KNOWN_FAILURES):\n" + "\n".join(fixed)
+    assert expected or not known, f"none of the known failures was seen: {sorted(known)}"
 
 
 def test_every_figure_equals_a_second_reading(corpus: Corpus) -> None:
@@ -188,7 +218,7 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     # LLVM's occupancy assumes no LDS (Triton's is dynamic) and workgroups of one wave: it is the
     # occupancy only where the kernel's LDS leaves room for it and its waves split evenly over the SIMDs.
     occupancy = asm_comment(text, "Occupancy")
-    warps = row["num_warps"]
+    warps = int(corpus.triton_metadata(row)["num_warps"])
     lds_room = _LDS_PER_CU[row["target"]] // lds * warps if lds else None
     if (lds_room is None or lds_room >= occupancy * _SIMDS_PER_CU) and occupancy * _SIMDS_PER_CU % warps == 0:
         reading["occupancy"] = occupancy
@@ -214,6 +244,28 @@ def cuobjdump_resources(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     return {name: int(value) for name, value in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", out)}
 
 
+def required_threads(corpus: Corpus, row: dict[str, Any]) -> list[int]:
+    """The block sizes the cubin's own ``.nv.info.<kernel>`` requires (``.reqntid``), read with pyelftools."""
+    import io
+    import struct
+
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO((corpus.store / row["object"]["path"]).read_bytes()))
+    (section,) = [s for s in elf.iter_sections() if s.name.startswith(".nv.info.")]
+    raw, pos, sizes = section.data(), 0, []
+    while pos + 4 <= len(raw):
+        fmt, attr, size = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != 0x04:  # EIFMT_SVAL: size bytes follow
+            continue
+        if attr == 0x10 and size == 12:  # EIATTR_REQNTID: x, y, z
+            x, y, z = struct.unpack_from("<III", raw, pos)
+            sizes.append(x * y * z)
+        pos += size
+    return sizes
+
+
 def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     """The row's NVIDIA figures from ptxas, cuobjdump and Triton's metadata."""
     ptxas = ptxas_reading(corpus.store, row, smem=True)
@@ -221,8 +273,13 @@ def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     assert (res["REG"], res["STACK"]) == (ptxas["regs"], ptxas["stack_bytes"]), row["key"]
     # Static shared memory as the driver reports it: ptxas's "bytes smem". (cuobjdump's SHARED is the
     # whole .nv.shared section, which on sm_90 starts with the driver's 1 KiB reserve.)
-    shared = int(corpus.triton_metadata(row)["shared"]) + ptxas.pop("smem")
-    warps = row["num_warps"]
+    metadata = corpus.triton_metadata(row)
+    shared = int(metadata["shared"]) + ptxas.pop("smem")
+    # A block's warps: Triton's compiled num_warps, which is the launch's unless the kernel is warp-specialized
+    # (triton_kernels' persistent matmul on sm100 is launched with 4 and runs blocks of 8); the cubin's
+    # .reqntid says the same.
+    warps = int(metadata["num_warps"])
+    assert [warps * 32] == required_threads(corpus, row), row["key"]
     regs_per_warp = -(-max(ptxas["regs"], 1) * 32 // _CUDA_SM["reg_unit"]) * _CUDA_SM["reg_unit"]
     warps_by_regs = (_CUDA_SM["regs"] // _CUDA_SM["sub_partitions"] // regs_per_warp) * _CUDA_SM["sub_partitions"]
     smem_per_block = -(-(shared + _CUDA_SM["smem_reserved"]) // _CUDA_SM["smem_unit"]) * _CUDA_SM["smem_unit"]
