@@ -11,6 +11,7 @@ than a second. The disassembler is the one bundled with Triton, found without im
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import importlib.util
 import io
@@ -38,9 +39,8 @@ _EIATTR_REGCOUNT = 0x2F
 # Per-kernel .nv.info.<kernel>: the block size the PTX requires (.reqntid) or allows (.maxntid), 3 u32s.
 _EIATTR_MAX_THREADS = 0x05
 _EIATTR_REQNTID = 0x10
-# Where ptxas put the parameters: EIATTR_PARAM_CBANK (symbol, the area's offset in constant bank 0 and its
-# size: u32, u16, u16) and, per parameter, EIATTR_KPARAM_INFO (index, ordinal, offset in the area, flags:
-# u32, u16, u16, u32).
+# Where ptxas put the parameters: EIATTR_PARAM_CBANK (u32 symbol, u16 area offset in bank 0, u16 size) and
+# per parameter EIATTR_KPARAM_INFO (u32 index, u16 ordinal, u16 offset in the area, u32 flags).
 _EIATTR_PARAM_CBANK = 0x0A
 _EIATTR_KPARAM_INFO = 0x17
 _MAX_THREADS_PER_BLOCK = 1024
@@ -107,7 +107,7 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
     cubin's own frame size; any other log is not this cubin's, and the SASS counts instead."""
     if not target.is_nvidia:
         raise ValueError(f"read_cubin needs an NVIDIA target, not {target.name}")
-    try:
+    with _readable():
         elf = ELFFile(io.BytesIO(data))
         if elf.header["e_machine"] != "EM_CUDA":
             raise CorruptObjectError(f"not a CUDA ELF (e_machine {elf.header['e_machine']})")
@@ -116,11 +116,6 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
         kernel, symbol_index = kernel_symbol(elf)
         info = _global_info(elf)
         static_shared = _static_shared(elf, kernel, target)
-    except CorruptObjectError:
-        raise
-    except PARSE_ERRORS as exc:
-        # pyelftools reports a cut or altered object in many ways; all mean "corrupt".
-        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
     if sm != int(target.arch):
         raise CorruptObjectError(f"cubin is for sm_{sm}, not the target sm_{target.arch}")
     regs = info.get((_EIATTR_REGCOUNT, symbol_index))
@@ -216,17 +211,13 @@ def nvidia_occupancy_blocks(*, regs: int, shared_bytes: int, num_warps: int, tar
     return min(limits)
 
 
+@functools.lru_cache(maxsize=8)
 def disassemble(data: bytes) -> str:
     """The SASS of a cubin, from ``nvdisasm -c``; CorruptObjectError if nvdisasm rejects it.
 
     The last few results are kept: the survey reads spills and lints from the same SASS, and one
     nvdisasm run costs about 0.3 s.
     """
-    return _disassemble(data)
-
-
-@functools.lru_cache(maxsize=8)
-def _disassemble(data: bytes) -> str:
     return nvdisasm(data, ["-c"])
 
 
@@ -263,22 +254,20 @@ def disassemble_many(cubins: list[bytes]) -> list[str]:
     arch = None
     for index, data in enumerate(cubins):
         try:
-            elf = ELFFile(io.BytesIO(data))
-            check_extent(elf, len(data), "cubin")
-            kernel, _ = kernel_symbol(elf)
-            sm = _sm_arch(elf)
-            if elf.get_section_by_name(f".text.{kernel}") is None:
-                raise CorruptObjectError(f"cubin has no .text.{kernel}")
-            code = bytearray()
-            for section in elf.iter_sections():  # the kernel's code, and any function it calls
-                if section.name.startswith(".text."):
-                    code += section.data()
-                    code += bytes(-len(code) % 128)
+            with _readable():
+                elf = ELFFile(io.BytesIO(data))
+                check_extent(elf, len(data), "cubin")
+                kernel, _ = kernel_symbol(elf)
+                sm = _sm_arch(elf)
+                if elf.get_section_by_name(f".text.{kernel}") is None:
+                    raise CorruptObjectError(f"cubin has no .text.{kernel}")
+                code = bytearray()
+                for section in elf.iter_sections():  # the kernel's code, and any function it calls
+                    if section.name.startswith(".text."):
+                        code += section.data()
+                        code += bytes(-len(code) % 128)
         except CorruptObjectError as exc:
             raise CorruptObjectError(f"cubin {index} of {len(cubins)}: {exc}") from None
-        except PARSE_ERRORS as exc:
-            raise CorruptObjectError(
-                f"cubin {index} of {len(cubins)}: not a readable cubin: {first_line(exc)}") from None
         if arch is not None and sm != arch:
             raise CorruptObjectError(f"cubin {index} of {len(cubins)} is for sm_{sm}, the first for sm_{arch}")
         arch = sm
@@ -325,17 +314,13 @@ def _access_width(suffixes: str) -> int:
 def with_regcount_at_most(data: bytes, limit: int) -> bytes:
     """The cubin with its kernel's REGCOUNT attribute lowered to ``limit`` where it is above (a copy;
     ``data`` itself when nothing changes): for nvdisasm's life ranges, which refuse REGCOUNT 255."""
-    try:
+    with _readable():
         elf = ELFFile(io.BytesIO(data))
         _, symbol_index = kernel_symbol(elf)
         section = elf.get_section_by_name(".nv.info")
         if section is None:
             raise CorruptObjectError("cubin has no .nv.info section")
         start, raw = section["sh_offset"], section.data()
-    except CorruptObjectError:
-        raise
-    except PARSE_ERRORS as exc:
-        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
     out = bytearray(data)
     for attr, pos, size in _sval_entries(raw):
         if attr == _EIATTR_REGCOUNT and size == 8:
@@ -435,8 +420,8 @@ def _sval_entries(raw: bytes) -> Iterator[tuple[int, int, int]]:
 
 @dataclass(frozen=True)
 class ParamBank:
-    """Where a kernel's parameters live in constant bank 0, as ptxas laid them out: the parameter
-    area's offset (``c[0x0][base]``) and each parameter's offset in the area, by ordinal."""
+    """Where ptxas put a kernel's parameters in constant bank 0: the area (``c[0x0][base]``) and each
+    parameter's offset in it, by ordinal."""
 
     base: int
     offsets: dict[int, int]
@@ -448,15 +433,7 @@ def param_bank(data: bytes) -> ParamBank:
     The layout is not the PTX's alone: a parameter is aligned in the constant bank, not in the area (a
     64-byte aligned TMA descriptor passed by value as the first parameter starts 48 bytes in on sm_90, whose
     area starts at 0x210). CorruptObjectError for an unreadable cubin or one that records no layout."""
-    try:
-        elf = ELFFile(io.BytesIO(data))
-        kernel, _ = kernel_symbol(elf)
-        section = elf.get_section_by_name(f".nv.info.{kernel}")
-        raw = section.data() if section is not None else b""
-    except CorruptObjectError:
-        raise
-    except PARSE_ERRORS as exc:
-        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    kernel, _, raw, _ = _kernel_info(data, with_global=False)
     base, offsets = None, {}
     for attr, pos, size in _sval_entries(raw):
         if attr == _EIATTR_PARAM_CBANK and size == 8:
@@ -474,16 +451,8 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
     ``CU_FUNC_ATTRIBUTE_NUM_REGS`` (REGCOUNT), ``LOCAL_SIZE_BYTES`` (the frame: local memory per
     thread) and ``MAX_THREADS_PER_BLOCK`` (the ``.reqntid``/``.maxntid`` block size, else 1024, and
     never more warps than the register file holds at the kernel's register count)."""
-    try:
-        elf = ELFFile(io.BytesIO(data))
-        kernel, symbol_index = kernel_symbol(elf)
-        info = _global_info(elf)
-        section = elf.get_section_by_name(f".nv.info.{kernel}")
-        sizes = _block_sizes(section.data() if section is not None else b"")
-    except CorruptObjectError:
-        raise
-    except PARSE_ERRORS as exc:
-        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
+    _, symbol_index, raw, info = _kernel_info(data, with_global=True)
+    sizes = _block_sizes(raw)
     regs = info.get((_EIATTR_REGCOUNT, symbol_index), 0)
     local = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
     threads = min([_MAX_THREADS_PER_BLOCK, *sizes])
@@ -492,6 +461,28 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
         warps = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp * _REG_SUB_PARTITIONS
         threads = min(threads, warps * 32)
     return regs, local, threads
+
+
+def _kernel_info(data: bytes, *, with_global: bool) -> tuple[str, int, bytes, dict[tuple[int, int], int]]:
+    """The cubin's kernel, its symbol index, its own ``.nv.info.<kernel>`` (empty if none) and, if asked,
+    the global ``.nv.info`` attributes; CorruptObjectError for a cubin pyelftools cannot read."""
+    with _readable():
+        elf = ELFFile(io.BytesIO(data))
+        kernel, symbol_index = kernel_symbol(elf)
+        section = elf.get_section_by_name(f".nv.info.{kernel}")
+        return kernel, symbol_index, section.data() if section is not None else b"", (
+            _global_info(elf) if with_global else {})
+
+
+@contextlib.contextmanager
+def _readable() -> Iterator[None]:
+    """pyelftools reports a cut or altered object in many ways: each is a CorruptObjectError."""
+    try:
+        yield
+    except CorruptObjectError:
+        raise
+    except PARSE_ERRORS as exc:
+        raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
 
 
 def _block_sizes(raw: bytes) -> list[int]:
