@@ -86,11 +86,18 @@ def amd_occupancy_reading(text: str, *, lds_bytes: int, num_warps: int, target: 
     return min(llvm, -(-workgroups * num_warps // 4))
 
 
+def vgpr_spills(text: str) -> int:
+    """VGPRs the amdgcn spills: to scratch (LLVM's "N-byte Folded Spill" stores, 4 bytes a VGPR) and, on
+    gfx90a and later, to AGPRs (its ``v_accvgpr_write_b32 aN, vM ; Reload Reuse`` writes). LLVM's
+    ``.vgpr_spill_count`` counts both."""
+    folded = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
+    return folded // 4 + len(re.findall(r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", text))
+
+
 def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     """The row's AMD figures as the amdgcn text and the raw note give them."""
     text = stored_text(store, row, "amdgcn")
     note = note_metadata((store / row["object"]["path"]).read_bytes())
-    spilled = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
     agpr = asm_comment(text, "NumAgprs")
     vgpr = asm_comment(text, "NumVgprs")
     if agpr:  # the AGPRs start at the arch VGPRs rounded up to 4: all the object records of them
@@ -102,7 +109,7 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
         "sgpr": asm_comment(text, "TotalNumSgprs"),
         "scratch_bytes": asm_comment(text, "ScratchSize"),
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
-        "vgpr_spill": spilled // 4,
+        "vgpr_spill": vgpr_spills(text),
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "occupancy": amd_occupancy_reading(text, lds_bytes=row["resources"]["lds_bytes"],
                                            num_warps=row["num_warps"], target=row["target"]),

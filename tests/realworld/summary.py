@@ -12,7 +12,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 DISTRIBUTIONS = {"liger_kernel": "liger-kernel", "fla": "fla-core", "gemlite": "gemlite", "flag_gems": "flag_gems",
-                 "conch": "conch-triton-kernels", "triton_kernels": "tokenspeed-triton-kernels"}
+                 "conch": "conch-triton-kernels", "triton_kernels": "tokenspeed-triton-kernels",
+                 "torchao": "torchao"}
 
 
 def main(out: Path) -> None:

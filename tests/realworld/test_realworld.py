@@ -1,11 +1,11 @@
 """The real-world corpus: public Triton kernel libraries surveyed through their own launchers.
 
 Each directory beside this file is a project whose ``keys/`` call one installed library's public
-launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``, ``conch``, ``triton_kernels``; install them with
-``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942, gfx950, sm90
-and sm100 in one ``regsurvey run`` from a copy outside any git repository (inside this one, ``-C`` would
-find the repository root's ``keys/``), with a Triton cache of its own so that Triton's metadata of every
-build can be read back. Then:
+launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``, ``conch``, ``triton_kernels``, ``torchao``;
+install them with ``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942,
+gfx950, sm90 and sm100 (torchao: not gfx942, see its keys file) in one ``regsurvey run`` from a copy outside
+any git repository (inside this one, ``-C`` would find the repository root's ``keys/``), with a Triton cache
+of its own so that Triton's metadata of every build can be read back. Then:
 
 * every key builds (a real launch would build each one: the keys leave out launchers that cannot be
   surveyed at all, see each keys file), except the builds the installed toolchain is known to fail on
@@ -44,7 +44,7 @@ import pytest
 
 from regsurvey.model.results import Row
 
-from ..readings import asm_comment, asm_metadata, note_metadata, ptxas_reading, stored_text
+from ..readings import asm_comment, asm_metadata, note_metadata, ptxas_reading, stored_text, vgpr_spills
 
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
 
@@ -52,7 +52,9 @@ HERE = Path(__file__).parent
 TARGETS = ("gfx942", "gfx950", "sm90", "sm100")
 # project directory -> the module its keys import
 LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems",
-             "conch": "conch", "triton_kernels": "triton_kernels"}
+             "conch": "conch", "triton_kernels": "triton_kernels", "torchao": "torchao"}
+# Libraries whose kinds name fewer targets (the keys file says why).
+LIBRARY_TARGETS = {"torchao": ("gfx950", "sm90", "sm100")}
 # Builds the installed toolchain fails on (as it would on a GPU): (library, key pattern, target, kernel
 # pattern) -> (start of the error line, text in it, the Triton versions seen to fail).
 KNOWN_FAILURES = {
@@ -71,6 +73,7 @@ class Corpus:
             pytest.skip(f"{LIBRARIES[library]} is not installed (pip install --no-deps -r "
                         "tests/realworld/requirements.txt)")
         self.project = work / library
+        self.targets = LIBRARY_TARGETS.get(library, TARGETS)
         shutil.copytree(HERE / library, self.project, ignore=shutil.ignore_patterns("__pycache__", ".regsurvey"))
         self.store = work / "store"
         self.triton_cache = work / "triton-cache"
@@ -121,7 +124,7 @@ def test_every_key_builds(corpus: Corpus) -> None:
     import triton
 
     rows = corpus.survey["rows"]
-    assert {r["target"] for r in rows} == set(TARGETS)
+    assert {r["target"] for r in rows} == set(corpus.targets)
     known = {where[1:]: want for where, want in KNOWN_FAILURES.items()
              if where[0] == corpus.project.name and triton.__version__ in want[2]}
     failing, expected, fixed = [], 0, []
@@ -169,7 +172,7 @@ def test_every_figure_equals_a_second_reading(corpus: Corpus) -> None:
 def test_each_target_alone_compiles_the_same_kernels(corpus: Corpus) -> None:
     together = _kernels(corpus.survey)
     differences = []
-    for target in TARGETS:
+    for target in corpus.targets:
         alone = _kernels(corpus.run(target)[0])
         # --target overrides a kind's own targets: compare the keys the joint survey has.
         for key in sorted(k for k in together if k[1] == target):
@@ -206,7 +209,7 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
         "agpr": asm_comment(text, "NumAgprs"),
         "sgpr": asm_comment(text, "TotalNumSgprs"),
         "scratch_bytes": asm_comment(text, "ScratchSize"),
-        "vgpr_spill": sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text)) // 4,
+        "vgpr_spill": vgpr_spills(text),  # to scratch and to AGPRs
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "lds_bytes": lds,
