@@ -3,13 +3,16 @@
 AMD: the compiler's own amdgcn text (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumVgprs``,
 ``; TotalNumSgprs``, ``; ScratchSize``, ``; Occupancy``, the YAML metadata block, ``Folded Spill``
 comments) and a direct msgpack decode of the object's note written here, not regsurvey's reader.
-NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX.
+NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX, and the cubin's own ``.nv.info.<kernel>``
+walked here with struct.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import re
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -23,6 +26,22 @@ from elftools.elf.elffile import ELFFile
 # 4) chose their kernels on Triton 3.9's LLVM; on 3.6 the same kernels are allocated otherwise, and only
 # the per-object equalities (which hold on every version) are checked.
 TRITON_39_CODEGEN = tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 9)
+
+def nv_info_entries(cubin: bytes) -> list[tuple[int, bytes]]:
+    """(attribute, payload) of each EIFMT_SVAL entry of the cubin's one ``.nv.info.<kernel>``: what ptxas
+    recorded for the kernel (EIATTR_PARAM_CBANK 0x0A, EIATTR_KPARAM_INFO 0x17, EIATTR_REQNTID 0x10 ...)."""
+    elf = ELFFile(io.BytesIO(cubin))
+    (section,) = [s for s in elf.iter_sections() if s.name.startswith(".nv.info.")]
+    raw, pos, entries = section.data(), 0, []
+    while pos + 4 <= len(raw):
+        fmt, attr, size = struct.unpack_from("<BBH", raw, pos)
+        pos += 4
+        if fmt != 0x04:  # not EIFMT_SVAL: a u16 value in place of the size
+            continue
+        entries.append((attr, raw[pos:pos + size]))
+        pos += size
+    return entries
+
 
 def stored_text(store: Path, row: dict[str, Any], name: str) -> str:
     """An IR text stored beside the row's object."""

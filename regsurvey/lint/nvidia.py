@@ -4,8 +4,8 @@ A kernel's parameters live in constant bank 0 (``c[0x0][...]``), in an area from
 0x380 on sm_100; each parameter is aligned in the bank (a 64-byte aligned TMA descriptor passed by value
 first starts at 0x240 on sm_90). The lint takes the layout ptxas recorded in the cubin. The PTX reads a
 parameter with ``ld.param``; ptxas turns that into ``LDC``/``ULDC``/``LDCU`` or a constant-bank operand
-of an ALU instruction. A parameter the PTX loads and no SASS instruction reads
-is a miscompile suspect: the value the source uses never reaches the machine code.
+of an ALU instruction. A parameter the PTX loads and no SASS instruction reads is a miscompile suspect:
+the value the source uses never reaches the machine code.
 
 Parameters whose address the PTX takes (``mov.b64 %rd, name_param_3``: TMA descriptors passed by
 value, for one) are read through pointers the lint does not follow; they are never reported, and a

@@ -433,7 +433,7 @@ def param_bank(data: bytes) -> ParamBank:
     The layout is not the PTX's alone: a parameter is aligned in the constant bank, not in the area (a
     64-byte aligned TMA descriptor passed by value as the first parameter starts 48 bytes in on sm_90, whose
     area starts at 0x210). CorruptObjectError for an unreadable cubin or one that records no layout."""
-    kernel, _, raw, _ = _kernel_info(data, with_global=False)
+    _, kernel, _, raw = _kernel_info(data)
     base, offsets = None, {}
     for attr, pos, size in _sval_entries(raw):
         if attr == _EIATTR_PARAM_CBANK and size == 8:
@@ -451,7 +451,9 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
     ``CU_FUNC_ATTRIBUTE_NUM_REGS`` (REGCOUNT), ``LOCAL_SIZE_BYTES`` (the frame: local memory per
     thread) and ``MAX_THREADS_PER_BLOCK`` (the ``.reqntid``/``.maxntid`` block size, else 1024, and
     never more warps than the register file holds at the kernel's register count)."""
-    _, symbol_index, raw, info = _kernel_info(data, with_global=True)
+    elf, _, symbol_index, raw = _kernel_info(data)
+    with _readable():
+        info = _global_info(elf)
     sizes = _block_sizes(raw)
     regs = info.get((_EIATTR_REGCOUNT, symbol_index), 0)
     local = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
@@ -463,15 +465,14 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
     return regs, local, threads
 
 
-def _kernel_info(data: bytes, *, with_global: bool) -> tuple[str, int, bytes, dict[tuple[int, int], int]]:
-    """The cubin's kernel, its symbol index, its own ``.nv.info.<kernel>`` (empty if none) and, if asked,
-    the global ``.nv.info`` attributes; CorruptObjectError for a cubin pyelftools cannot read."""
+def _kernel_info(data: bytes) -> tuple[ELFFile, str, int, bytes]:
+    """The cubin's ELF, its kernel, the kernel's symbol index and its own ``.nv.info.<kernel>`` (empty if
+    none); CorruptObjectError for a cubin pyelftools cannot read."""
     with _readable():
         elf = ELFFile(io.BytesIO(data))
         kernel, symbol_index = kernel_symbol(elf)
         section = elf.get_section_by_name(f".nv.info.{kernel}")
-        return kernel, symbol_index, section.data() if section is not None else b"", (
-            _global_info(elf) if with_global else {})
+        return elf, kernel, symbol_index, section.data() if section is not None else b""
 
 
 @contextlib.contextmanager

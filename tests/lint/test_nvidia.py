@@ -7,12 +7,10 @@ delete SASS instructions that read a parameter.
 
 from __future__ import annotations
 
-import io
 import re
 import struct
 
 import pytest
-from elftools.elf.elffile import ELFFile
 
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import ERROR, lint_nvidia
@@ -20,6 +18,7 @@ from regsurvey.lint.nvidia import PARAM_BASE, lint_ptx_sass, ptx_params, sass_ba
 from regsurvey.objects.nvidia_object import ParamBank, disassemble, disassemble_many, param_bank, spill_bytes
 
 from ..objects_kernels import SIGNATURES, compile_kernel
+from ..readings import nv_info_entries
 
 MATMUL = {"BM": 128, "BN": 128, "BK": 64}
 CASES = {
@@ -43,20 +42,13 @@ def compiled(case: str):  # type: ignore[no-untyped-def]
 
 def param_info(cubin: bytes) -> tuple[int, dict[int, int]]:
     """(param bank offset, {ordinal: offset}) from the cubin's .nv.info.<kernel>: what ptxas laid out."""
-    elf = ELFFile(io.BytesIO(cubin))
-    (section,) = [s for s in elf.iter_sections() if s.name.startswith(".nv.info.")]
-    raw, pos, base, offsets = section.data(), 0, -1, {}
-    while pos + 4 <= len(raw):
-        fmt, attr, size = struct.unpack_from("<BBH", raw, pos)
-        pos += 4
-        if fmt != 0x04:  # EIFMT_SVAL: size bytes follow
-            continue
+    base, offsets = -1, {}
+    for attr, payload in nv_info_entries(cubin):
         if attr == 0x0A:  # EIATTR_PARAM_CBANK: symbol, offset, size
-            base = struct.unpack_from("<IHH", raw, pos)[1]
+            base = struct.unpack_from("<IHH", payload)[1]
         elif attr == 0x17:  # EIATTR_KPARAM_INFO: index, ordinal, offset, flags
-            _, ordinal, offset, _ = struct.unpack_from("<IHHI", raw, pos)
+            _, ordinal, offset, _ = struct.unpack_from("<IHHI", payload)
             offsets[ordinal] = offset
-        pos += size
     return base, offsets
 
 

@@ -44,7 +44,15 @@ import pytest
 
 from regsurvey.model.results import Row
 
-from ..readings import asm_comment, asm_metadata, note_metadata, ptxas_reading, stored_text, vgpr_spills
+from ..readings import (
+    asm_comment,
+    asm_metadata,
+    note_metadata,
+    nv_info_entries,
+    ptxas_reading,
+    stored_text,
+    vgpr_spills,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.realworld]
 
@@ -248,25 +256,12 @@ def cuobjdump_resources(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
 
 
 def required_threads(corpus: Corpus, row: dict[str, Any]) -> list[int]:
-    """The block sizes the cubin's own ``.nv.info.<kernel>`` requires (``.reqntid``), read with pyelftools."""
-    import io
+    """The block sizes the cubin's own ``.nv.info.<kernel>`` requires (EIATTR_REQNTID: x, y, z)."""
     import struct
 
-    from elftools.elf.elffile import ELFFile
-
-    elf = ELFFile(io.BytesIO((corpus.store / row["object"]["path"]).read_bytes()))
-    (section,) = [s for s in elf.iter_sections() if s.name.startswith(".nv.info.")]
-    raw, pos, sizes = section.data(), 0, []
-    while pos + 4 <= len(raw):
-        fmt, attr, size = struct.unpack_from("<BBH", raw, pos)
-        pos += 4
-        if fmt != 0x04:  # EIFMT_SVAL: size bytes follow
-            continue
-        if attr == 0x10 and size == 12:  # EIATTR_REQNTID: x, y, z
-            x, y, z = struct.unpack_from("<III", raw, pos)
-            sizes.append(x * y * z)
-        pos += size
-    return sizes
+    entries = nv_info_entries((corpus.store / row["object"]["path"]).read_bytes())
+    return [x * y * z for attr, payload in entries if attr == 0x10 and len(payload) == 12
+            for x, y, z in [struct.unpack("<III", payload)]]
 
 
 def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
