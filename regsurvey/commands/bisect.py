@@ -87,7 +87,14 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
                 click.echo(f"regsurvey: bisect: {commits[i].sha[:10]} {v.verdict}{detail}", err=True)
             return v.verdict
 
+        def parent_of(i: int) -> str:
+            return commits[i - 1].sha if i else base
+
         found = search(len(commits), judge)
+        if found.first is not None:
+            # The answer is shown against its parent: a probe judged that one, or it is GOOD, which --above
+            # does not judge (surveyed here).
+            survey_of(parent_of(found.first))
     n = len(commits)
     what = f"{figure} of {key!r}" + (f" above {above}" if above is not None else " changes from GOOD's")
     tally = (f"{len(surveys)} of {n + 1} commits surveyed for the matching keys ({made} now, "
@@ -101,8 +108,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
                                   else "") for i in found.candidates)
             click.echo(f"skipped commits leave it open: the first commit showing {what} is one of\n{listed}\n{tally}")
         sys.exit(EXIT_FINDINGS)
-    commit = commits[found.first]
-    parent = commits[found.first - 1].sha if found.first else base
+    commit, parent = commits[found.first], parent_of(found.first)
     comparison = compare(surveys[parent], surveys[commit.sha])
     short = lambda sha: sha[:10]  # noqa: E731
     comparison = replace(comparison, base=replace(comparison.base, label=short(parent)),

@@ -117,6 +117,23 @@ def test_bisect_finds_the_commit_that_added_the_spill(project: tuple[Path, list[
     assert "adds VGPR spills to spill n4 on gfx950" in again.stdout  # the diff against its parent, as `diff` prints it
 
 
+def test_bisect_above_finds_the_first_commit_after_good(project: tuple[Path, list[str]], env: dict[str, str]) -> None:
+    # Issue #30 item 12: with --above, GOOD is never judged, and the answer's diff against its parent (GOOD,
+    # when the answer is the first commit after it) ended in a KeyError traceback, exit 1.
+    repo, shas = project
+    good, bad = shas[SPILLS_AT - 1], shas[SPILLS_AT]
+    out = regsurvey(repo, env, "bisect", good, bad, "--key", "spill/*", "--figure", "vgpr_spill", "--above", "0",
+                    "--format", "json", "-q")
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert (found["commit"], found["surveyed"]) == (bad, 2)  # BAD, and GOOD for the diff
+    assert [(s["commit"], s["verdict"]) for s in found["steps"]] == [(bad, "bad")]
+    (row,) = found["diff"]["rows"]
+    assert (found["diff"]["base"]["commit"], found["diff"]["head"]["commit"]) == (good, bad)
+    spills = next(f for f in row["figures"] if f["name"] == "vgpr_spill")
+    assert row["key"] == "spill/n4" and spills["before"] == 0 and spills["after"] > 0
+
+
 def test_bisect_says_when_nothing_changed_and_refuses_bad_input(project: tuple[Path, list[str]],
                                                                 env: dict[str, str]) -> None:
     repo, shas = project
