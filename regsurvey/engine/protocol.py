@@ -63,6 +63,8 @@ class KeysListed:
 
     keys: tuple[Key, ...]
     target: str
+    # Each kind's own targets (kind, targets), in the keys files' order: see Survey.declared.
+    declared: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

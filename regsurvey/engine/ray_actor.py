@@ -365,7 +365,7 @@ class SurveyActor:
         from .worker import _failure
 
         try:
-            return KeysListed(self.worker.list_keys(targets), self.worker.target)
+            return self.worker.listing(targets)
         except Exception as exc:
             return _failure(exc)
 

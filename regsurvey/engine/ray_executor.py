@@ -300,4 +300,5 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  timing={k: round(v, 3) for k, v in timing.items()}, reader=READER_REVISION)
+                  timing={k: round(v, 3) for k, v in timing.items()}, reader=READER_REVISION,
+                  declared=dict(listed.declared))

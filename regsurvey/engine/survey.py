@@ -445,7 +445,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=figures,
-                  reader=READER_REVISION)
+                  reader=READER_REVISION, declared=dict(listed.declared))
 
 
 def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts) -> tuple[str, list[str]]:

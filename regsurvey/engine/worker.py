@@ -192,6 +192,11 @@ class Worker:
         """Every key (the keys files imported for this worker's target), in the keys files' order."""
         return tuple(expand_keys(list(self.kinds().values()), list(targets) if targets else None))
 
+    def listing(self, targets: list[str] | tuple[str, ...] | None) -> KeysListed:
+        """The answer to ``ListKeys(targets)``: :meth:`list_keys`, and each kind's own targets."""
+        declared = tuple((k.name, tuple(k.targets or k.matrix.targets)) for k in self.kinds().values())
+        return KeysListed(self.list_keys(targets), self.target, declared)
+
     def survey_key(self, key: Key, reuse: bool = True) -> list[Row]:
         """Run the key's kind body under capture, compile each launch, read its resources."""
         return self.finish(self.compile_key(key, reuse))
@@ -530,7 +535,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                         finishing.close(wait=True)
                         return
                     case ListKeys(targets=targets):
-                        send(KeysListed(worker.list_keys(targets), worker.target))
+                        send(worker.listing(targets))
                     case ToolchainOf(backend=backend):
                         send(ToolchainInfo(toolchain.toolchain_info(backend)))
                     case SurveyKey(key=key, reuse=reuse):

@@ -200,6 +200,10 @@ class Survey:
     # The revision of regsurvey's object readers and lint that made the rows (model.version.READER_REVISION;
     # "" when unknown, or mixed in a merge): a stored survey is reused only by the same revision.
     reader: str = ""
+    # Each kind's own targets as its keys file declares them (its matrix's, or the kind's ``targets=``), in
+    # the keys files' order: what a survey without --target covers, which a survey made with --target
+    # does not show by itself (the store serves either from the other). {} when not known.
+    declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -228,7 +232,9 @@ class Survey:
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
                        created=data.get("created", ""), timing=dict(data.get("timing") or {}),
-                       reader=str(data.get("reader") or ""), schema_version=int(data["schema_version"]))
+                       reader=str(data.get("reader") or ""),
+                       declared={str(k): tuple(map(str, v)) for k, v in (data.get("declared") or {}).items()},
+                       schema_version=int(data["schema_version"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise SurveyFormatError(f"malformed survey ({one_problem(exc)})") from None
 
@@ -244,7 +250,14 @@ class Survey:
                       toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
                       dirty=self.dirty, created=other.created or self.created,
                       timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "",
+                      declared={**self.declared, **other.declared},
                       schema_version=min(self.schema_version, other.schema_version))
+
+
+def default_target_list(declared: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The targets a survey without --target covers, from the kinds' ``declared`` targets, in the order
+    that survey lists them (keys sort by kind, then axes, then target name)."""
+    return tuple(dict.fromkeys(t for targets in declared.values() for t in sorted(targets)))
 
 
 # What each field of a stored row may hold (checked on load: a survey file or store edited by hand, or
@@ -259,7 +272,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
 BUILD_VALUE_TYPES = (bool, int, float, str, type(None))  # what a constexpr of ``Row.build`` may be
 _SURVEY_TYPES: dict[str, tuple[type, ...]] = {
     "commit": (str, type(None)), "label": (str,), "targets": (list,), "toolchain": (dict,), "dirty": (bool,),
-    "created": (str,), "timing": (dict,), "reader": (str,),
+    "created": (str,), "timing": (dict,), "reader": (str,), "declared": (dict,),
 }
 
 
@@ -281,6 +294,9 @@ def _check_survey_fields(data: dict[str, Any]) -> None:
         raise ValueError("targets are not names")
     if not all(isinstance(v, dict) for v in (data.get("toolchain") or {}).values()):
         raise ValueError("toolchain is not a block per backend")
+    if not all(isinstance(v, list) and all(isinstance(t, str) for t in v)
+               for v in (data.get("declared") or {}).values()):
+        raise ValueError("declared is not a list of targets per kind")
 
 
 def _check_row(row: Row) -> None:

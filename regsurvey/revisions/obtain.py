@@ -3,20 +3,23 @@ surveying it (in a temporary worktree) and storing the result. What diff, stack,
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..engine.ray_executor import ray_address
 from ..engine.survey import start_workers_early, survey_checkout
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
-from ..model.results import Survey
+from ..model.results import Survey, default_target_list
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
 from ..store.files import WriteError
-from ..store.store import Store, StoreError
+from ..store.store import Store, StoreError, target_part
 from .checkout import Checkout, CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
 
 
@@ -43,11 +46,13 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
                   progress: Progress | None = None, reuse: bool = True) -> Survey:
     """The survey of ``rev`` (None: the working tree) for ``options.targets`` (None: the matrices').
 
-    A stored survey of the same commit is reused when it covers every requested target (or the
-    matrices' own targets, when none is requested), was made with the same toolchain and by the same
-    revision of regsurvey's readers and lint (:data:`READER_REVISION`), and selects every key. A
-    working tree with uncommitted edits is always surveyed again (its unchanged kernels still come
-    from the content-addressed result cache). A damaged stored survey is reported and redone.
+    A stored survey of the same commit serves each target it holds however the targets are named
+    (:func:`lookup`): made with the toolchain in use and by the same revision of regsurvey's readers and
+    lint (:data:`READER_REVISION`), of every key. Targets it cannot serve are surveyed (alone, where the
+    others are served and that surveys the same keys), saying why on stderr. A working tree with
+    uncommitted edits is always surveyed again (its unchanged kernels still come from the
+    content-addressed result cache). What is surveyed is stored under the commit's short sha, not under
+    the name this command gives it.
     """
     store.prepare()
     # The working tree is read once: its commit, label and checkout. A commit's label is the command's.
@@ -61,27 +66,49 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     local = ray_address(options) is None  # on a Ray cluster, no local worker starts
     if local and (commit is None or not reuse or not store.has(commit)):
         start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
+    found: Stored | None = None
     if reuse and commit is not None and not (options.kinds or options.keys):
-        stored = stored_survey(store, commit, options)
-        if stored is not None:
+        found = lookup(store, commit, options)
+        if found.complete:
             # Named as this command asked for it, not as the run that stored it did.
-            return replace(stored, label=label)
+            return replace(found.survey(), label=label)
     if local:
         start_workers_early()  # (again, at once, if it is already running)
+    alone = found.surveyed_alone(options) if found is not None else ()
+    if found is not None and found.why:
+        say_surveying_again(label, found.why, alone)
+    asked = replace(options, targets=alone) if alone else options
     if tree is not None:
-        survey = survey_checkout(tree, store.objects.root, options, progress)
+        survey = survey_checkout(tree, store.objects.root, asked, progress)
     else:
         assert rev is not None
         with commit_checkout(start, rev) as checkout:
-            survey = survey_checkout(checkout, store.objects.root, options, progress)
+            survey = survey_checkout(checkout, store.objects.root, asked, progress)
     try:
+        kept = replace(survey, label=stored_label(survey))
         if options.kinds or options.keys:
-            store.save(survey, partial=True, selection=selection_text(options))
+            store.save(kept, partial=True, selection=selection_text(options))
         else:
-            store.save(survey, default_targets=not options.targets)
+            store.save(kept, default_targets=not asked.targets)
     except WriteError as exc:  # a full disk: the survey is still right, only not kept for the next run
         print(f"regsurvey: warning: the survey is not stored ({exc})", file=sys.stderr)
+    if alone:
+        assert found is not None
+        return replace(found.with_surveyed(survey), label=label)
     return survey
+
+
+def stored_label(survey: Survey) -> str:
+    """The name a survey is stored under: its commit's short sha (each command names what it shows as it
+    was asked for), or the working tree's label."""
+    return survey.commit[:10] if survey.commit else survey.label
+
+
+def say_surveying_again(label: str, why: str, targets: tuple[str, ...] = ()) -> None:
+    """One line on stderr: ``label`` (on ``targets`` only, when given) is surveyed again, and why."""
+    named = "the working tree" if label == "working tree" else label
+    on = f" on {', '.join(targets)}" if targets else ""
+    print(f"regsurvey: surveying {named} again{on}: {why}", file=sys.stderr)
 
 
 def selection_text(options: SurveyOptions) -> str:
@@ -89,33 +116,141 @@ def selection_text(options: SurveyOptions) -> str:
     return f"kinds={' '.join(sorted(options.kinds))} keys={' '.join(sorted(options.keys))}"
 
 
-def stored_survey(store: Store, commit: str, options: SurveyOptions, selection: bool = False) -> Survey | None:
-    """The stored survey of every key of ``commit`` (``selection``: of ``options``' selection of kinds and
-    keys, which a survey of that selection stored) that serves ``options``' targets (or the matrices' own),
-    made with the toolchain in use, by these readers and with no build failed for a cause of the moment;
-    else None (saying why on stderr where one is stored but unusable). A survey of every key is not
-    narrowed here: the caller narrows (:func:`regsurvey.revisions.range.narrowed`)."""
-    targets = list(options.targets) if options.targets else store.default_targets(commit)
-    stored = None
-    if targets:
+@dataclass(frozen=True)
+class Stored:
+    """What the store holds of one commit for a request: the survey of each target asked for that serves
+    it (narrowed to the keys the request covers), and why the others do not serve."""
+
+    targets: tuple[str, ...]  # the targets asked for (or the matrices' own), in order; () when not known
+    served: dict[str, Survey]
+    reasons: dict[str, str]  # target -> why its stored survey does not serve ("": none is stored)
+    unknown: str = ""  # why the targets are not known, when they are not and something is stored
+    every_kind: frozenset[str] = frozenset()  # the targets every kind declares (either scope serves them)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the store serves every target asked for."""
+        return bool(self.targets) and all(t in self.served for t in self.targets)
+
+    @property
+    def why(self) -> str:
+        """Why the store does not serve the request, in one line: the first target's reason that there is
+        ("" when nothing of the commit is stored, or when it serves)."""
+        return self.unknown or next((self.reasons[t] for t in self.targets if self.reasons.get(t)), "")
+
+    def survey(self) -> Survey:
+        """The stored surveys of every target asked for, as one (:attr:`complete` only)."""
+        return functools.reduce(Survey.merge, (self.served[t] for t in self.targets))
+
+    def surveyed_alone(self, options: SurveyOptions) -> tuple[str, ...]:
+        """The targets to survey by themselves, where the store serves the others and a survey of just those
+        (``--target``: every kind) covers what ``options`` asks of them; else () (survey the whole request)."""
+        missing = tuple(t for t in self.targets if t not in self.served)
+        if not self.served or not missing or (not options.targets and not set(missing) <= self.every_kind):
+            return ()
+        return missing
+
+    def with_surveyed(self, survey: Survey) -> Survey:
+        """The stored targets and ``survey`` of the others as one survey, in the order asked for (its
+        ``created`` and timing are the new survey's)."""
+        parts = [self.served[t] if t in self.served else target_part(survey, t) for t in self.targets]
+        merged = functools.reduce(Survey.merge, parts)
+        return replace(merged, created=survey.created, timing=survey.timing)
+
+
+def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = False) -> Stored:
+    """What the store holds of ``commit`` for ``options``' targets (or the matrices' own), of every key
+    (``selection``: of ``options``' selection of kinds and keys, which a survey of that selection stored).
+
+    A stored target serves when it was made with the toolchain in use, by these readers, with no build
+    failed for a cause of the moment, and holds the keys asked for: without ``--target`` the kinds that
+    declare the target (a target stored by ``--target``, which surveys every kind there, is narrowed to
+    them), with ``--target`` every kind (a target stored without it lacks the kinds that do not declare
+    it, where there are such kinds). How the targets were named does not matter otherwise. A survey of
+    every key is not narrowed to a selection of kinds or keys here: the caller narrows
+    (:func:`regsurvey.revisions.range.narrowed`)."""
+    declared = store.declared(commit)
+    forced = bool(options.targets)
+    targets = tuple(options.targets or default_target_list(declared) or store.default_targets(commit) or ())
+    every_kind = frozenset(t for t in default_target_list(declared) if all(t in ts for ts in declared.values()))
+    selected = selection_text(options) if selection else None
+    stored_any = store.has_targets(commit) if selected is None else store.has_selection(commit, selected)
+    if not targets:
+        unknown = ("its stored survey does not say which targets the keys files declare (a --target survey "
+                   "stored by an older regsurvey)") if stored_any else ""
+        return Stored((), {}, {}, unknown)
+    served: dict[str, Survey] = {}
+    reasons: dict[str, str] = {}
+    for target in targets:
         try:
-            stored = store.load(commit, targets, selection_text(options) if selection else None)
+            part = store.load_target(commit, target, selected)
         except StoreError as exc:
-            print(f"regsurvey: warning: {exc}; surveying again", file=sys.stderr)
-    if stored is not None and stored.reader != READER_REVISION:
-        print(f"regsurvey: the stored survey of {commit[:12]} was made by regsurvey readers "
-              f"{stored.reader or 'of an unknown revision'} (these are {READER_REVISION}); surveying again",
-              file=sys.stderr)
-    elif stored is not None and stored.schema_version < 3:  # a diff could not say which constexprs changed
-        print(f"regsurvey: the stored survey of {commit[:12]} was made before builds' constexprs were recorded; "
-              "surveying again", file=sys.stderr)
-    elif stored is not None and (passing := sum(r.passing_failure for r in stored.rows)):
-        print(f"regsurvey: the stored survey of {commit[:12]} has {passing} build(s) that failed for a "
-              "cause of the moment (a time-out, a lost worker, an intermittent toolchain failure); "
-              "surveying again", file=sys.stderr)
-    elif stored is not None and stored.toolchain == current_toolchain(targets or []):
-        return stored
-    return None
+            reasons[target] = str(exc)
+            continue
+        if part is None:
+            reasons[target] = f"the stored survey lacks target {target}" if stored_any else ""
+            continue
+        why = _unusable(part, target) or (_lacking(part, target, declared or part.declared)
+                                          if forced and selected is None else "")
+        if why:
+            reasons[target] = why
+        elif forced:
+            served[target] = part
+        else:
+            served[target] = _declared_kinds_only(part, target, declared or part.declared)
+    return Stored(targets, served, reasons, every_kind=every_kind)
+
+
+def _unusable(part: Survey, target: str) -> str:
+    """Why the stored survey of ``target`` cannot serve whichever keys are asked of it ("" when it can)."""
+    if part.reader != READER_REVISION:
+        return (f"the stored survey of {target} was made by regsurvey readers {part.reader or 'of an unknown revision'}"
+                f" (these are {READER_REVISION})")
+    if part.schema_version < 3:  # a diff could not say which constexprs changed
+        return f"the stored survey of {target} was made before builds' constexprs were recorded"
+    if passing := sum(r.passing_failure for r in part.rows):
+        return (f"the stored survey of {target} has {passing} build(s) that failed for a cause of the moment "
+                "(a time-out, a lost worker, an intermittent toolchain failure)")
+    backend = get_target(target).backend
+    now = current_toolchain([target])[backend]
+    if part.toolchain.get(backend) != now:
+        return f"the toolchain changed since the stored survey of {target} ({_change(backend, part.toolchain, now)})"
+    return ""
+
+
+def _change(backend: str, stored: dict[str, Any], now: dict[str, Any]) -> str:
+    """The first entry of ``backend``'s toolchain block that differs, as ``cuda ptxas: A -> B``."""
+    was = stored.get(backend)
+    if not isinstance(was, dict):
+        return f"none recorded for {backend}"
+    name = next(k for k in (*now, *was) if was.get(k) != now.get(k))
+
+    def shown(value: Any) -> str:
+        text = json.dumps(value, sort_keys=True) if value is not None else "none"
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    return f"{backend} {name}: {shown(was.get(name))} -> {shown(now.get(name))}"
+
+
+def _lacking(part: Survey, target: str, declared: dict[str, tuple[str, ...]]) -> str:
+    """Why the stored survey of ``target`` cannot serve ``--target``, which surveys every kind there: the
+    kinds it lacks (stored by a survey without ``--target``, of the kinds that declare it); "" when it has
+    every kind (or the kinds are not known: a survey stored before they were recorded)."""
+    present = {r.kind for r in part.rows}
+    lacking = [kind for kind in declared if kind not in present]
+    if not lacking:
+        return ""
+    named = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+    return (f"the stored survey of {target} lacks kind{'s' if len(lacking) > 1 else ''} {named}, which the "
+            f"keys files do not declare for {target} and --target surveys there too")
+
+
+def _declared_kinds_only(part: Survey, target: str, declared: dict[str, tuple[str, ...]]) -> Survey:
+    """The stored survey of ``target`` as a survey without ``--target`` makes it: the rows of the kinds
+    that declare it (one stored by ``--target`` also holds the others)."""
+    if not declared:
+        return part
+    return replace(part, rows=tuple(r for r in part.rows if target in declared.get(r.kind, (target,))))
 
 
 def revision_commit(start: Path, rev: str) -> str:

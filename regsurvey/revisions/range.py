@@ -24,7 +24,7 @@ from ..model.progress import Progress
 from ..model.results import Row, Survey, SurveyFormatError
 from ..store.store import Store, StoreError
 from .checkout import CheckoutError, repo_root, resolve_commit
-from .obtain import obtain_survey, revision_commit, stored_survey
+from .obtain import lookup, obtain_survey, revision_commit, say_surveying_again
 
 WORKING_TREE = None  # the revision value meaning "the working tree as it is"
 
@@ -72,18 +72,21 @@ def selection_survey(start: Path, commit: str, store: Store, options: SurveyOpti
                      progress: Progress | None = None) -> tuple[Survey, bool]:
     """The survey of ``commit`` for ``options``' selection, and whether it had to be made: a stored survey
     of every key narrowed when one serves, else a stored survey of the same selection, else a survey of
-    the selected keys only (its unchanged kernels from the store's content-addressed results; kept under
-    the store's ``partial/``, where it never stands in for a survey of every key). For ``history`` and
-    ``bisect``, which visit many commits."""
-    stored = stored_survey(store, commit, options)
-    if stored is not None:
-        return narrowed(stored, options), False
-    if options.kinds or options.keys:
-        stored = stored_survey(store, commit, options, selection=True)
-        if stored is not None:
-            return stored, False
-    # (reuse=False: the one stored survey it could reuse was just found unusable, and said why)
-    return obtain_survey(start, commit, store, options, progress, reuse=False), True
+    the selected keys only (its unchanged kernels from the store's results; kept under the store's
+    ``partial/``, where it never stands in for a survey of every key). Named by the commit's short sha.
+    For ``history`` and ``bisect``, which visit many commits."""
+    name = commit[:10]
+    whole = lookup(store, commit, options)
+    if whole.complete:
+        return replace(narrowed(whole.survey(), options), label=name), False
+    part = lookup(store, commit, options, selection=True) if options.kinds or options.keys else None
+    if part is not None and part.complete:
+        return replace(part.survey(), label=name), False
+    why = (part.why if part is not None else "") or whole.why
+    if why:
+        say_surveying_again(name, why)
+    # (reuse=False: the stored surveys it could reuse were just found unusable, and it said why)
+    return replace(obtain_survey(start, commit, store, options, progress, reuse=False), label=name), True
 
 
 def commit_range(start: Path, spec: str) -> tuple[str, list[RangeCommit]]:

@@ -3,6 +3,7 @@
 Layout::
 
     surveys/<commit sha>/<target>.json   one survey per commit and target (schema-versioned JSON)
+    surveys/<commit sha>/index.json      each kind's own targets (what a survey without --target covers)
     surveys/<commit sha>/partial/...     the latest survey of only some kinds/keys (--kind, --key)
     surveys/worktree/<target>.json       the latest survey of a working tree with uncommitted edits
     objects/<sha[:2]>/<sha>.<ext>        compiled objects, content-addressed (see ObjectStore)
@@ -16,7 +17,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from ..model.results import Survey, SurveyFormatError
+from ..model.results import Survey, SurveyFormatError, default_target_list
+from ..model.targets import get_target
 from .files import WriteError, atomic_write
 from .objectstore import ObjectStore
 
@@ -42,24 +44,35 @@ class Store:
 
     def save(self, survey: Survey, default_targets: bool = False, partial: bool = False,
              selection: str = "") -> list[Path]:
-        """Store each target's rows of ``survey`` as its own file; return the paths written.
+        """Store each target's rows of ``survey`` as its own file, with that target's toolchain only; return
+        the paths written.
 
-        ``default_targets``: the survey covers every key on the matrices' own targets, which later
-        runs without ``--target`` may then reuse. ``partial``: only some kinds or keys were surveyed
-        (``selection`` says which: see :func:`selection_name`); kept under ``partial/<selection>/`` so it
-        never stands in for (or replaces) a whole survey, and a later survey of the same selection may
-        reuse it (:meth:`load` with the same ``selection``).
+        A stored target is replaced only by a survey of at least its scope: one that lacks some of its
+        kinds (``run --force`` without ``--target`` after ``--target`` surveyed every kind there) leaves it
+        as it is while it is of the same toolchain and readers and has no build failed for a cause of the
+        moment.
+
+        ``survey.declared`` (each kind's own targets) is kept for the commit: what a later survey without
+        ``--target`` covers, and what it needs of a target stored by ``--target``. ``default_targets``: a
+        survey without that record covers every key on the matrices' own targets (which later runs without
+        ``--target`` may then reuse). ``partial``: only some kinds or keys were surveyed (``selection``
+        says which: see :func:`selection_name`); kept under ``partial/<selection>/`` so it never stands in
+        for (or replaces) a whole survey, and a later survey of the same selection may reuse it (:meth:`load`
+        with the same ``selection``).
         """
         self.prepare()
         paths = []
         folder = self._partial_dir(survey.commit, selection) if partial else self._dir(survey.commit)
-        if default_targets:
-            atomic_write(self._dir(survey.commit) / "index.json",
-                         json.dumps({"default_targets": list(survey.targets)}).encode())
+        if survey.commit is not None and (survey.declared or default_targets):
+            index = ({"default_targets": list(default_target_list(survey.declared)),
+                      "declared": {kind: list(targets) for kind, targets in survey.declared.items()}}
+                     if survey.declared else {"default_targets": list(survey.targets)})
+            atomic_write(self._dir(survey.commit) / "index.json", json.dumps(index).encode())
         for target in survey.targets:
-            part = replace(survey, targets=(target,),
-                           rows=tuple(r for r in survey.rows if r.target == target))
+            part = target_part(survey, target)
             path = folder / f"{target}.json"
+            if survey.commit is not None and _wider_kept(path, part):
+                continue
             data = part.to_json(indent=None).encode()
             # The checksum beside it, written after it: a survey cut or altered later (or a pair left
             # unmatched by a crash between the two writes) is reported and surveyed again.
@@ -85,13 +98,31 @@ class Store:
         if not marker.exists():
             atomic_write(marker, b"# created by regsurvey\n*\n")
 
+    def has_targets(self, commit: str) -> bool:
+        """Whether a survey of every key of ``commit`` is stored for some target (not only a partial one)."""
+        return any(p.name != "index.json" for p in self._dir(commit).glob("*.json"))
+
+    def has_selection(self, commit: str, selection: str) -> bool:
+        """Whether a survey of ``selection`` of ``commit``'s kinds and keys is stored for some target."""
+        return any(self._partial_dir(commit, selection).glob("*.json"))
+
     def default_targets(self, commit: str) -> list[str] | None:
-        """The matrices' targets of ``commit``, if a full survey of it was stored."""
+        """The matrices' targets of ``commit`` (what a survey without ``--target`` covers), if a survey of
+        it said them."""
         try:
             data = json.loads((self._dir(commit) / "index.json").read_text())
             return [str(t) for t in data["default_targets"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def declared(self, commit: str) -> dict[str, tuple[str, ...]]:
+        """Each kind's own targets at ``commit`` (see ``Survey.declared``), if a survey of it recorded them;
+        else {}."""
+        try:
+            data = json.loads((self._dir(commit) / "index.json").read_text())
+            return {str(kind): tuple(str(t) for t in targets) for kind, targets in data["declared"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
 
     def _partial_dir(self, commit: str | None, selection: str) -> Path:
         return self._dir(commit) / "partial" / selection_name(selection)
@@ -100,21 +131,53 @@ class Store:
         """The stored survey of ``commit`` for all ``targets`` (of the ``selection`` of kinds and keys, when
         given), or None if any target is missing."""
         merged: Survey | None = None
-        folder = self._dir(commit) if selection is None else self._partial_dir(commit, selection)
         for target in targets:
-            path = folder / f"{target}.json"
-            if not path.exists():
+            part = self.load_target(commit, target, selection)
+            if part is None:
                 return None
-            try:
-                data = path.read_bytes()
-                _verify(path, data)
-                part = Survey.from_json(data.decode())
-            except (SurveyFormatError, UnicodeDecodeError) as exc:
-                raise StoreError(f"stored survey {path} is unusable: {exc}") from None
-            except OSError as exc:
-                raise StoreError(f"stored survey {path} is unusable: unreadable ({exc.strerror or exc})") from None
             merged = part if merged is None else merged.merge(part)
         return merged
+
+    def load_target(self, commit: str | None, target: str, selection: str | None = None) -> Survey | None:
+        """The stored survey of ``commit`` on ``target`` (of the ``selection`` of kinds and keys, when given),
+        or None; StoreError when it is damaged."""
+        folder = self._dir(commit) if selection is None else self._partial_dir(commit, selection)
+        path = folder / f"{target}.json"
+        if not path.exists():
+            return None
+        try:
+            return _read(path)
+        except (SurveyFormatError, UnicodeDecodeError) as exc:
+            raise StoreError(f"stored survey {path} is unusable: {exc}") from None
+        except OSError as exc:
+            raise StoreError(f"stored survey {path} is unusable: unreadable ({exc.strerror or exc})") from None
+
+
+def target_part(survey: Survey, target: str) -> Survey:
+    """``survey``'s rows on ``target``, with the toolchain of its backend only (what the store keeps: a
+    target stored with another target's toolchain would seem made with another toolchain)."""
+    backend = get_target(target).backend
+    return replace(survey, targets=(target,), rows=tuple(r for r in survey.rows if r.target == target),
+                   toolchain={b: block for b, block in survey.toolchain.items() if b == backend})
+
+
+def _read(path: Path) -> Survey:
+    data = path.read_bytes()
+    _verify(path, data)
+    return Survey.from_json(data.decode())
+
+
+def _wider_kept(path: Path, part: Survey) -> bool:
+    """True when the survey stored at ``path`` is to stay rather than be replaced by ``part``: made with the
+    same toolchain and readers, no build failed for a cause of the moment, and of kinds ``part`` lacks."""
+    try:
+        stored = _read(path)
+    except (OSError, SurveyFormatError, UnicodeDecodeError):
+        return False
+    backend = get_target(part.targets[0]).backend
+    return (stored.reader == part.reader and stored.toolchain.get(backend) == part.toolchain.get(backend)
+            and not any(r.passing_failure for r in stored.rows)
+            and {r.kind for r in stored.rows} > {r.kind for r in part.rows})
 
 
 def selection_name(selection: str) -> str:

@@ -109,11 +109,15 @@ def test_without_targets_the_matrices_targets_of_a_full_survey_are_reused(projec
     assert obtain_survey(repo, "HEAD", store, SurveyOptions()) == replace(stored, label=f"HEAD ({sha[:10]})")
 
 
-def test_a_survey_missing_a_target_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict]) -> None:
+def test_a_survey_missing_a_target_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     repo, sha = project
     store = default_store(repo)
     store.save(stored_survey(sha, hip_toolchain))
     surveys_again(repo, "HEAD", store, SurveyOptions(targets=("gfx950", "gfx942")))
+    # gfx950 is served; gfx942 alone is surveyed, saying why.
+    assert capsys.readouterr().err == (f"regsurvey: surveying HEAD ({sha[:10]}) again on gfx942: the stored survey "
+                                       "lacks target gfx942\n")
 
 
 def test_a_selection_of_kinds_or_keys_is_always_surveyed(project: tuple[Path, str],
@@ -125,26 +129,50 @@ def test_a_selection_of_kinds_or_keys_is_always_surveyed(project: tuple[Path, st
     surveys_again(repo, "HEAD", store, SurveyOptions(targets=("gfx950",), keys=("gemm/*",)))
 
 
-@pytest.mark.parametrize("change", ["triton", "codegen", "fp fusion", "another backend", "no toolchain"])
+@pytest.mark.parametrize(("change", "said"), [
+    ("triton", 'hip triton: "3.0.0" -> "{triton}"'),
+    ("codegen", 'hip amd_codegen_revision: "another" -> "{codegen}'),
+    ("fp fusion", "hip fp_fusion: false -> true"),
+    ("no toolchain", "none recorded for hip"),
+])
 def test_a_survey_of_another_toolchain_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict],
-                                                     change: str, capsys: pytest.CaptureFixture[str]) -> None:
+                                                     change: str, said: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     repo, sha = project
     hip = dict(hip_toolchain["hip"])
+    assert hip["fp_fusion"] is True
     toolchain: dict[str, dict] = {"hip": hip}
     if change == "triton":
         hip["triton"] = "3.0.0"
     elif change == "codegen":
         hip["amd_codegen_revision"] = "another"
     elif change == "fp fusion":
-        hip["fp_fusion"] = not hip["fp_fusion"]
-    elif change == "another backend":
-        toolchain["cuda"] = {"triton": hip["triton"]}
+        hip["fp_fusion"] = False
     else:
         toolchain = {}
     store = default_store(repo)
     store.save(stored_survey(sha, toolchain))
     surveys_again(repo, "HEAD", store)
-    assert capsys.readouterr().err == ""  # a toolchain of its own: "not comparable" is diff's to say
+    (line,) = capsys.readouterr().err.splitlines()
+    now = hip_toolchain["hip"]
+    expected = said.format(triton=now["triton"], codegen=str(now["amd_codegen_revision"])[:36])
+    assert line.startswith(f"regsurvey: surveying HEAD ({sha[:10]}) again: the toolchain changed since the stored "
+                           f"survey of gfx950 ({expected}"), line
+
+
+def test_a_target_is_judged_by_its_own_backends_toolchain(project: tuple[Path, str],
+                                                          hip_toolchain: dict[str, dict],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue #30 item 2: a survey of gfx950 and sm90 kept both toolchain blocks in each target's file, and
+    # `--target sm90` then found {cuda} != {cuda, hip}: "another toolchain", surveyed again.
+    repo, sha = project
+    store = default_store(repo)
+    both = {**hip_toolchain, "cuda": {"triton": hip_toolchain["hip"]["triton"], "ptxas": {"sm90": "another"}}}
+    (path,) = store.save(stored_survey(sha, both))
+    assert Survey.from_json(path.read_text()).toolchain == hip_toolchain  # each target keeps its backend's
+    stored = stored_survey(sha, hip_toolchain)
+    assert obtain_survey(repo, "HEAD", store, GFX950) == replace(stored, label=f"HEAD ({sha[:10]})")
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(("reader", "named"), [("0.0.1+readers1", "0.0.1+readers1"),
@@ -157,8 +185,8 @@ def test_a_survey_by_other_readers_is_not_reused(project: tuple[Path, str], hip_
     store.save(stored_survey(sha, hip_toolchain, reader=reader))  # the same toolchain
     surveys_again(repo, "HEAD", store)
     assert capsys.readouterr().err.splitlines() == [
-        f"regsurvey: the stored survey of {sha[:12]} was made by regsurvey readers {named} "
-        f"(these are {READER_REVISION}); surveying again"]
+        f"regsurvey: surveying HEAD ({sha[:10]}) again: the stored survey of gfx950 was made by regsurvey readers "
+        f"{named} (these are {READER_REVISION})"]
 
 
 def test_targets_stored_by_two_reader_revisions_are_not_reused(project: tuple[Path, str],
@@ -172,7 +200,10 @@ def test_targets_stored_by_two_reader_revisions_are_not_reused(project: tuple[Pa
                        reader="0.0.1+readers1"))
     assert obtain_survey(repo, "HEAD", store, GFX950).rows == stored.rows  # gfx950 alone is these readers'
     surveys_again(repo, "HEAD", store, SurveyOptions(targets=("gfx950", "gfx942")))
-    assert "of an unknown revision" in capsys.readouterr().err
+    # gfx942 alone is surveyed again: gfx950 is served as it is.
+    assert capsys.readouterr().err.splitlines() == [
+        f"regsurvey: surveying HEAD ({sha[:10]}) again on gfx942: the stored survey of gfx942 was made by regsurvey "
+        f"readers 0.0.1+readers1 (these are {READER_REVISION})"]
 
 
 def test_a_damaged_stored_survey_is_reported_and_surveyed_again(project: tuple[Path, str],
@@ -185,8 +216,8 @@ def test_a_damaged_stored_survey_is_reported_and_surveyed_again(project: tuple[P
     path.with_name(path.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
     surveys_again(repo, "HEAD", store)
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"regsurvey: warning: stored survey {path} is unusable: not JSON (")
-    assert line.endswith("; surveying again")
+    assert line.startswith(f"regsurvey: surveying HEAD ({sha[:10]}) again: stored survey {path} is unusable: "
+                           "not JSON (")
 
 
 def test_an_unknown_revision_or_no_repository_is_an_error(project: tuple[Path, str], tmp_path: Path) -> None:
@@ -213,7 +244,8 @@ def test_a_survey_by_other_readers_is_replaced_by_these_readers_survey(toy_repo:
     assert [r.key for r in fresh.rows] == ["scale/w2/nostop", "scale/w2/stop", "scale/w8/nostop", "scale/w8/stop",
                                            "gemm/w2", "gemm/w8"]
     assert all(r.ok and r.resources["vgpr"] > 0 for r in fresh.rows)
-    assert store.load(sha, ["gfx950"]) == fresh  # stored in the old one's place
+    # Stored in the old one's place, named by its short sha (not "HEAD", as this call named it).
+    assert store.load(sha, ["gfx950"]) == replace(fresh, label=sha[:10])
     # Now it is reused as it is: the same survey, nothing compiled, nothing said.
     assert obtain_survey(toy_repo, "HEAD", store, GFX950) == fresh
     assert capsys.readouterr().err == ""
@@ -228,15 +260,16 @@ def test_a_survey_by_other_readers_is_replaced_by_these_readers_survey(toy_repo:
     again = obtain_survey(toy_repo, "HEAD", store, GFX950)
     assert again.toolchain == hip_toolchain and all(r.reused for r in again.rows)
     assert [r.resources for r in again.rows] == [r.resources for r in fresh.rows]
-    assert store.load(sha, ["gfx950"]) == again
+    assert store.load(sha, ["gfx950"]) == replace(again, label=sha[:10])
 
     # A selection of kinds is surveyed and kept apart: the whole survey stays.
     scale = obtain_survey(toy_repo, "HEAD", store, SurveyOptions(targets=("gfx950",), kinds=("scale",), jobs=2))
     assert [r.kind for r in scale.rows] == ["scale"] * 4 and all(r.reused for r in scale.rows)
     selection = selection_text(SurveyOptions(kinds=("scale",)))
     assert (toy_repo / ".regsurvey" / "surveys" / sha / "partial" / selection_name(selection) / "gfx950.json").is_file()
-    assert store.load(sha, ["gfx950"], selection) == scale  # a later survey of the same selection finds it
-    assert store.load(sha, ["gfx950"]) == again
+    # A later survey of the same selection finds it.
+    assert store.load(sha, ["gfx950"], selection) == replace(scale, label=sha[:10])
+    assert store.load(sha, ["gfx950"]) == replace(again, label=sha[:10])
     assert git(toy_repo, "status", "--porcelain") == ""  # the store ignores itself
 
 
@@ -262,7 +295,8 @@ def test_a_survey_with_failures_of_the_moment_is_not_reused(project: tuple[Path,
     if passing:
         surveys_again(repo, "HEAD", store)
         (line,) = capsys.readouterr().err.splitlines()
-        assert line == (f"regsurvey: the stored survey of {sha[:12]} has 1 build(s) that failed for a cause of "
-                        "the moment (a time-out, a lost worker, an intermittent toolchain failure); surveying again")
+        assert line == (f"regsurvey: surveying HEAD ({sha[:10]}) again: the stored survey of gfx950 has 1 build(s) "
+                        "that failed for a cause of the moment (a time-out, a lost worker, an intermittent toolchain "
+                        "failure)")
     else:
         assert obtain_survey(repo, "HEAD", store, GFX950).rows[0] == broken
