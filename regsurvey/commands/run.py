@@ -22,7 +22,9 @@ from .options import survey_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 if any key fails to build.")
 @click.option("--force", is_flag=True, help="Compile every key again: reuse neither a stored survey of this "
-              "commit nor stored results of identical kernels.")
+              "commit nor stored results of identical kernels, and have Triton compile every launch (warmups "
+              "too) past its own cache (~/.triton/cache, TRITON_CACHE_DIR), which it writes anew. Stored as any "
+              "survey, except that it leaves a stored survey of a target holding more kinds as it is.")
 def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
         jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, strict: bool,
         quiet: bool, force: bool) -> None:

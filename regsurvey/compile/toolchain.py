@@ -752,6 +752,21 @@ def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
     )
 
 
+@contextlib.contextmanager
+def compiling_afresh(afresh: bool = True) -> Iterator[None]:
+    """Within it (``afresh``), Triton compiles every kernel it is asked for, none read back from its own
+    cache (``~/.triton/cache``, ``TRITON_CACHE_DIR``): ``knobs.compilation.always_compile``, which is no
+    part of any cache key; what it compiles is still written there. What ``--force`` means by compile."""
+    if not afresh:
+        yield
+        return
+    from triton import knobs
+
+    with knobs.compilation.scope():
+        knobs.compilation.always_compile = True
+        yield
+
+
 # Messages of toolchain failures that are known to be intermittent: Triton's AMD backend links every
 # hsaco with LLD in-process, and under many concurrent compiles (seen at -j 16 with Triton 3.6) a link
 # sometimes fails with "target emulation unknown" on an input it links fine the next time.

@@ -137,6 +137,8 @@ def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,
     def helped(actor: _Actor, now: float) -> Key | None:
         """A key another actor has been compiling for :data:`HELP_MIN_S` or more that ``actor`` can help
         with (the longest, by its estimate or its time so far, per copy)."""
+        if not options.reuse_results:  # copies share launches through build locks, which --force takes none of
+            return None
         best: tuple[float, Key] | None = None
         for other in state.actors:
             if other is actor or not other.calls:

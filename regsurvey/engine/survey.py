@@ -706,6 +706,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     def helped(w: _Worker) -> Key | None:
         """A key in flight that ``w`` can help with: of its target, not already on it, with more launches
         than copies; the one with the most estimated seconds per copy."""
+        if not options.reuse_results:  # copies share launches through build locks, which --force takes none of
+            return None
         held = {(k.id, k.target) for k in [w.key, *w.finishing] if k is not None}
         best: tuple[float, Key] | None = None
         for other in pool.workers:

@@ -210,7 +210,14 @@ class Worker:
         A body that raises keeps the launches it made before (their rows) and adds the key's own
         error row after them (no kernel, the next launch index); one that calls ``rs.skip`` is a
         ``skipped`` row. What the body said (warnings, logs, prints) is on every row of the key.
+
+        ``reuse`` False (``--force``): nothing is taken from the result cache, and Triton compiles every
+        launch (the body's warmups too) past its own cache.
         """
+        with toolchain.compiling_afresh(not reuse):
+            return self._compile_key(key, reuse, captured)
+
+    def _compile_key(self, key: Key, reuse: bool, captured: Callable[[int], None] | None) -> list[Item]:
         if get_target(key.target).name != self.target and not self.any_target:  # the scheduler never does this
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]

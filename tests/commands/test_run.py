@@ -53,6 +53,23 @@ def test_strict_passes_when_every_selected_key_builds(tiny: Tiny, tiny_survey: d
     assert [(r["key"], r["status"]) for r in json.loads(result.stdout)["rows"]] == [("scale/width2", "ok")]
 
 
+def test_force_compiles_past_tritons_own_cache(tiny: Tiny, tmp_path: Path) -> None:
+    # Issue #30 item 14: --force took every kernel from Triton's cache (no compile: --timeout 1 never fired).
+    # Under --force Triton compiles each kernel again and writes it into its cache anew (a new file).
+    cache = tmp_path / "triton-cache"
+    args = ("run", "-C", tiny.repo, "--store", tmp_path / "store", "-q", "--format", "json", "--force")
+    first = invoke(*args, env={"TRITON_CACHE_DIR": str(cache)})
+    assert first.exit_code == 0, first.stderr
+    cubins = {path: path.stat().st_ino for path in cache.rglob("*.cubin")}
+    assert len(cubins) == 1  # scale's kernel, on sm90
+    again = invoke(*args, env={"TRITON_CACHE_DIR": str(cache)})
+    assert again.exit_code == 0, again.stderr
+    assert all(path.stat().st_ino != inode for path, inode in cubins.items())
+    rows = [json.loads(out.stdout)["rows"][0] for out in (first, again)]
+    assert [(r["key"], r["reused"]) for r in rows] == [("scale/width2", False)] * 2
+    assert rows[0]["resources"] == rows[1]["resources"] and rows[1]["compile_s"] > 0
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--target", "gfx999"), UNKNOWN_TARGET),
     (("--target", "sm90,gfx999"), UNKNOWN_TARGET),
