@@ -225,6 +225,9 @@ class Worker:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 raised = exc
+            unused = session.unused_names() if raised is None and skipped is None else None
+            if unused:  # the library launched fewer times than the body named: said with the key
+                said.add(unused)
         base["messages"] = said.lines
         self._spent("capture_s", start)
         if captured is not None:

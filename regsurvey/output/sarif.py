@@ -61,7 +61,8 @@ def _result(problem: Problem, site: Site) -> dict[str, Any]:
     location: dict[str, Any] = {"artifactLocation": {"uri": site.path}}
     if site.line is not None:
         location["region"] = {"startLine": site.line}
-    properties: dict[str, Any] = {"key": row.key, "target": row.target, "kernel": row.kernel, "build": row.row_id}
+    properties: dict[str, Any] = {"key": row.key, "target": row.target, "kernel": row.kernel, "build": row.row_id,
+                                  "name": row.name.text}
     if problem.figures:
         properties["figures"] = {f.name: {"before": f.before, "after": f.after} for f in problem.figures}
     if problem.findings:

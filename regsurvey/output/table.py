@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, vendor_figures
+from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
 
@@ -24,40 +25,39 @@ def _cell(row: Row, fig: Figure) -> Text:
 def survey_tables(survey: Survey) -> list[Table]:
     """One rich Table per vendor present in the survey."""
     tables = []
+    names = build_names(survey.rows)
     for vendor in (AMD, NVIDIA):
-        names = vendor_figures(vendor)
+        figures = vendor_figures(vendor)
         rows = [r for r in survey.rows if (get_target(r.target).is_amd) == (vendor == AMD)]
         if not rows:
             continue
         table = Table(title=f"{vendor} — {survey.label}", title_justify="left", header_style="bold")
-        kernels = [_kernel(r) for r in rows]
+        # A build as every report names it (its kernel, and the launch's name or index); Text, not markup:
+        # the name holds brackets.
+        kernels = [Text(names[(r.target, r.row_id)].text or "-") for r in rows]
         # Never squeezed: a row's error, skip reason or messages (in the first figure column, which
         # wraps them) take what width is left.
         table.add_column("key", no_wrap=True, min_width=max(len(r.key) for r in rows))
         table.add_column("target", no_wrap=True, min_width=max(len(r.target) for r in rows))
-        table.add_column("kernel", no_wrap=True, min_width=max(map(len, kernels)))
-        for j, fig in enumerate(names):
+        table.add_column("kernel", no_wrap=True, min_width=max(len(k) for k in kernels))
+        for j, fig in enumerate(figures):
             table.add_column(fig.label, justify="right", no_wrap=j > 0, overflow="fold")
         table.caption = ("bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM"
                          if vendor == AMD else "spill, stack and smem in bytes; blocks and warps per SM")
         table.caption_justify = "left"
         for i, (r, kernel) in enumerate(zip(rows, kernels)):
             if r.ok:
-                table.add_row(r.key, r.target, kernel, *[_cell(r, fig) for fig in names])
+                table.add_row(Text(r.key), r.target, kernel, *[_cell(r, fig) for fig in figures])
             else:
                 said = (Text(f"skipped: {r.skip_reason or ''}", style="dim", justify="left") if r.skipped
                         else Text(f"flaky: {r.error_line or 'flaky'}", style="yellow", justify="left") if r.is_flaky
                         else Text(f"error: {r.error_line or 'error'}", style="red", justify="left"))
-                table.add_row(r.key, r.target, kernel, said, *[""] * (len(names) - 1))
+                table.add_row(Text(r.key), r.target, kernel, said, *[""] * (len(figures) - 1))
             last_of_key = i + 1 == len(rows) or (rows[i + 1].key, rows[i + 1].target) != (r.key, r.target)
             if r.messages and last_of_key:
-                table.add_row("", "", "", messages_text(r.messages), *[""] * (len(names) - 1))
+                table.add_row("", "", "", messages_text(r.messages), *[""] * (len(figures) - 1))
         tables.append(table)
     return tables
-
-
-def _kernel(r: Row) -> str:
-    return (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
 
 
 def messages_text(messages: list[str], width: int = _MESSAGE_WIDTH) -> Text:
