@@ -1,6 +1,7 @@
 """One name per build, in every report: a key that launches one kernel twice through one library call (an
 MoE's gate/up and down GEMMs) shows two builds told apart, by the names the kind body gave them in launch
-order (``rs.names``), else by launch index. Real compiles for gfx950 of a small project written here.
+order (``rs.names``), else by launch index; and the survey table keeps what a kind body said out of its
+figure columns. Real compiles for gfx950 of a small project written here.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import io
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -244,3 +246,30 @@ def test_every_report_names_the_build_alike(project: tuple[Path, Worker], survey
     explained = Explained(down, pressure_of(down, worker.objects), name)
     assert format_text([explained], SourcePaths(root, None)).startswith(
         "moe/w2 on gfx950: kernel expert_matmul [down], ")
+
+
+def test_what_a_kind_body_said_is_a_line_under_the_table(surveyed: Survey) -> None:
+    """A serving engine's launcher logs 70 to 100 characters a key: said in a cell, it widened the first
+    figure column (VGPR) for every row. On a terminal the table fits (160 columns) the VGPR column stays as
+    wide as its figures, and what was said is a line of its own under the table, cut to the terminal."""
+    said = ("INFO vllm.model_executor.layers.fused_moe.fused_moe: Using configuration from "
+            "/opt/vllm/configs/E=8,N=14336,device_name=AMD_Instinct_MI355X.json for MoE layer.")
+    told = replace(surveyed, rows=tuple(replace(r, messages=[said, "UserWarning: a second line"])
+                                        if r.key == "moe/w2" else r for r in surveyed.rows))
+    lines = survey_text(told, 160).splitlines()
+    header = next(line for line in lines if "┃ key" in line)
+    heads = header.split("┃")[1:-1]
+    vgpr = [h.strip() for h in heads].index("VGPR")
+    assert len(heads[vgpr]) == len(" VGPR "), header
+    # Every build's VGPR count stands whole in its column, a row a line.
+    names = build_names(told.rows)
+    for row in told.rows:
+        (line,) = [ln for ln in lines if ln.startswith(f"│ {row.key} ") and f" {names[(AMD, row.row_id)].text} " in ln]
+        assert line.split("│")[1:-1][vgpr].strip() == str(row.resources["vgpr"])
+    # The key's last row counts what it said; the first message is a line of its own under the table.
+    assert [line.split("│")[-2].strip() for line in lines if line.startswith("│ moe/w2 ")] == ["", "", "2"]
+    message, other = [line for line in lines if " said: " in line]
+    assert other.startswith("in_order/w2 on gfx950 said: rs.names: 'spare' named no launch")
+    assert message.startswith("moe/w2 on gfx950 said: INFO vllm.model_executor.layers.fused_moe.fused_moe: Using")
+    assert message.endswith("… (+1 more)") and len(message) <= 160
+    assert lines.index(message) > max(i for i, line in enumerate(lines) if line.startswith(("│", "└")))
