@@ -28,7 +28,10 @@ class CapturedLaunch:
     options: dict[str, Any]
     specialization_data: str  # Triton's own JSON form of the above (what JITFunction.preload takes)
     config: int | None = None  # autotune config index, when the launch went through @triton.autotune
-    where: str = ""  # file:line of the call that launched it
+    where: str = ""  # file:line of the call that launched it (the innermost frame outside Triton and regsurvey)
+    # Where ``where`` lies outside the surveyed project (an installed library's launcher): file:line of the
+    # innermost frame inside it, the kind body's (or the project's) call into the library; else "".
+    project_where: str = ""
     # A warmup (``fn.warmup(...)``) is compiled by Triton itself while the body runs, since the body
     # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel) and its compile time.
     compiled: Any = None
@@ -51,6 +54,8 @@ class CaptureSession:
     benched: list[CapturedLaunch] = field(default_factory=list)  # launches that tuner's benchmarking made
     launch_name: str | None = None  # the name ``rs.name`` gave the launches that follow
     queued_names: QueuedNames | None = None  # the names ``rs.names`` gave the next launches, one each
+    # The surveyed project's directory (absolute, as given and resolved): launch sites inside it are its own.
+    project_dirs: tuple[str, ...] = ()
     # Autotuner runs in progress: the launches one makes (a launch per config) are one launch of the kind
     # body, named once: the name the first took (``one_launch_named``: it has been taken).
     one_launch_depth: int = 0

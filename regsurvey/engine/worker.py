@@ -210,7 +210,9 @@ class Worker:
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
-        session = CaptureSession(target)
+        # Launch sites inside the project are its own; one in a library is traced back to the project's call.
+        session = CaptureSession(target, project_dirs=tuple(dict.fromkeys(
+            [os.path.abspath(self.root), os.path.realpath(self.root)])))
         base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
         start = time.perf_counter()
         raised: BaseException | None = None
@@ -293,6 +295,7 @@ class Worker:
         common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
                       num_warps=launch.options.get("num_warps"),
                       num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root),
+                      project_where=shown_site(launch.project_where, self.root),
                       build=toolchain.constexpr_values(launch), name=launch.name)
         start = time.perf_counter()
         try:
