@@ -361,7 +361,8 @@ class Worker:
             error = error_text(exc)
             if again:
                 error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
-            failed = Row(**common, status=Status.FLAKY if again else Status.ERROR,
+            # The build's hash, as on the rows of the keys that take this failure (every row of a build has it).
+            failed = Row(**common, status=Status.FLAKY if again else Status.ERROR, triton_hash=cache_hash,
                          compile_s=round(time.perf_counter() - start, 3), error=error, transient=out_of_space(exc))
             if lock is not None:
                 if not (failed.transient or again):

@@ -15,8 +15,8 @@ from .findings import Finding, findings_from_json
 # survey has the same shape (findings were already Finding.to_dict) and is read, never reused for a new one.
 # 3: rows carry their build's constexprs (``build``) and the name a kind body gave the launch (``name``);
 # older rows read with both None (not recorded), so a diff against them says nothing about constexprs.
-# 4: a launch made in a library outside the project carries the project's call into it (``project_where``);
-# older rows read with it None.
+# 4: a launch made in a library outside the project carries the project's call into it (``project_where``),
+# and a failed build its Triton hash on every row (before: only on the rows that took another's failure).
 SCHEMA_VERSION = 4
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
 

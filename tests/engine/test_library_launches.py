@@ -1,7 +1,10 @@
-"""Launches made by a library installed outside the surveyed repository (gfx950, real compiles; the library's
-kernel fails Triton's front end, so nothing reaches LLVM): the row records the library's frame (``where``)
-and the project's call into it (``project_where``), and code scanning locates a problem at that call, the
-kind body's line, naming the library's frame.
+"""Launches made by a library installed outside the surveyed repository, and a build that fails in several
+keys (gfx950, real compiles; the library's kernel fails Triton's front end, so nothing reaches LLVM):
+
+- the row records the library's frame (``where``) and the project's call into it (``project_where``), and
+  code scanning locates a problem at that call, the kind body's line, naming the library's frame;
+- every row of one failed build carries its Triton hash, the key that compiled it and those that took its
+  recorded failure alike.
 """
 
 from __future__ import annotations
@@ -80,6 +83,18 @@ def surveyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
 def line_of(path: Path, text: str) -> int:
     (number,) = [i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line]
     return number
+
+
+def test_every_row_of_a_failed_build_carries_its_hash(surveyed: tuple[Path, Path, list[Row]]) -> None:
+    """The first key compiled the build and failed; the other two took its recorded failure without
+    compiling. All three are the same build: the same Triton hash."""
+    _, _, rows = surveyed
+    assert [(r.key, r.status.value) for r in rows] == [("filled/w1", "error"), ("filled/w2", "error"),
+                                                       ("filled/w3", "error")]
+    assert all("BLOCK must be negative" in (r.error or "") for r in rows)
+    assert [bool(r.compile_s) for r in rows] == [True, False, False]  # one compile
+    hashes = {r.triton_hash for r in rows}
+    assert len(hashes) == 1 and None not in hashes and len(hashes.pop() or "") == 64
 
 
 def test_a_launch_in_a_library_is_located_at_the_kind_bodys_call(surveyed: tuple[Path, Path, list[Row]]) -> None:
