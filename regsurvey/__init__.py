@@ -11,7 +11,7 @@ The public keys API used by ``keys/*.py`` files::
         ...
 """
 
-from .capture.session import launch, name, pin_config, skip, target
+from .capture.session import launch, name, names, pin_config, skip, target
 from .keys.matrix import Kind, Matrix
 from .model.keys import Key
 from .model.targets import TARGETS, Target, get_target
@@ -36,6 +36,6 @@ def device():  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    "Key", "Kind", "Matrix", "device", "TARGETS", "Target", "get_target", "launch", "name", "pin_config", "skip",
-    "target", "tensor", "__version__",
+    "Key", "Kind", "Matrix", "device", "TARGETS", "Target", "get_target", "launch", "name", "names", "pin_config",
+    "skip", "target", "tensor", "__version__",
 ]

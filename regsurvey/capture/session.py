@@ -7,7 +7,9 @@ holds only the recording; :mod:`regsurvey.compile.toolchain` is what hooks Trito
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +28,10 @@ class CapturedLaunch:
     options: dict[str, Any]
     specialization_data: str  # Triton's own JSON form of the above (what JITFunction.preload takes)
     config: int | None = None  # autotune config index, when the launch went through @triton.autotune
-    where: str = ""  # file:line of the call that launched it
+    where: str = ""  # file:line of the call that launched it (the innermost frame outside Triton and regsurvey)
+    # Where ``where`` lies outside the surveyed project (an installed library's launcher): file:line of the
+    # innermost frame inside it, the kind body's (or the project's) call into the library; else "".
+    project_where: str = ""
     # A warmup (``fn.warmup(...)``) is compiled by Triton itself while the body runs, since the body
     # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel) and its compile time.
     compiled: Any = None
@@ -48,6 +53,90 @@ class CaptureSession:
     tuner: Any = None  # the autotuner whose own ``run`` (a subclass's) is running, if any
     benched: list[CapturedLaunch] = field(default_factory=list)  # launches that tuner's benchmarking made
     launch_name: str | None = None  # the name ``rs.name`` gave the launches that follow
+    queued_names: QueuedNames | None = None  # the names ``rs.names`` gave the next launches, one each
+    # The surveyed project's directory (absolute, as given and resolved): launch sites inside it are its own.
+    project_dirs: tuple[str, ...] = ()
+    # Autotuner runs in progress: the launches one makes (a launch per config) are one launch of the kind
+    # body, named once: the name the first took (``one_launch_named``: it has been taken).
+    one_launch_depth: int = 0
+    one_launch_name: str | None = None
+    one_launch_named: bool = False
+
+    def name_launch(self, kernel: str, jit_function: Any) -> str | None:
+        """The name of the launch of ``kernel`` (its JITFunction ``jit_function``) being recorded: the next
+        of ``rs.names``' names, where they name it; else ``rs.name``'s. The configs of one autotuned launch
+        share the name the first took."""
+        if self.one_launch_depth and self.one_launch_named:
+            return self.one_launch_name
+        queued = self.queued_names.take(kernel, jit_function) if self.queued_names is not None else None
+        name = queued if queued is not None else self.launch_name
+        if self.one_launch_depth:
+            self.one_launch_name, self.one_launch_named = name, True
+        return name
+
+    @contextlib.contextmanager
+    def one_launch(self) -> Iterator[None]:
+        """The launches made inside (an autotuner's, one per config) are one launch of the kind body: they
+        take one name (:meth:`name_launch`)."""
+        self.one_launch_depth += 1
+        try:
+            yield
+        finally:
+            self.one_launch_depth -= 1
+            if self.one_launch_depth == 0:
+                self.one_launch_name, self.one_launch_named = None, False
+
+    def unused_names(self) -> str | None:
+        """What ``rs.names`` named that no launch took, in words (None: every name was taken)."""
+        return self.queued_names.unused() if self.queued_names is not None else None
+
+
+@dataclass
+class QueuedNames:
+    """``rs.names("gate_up", "down", kernel=...)``: names for the next launches (of ``kernel`` only, when
+    given), one each, in launch order."""
+
+    names: list[str]
+    kernel: Any = None  # None: any kernel; a str: the kernel's Python name; else the kernel object itself
+    taken: int = 0
+
+    def take(self, kernel: str, jit_function: Any) -> str | None:
+        """The next name, if one is left and the launch of ``kernel`` (``jit_function``) is one it names."""
+        if self.taken >= len(self.names) or not self._names(kernel, jit_function):
+            return None
+        self.taken += 1
+        return self.names[self.taken - 1]
+
+    def _names(self, kernel: str, jit_function: Any) -> bool:
+        if self.kernel is None:
+            return True
+        if isinstance(self.kernel, str):
+            return kernel == self.kernel
+        # An @triton.autotune or @triton.heuristics object wraps the JITFunction (``fn``, maybe over others).
+        wrapper, depth = self.kernel, 0
+        while wrapper is not None and depth < 16:
+            if wrapper is jit_function:
+                return True
+            wrapper, depth = getattr(wrapper, "fn", None), depth + 1
+        return False
+
+    def unused(self) -> str | None:
+        """The names no launch took, in words; None when every one was taken."""
+        left = self.names[self.taken:]
+        if not left:
+            return None
+        of = f" of {self.kernel if isinstance(self.kernel, str) else _kernel_name(self.kernel)}" if self.kernel else ""
+        return (f"rs.names: {', '.join(map(repr, left))} named no launch (the kind body made {self.taken} "
+                f"launch{'es' if self.taken != 1 else ''}{of} after naming {len(self.names)})")
+
+
+def _kernel_name(kernel: Any) -> str:
+    # The Python name under @triton.autotune / @triton.heuristics wrappers (each keeps the next in ``fn``).
+    for _ in range(16):
+        if getattr(kernel, "fn", None) is None:
+            break
+        kernel = kernel.fn
+    return str(getattr(kernel, "__name__", kernel))
 
 
 _session: contextvars.ContextVar[CaptureSession | None] = contextvars.ContextVar(
@@ -113,11 +202,28 @@ def skip(reason: str) -> None:
 def name(launch_name: str | None) -> None:
     """Name the launches the kind body makes next (``rs.name("up")``), until it names others (or calls
     ``rs.name(None)``): reports tell launches of one key apart by it (the up and the down GEMM of an MoE)
-    instead of by kernel and launch index. Outside a survey (a kind body run on a GPU) it does nothing.
+    instead of by kernel and launch index. Names ``rs.names`` gave and no launch took yet are dropped.
+    Outside a survey (a kind body run on a GPU) it does nothing.
     """
     session = _session.get()
     if session is not None:
         session.launch_name = None if launch_name is None else str(launch_name)
+        session.queued_names = None
+
+
+def names(*launch_names: str, kernel: Any = None) -> None:
+    """Name the next launches one by one, in launch order (``rs.names("gate_up", "down")``): for a library
+    call that launches one kernel several times (vLLM's ``fused_experts``: the gate/up GEMM, then the down
+    GEMM), without wrapping the library's own functions. ``kernel`` (the ``@triton.jit`` function, or its
+    ``@triton.autotune`` / ``@triton.heuristics`` wrapper, or its name) names only that kernel's launches:
+    launches of others in between keep their names. An autotuned launch is one launch (all its configs
+    take the name). Launches past the names take ``rs.name``'s name, if any; names no launch took by the
+    end of the body are said in the key's messages. A later ``rs.names`` or ``rs.name`` replaces the names
+    not taken yet. Outside a survey (a kind body run on a GPU) it does nothing.
+    """
+    session = _session.get()
+    if session is not None:
+        session.queued_names = QueuedNames([str(n) for n in launch_names], kernel)
 
 
 def pin_config(kernel: Any, index: int) -> None:

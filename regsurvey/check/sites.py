@@ -3,7 +3,9 @@ file that defines its kind.
 
 A survey records the launch site relative to its checkout when inside it (``Row.where``); surveys made
 before recorded the path the worker saw, under a temporary worktree (since removed) for a commit. Either
-is mapped back to the repository by the longest trailing part of the path that names a file there.
+is mapped back to the repository by the longest trailing part of the path that names a file there. A
+launch made in a library outside the repository (an installed package's launcher) is located at the
+project's call into it (``Row.project_where``: the kind body's line), the library's frame said beside it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from ..model.comparison import RowComparison
+from ..model.results import Row
 
 # "kind body raised at f:12: ..." or, after launching, "kind body raised after 2 launches at f:12: ...".
 _RAISED_AT = re.compile(r"raised (?:after \d+ launch(?:es)? )?at (\S+?):(\d+)")
@@ -20,10 +23,13 @@ _RAISED_AT = re.compile(r"raised (?:after \d+ launch(?:es)? )?at (\S+?):(\d+)")
 
 @dataclass(frozen=True)
 class Site:
-    """A file of the repository (a POSIX path relative to its root) and a line (None: the whole file)."""
+    """A file of the repository (a POSIX path relative to its root) and a line (None: the whole file);
+    ``via``: where the launch is in a library outside the repository, the library's frame (``file:line``)
+    that the line called into."""
 
     path: str
     line: int | None = None
+    via: str | None = None
 
 
 def repository_path(path: str, repo: Path) -> str | None:
@@ -67,20 +73,38 @@ def _keys_file(kind: str, repo: Path) -> str | None:
     return files[0].relative_to(repo).as_posix() if len(files) == 1 else None
 
 
+def library_frame(where: str) -> str:
+    """A frame in a library as messages name it: the path below ``site-packages`` (or ``dist-packages``)
+    where it lies under one (``vllm/model_executor/layers/fused_moe/fused_moe.py:512``), else as it is."""
+    path, line = _split(where)
+    parts = PurePath(path).parts
+    below = [i for i, part in enumerate(parts) if part in ("site-packages", "dist-packages")]
+    if below and below[-1] + 1 < len(parts):
+        path = PurePath(*parts[below[-1] + 1:]).as_posix()
+    return f"{path}:{line}" if line is not None else path
+
+
+def _launch_sites(row: Row | None) -> list[tuple[str, int | None, str | None]]:
+    # A launch in a library: the project's call into it, the library's frame beside it.
+    if row is None or not row.where:
+        return []
+    if row.project_where:
+        return [(*_split(row.project_where), library_frame(row.where))]
+    return [(*_split(row.where), None)]
+
+
 def build_site(row: RowComparison, repo: Path) -> Site:
-    """The launch site of the head's build; else where its kind body raised; else the base's launch
-    site; else the keys file of its kind; else the ``keys`` directory."""
-    candidates: list[tuple[str, int | None]] = []
-    if row.after is not None and row.after.where:
-        candidates.append(_split(row.after.where))
+    """The launch site of the head's build (for a launch in a library outside the repository: the
+    project's call into it, the library's frame as ``via``); else where its kind body raised; else the
+    base's launch site; else the keys file of its kind; else the ``keys`` directory."""
+    candidates = _launch_sites(row.after)
     raised = _RAISED_AT.search(row.error or "")
     if raised:
-        candidates.append((raised[1], int(raised[2])))
-    if row.before is not None and row.before.where:
-        candidates.append(_split(row.before.where))
-    for path, line in candidates:
+        candidates.append((raised[1], int(raised[2]), None))
+    candidates += _launch_sites(row.before)
+    for path, line, via in candidates:
         found = repository_path(path, repo)
         if found is not None:
-            return Site(found, line)
+            return Site(found, line, via)
     keys_file = _keys_file(row.kind, repo)
     return Site(keys_file) if keys_file else Site("keys")

@@ -9,11 +9,13 @@ from pathlib import Path
 import click
 
 from ..errors import CorruptObjectError
+from ..model.names import BuildName, build_names
 from ..model.results import Row, Survey
 from ..output.explain import Explained
 from ..revisions.checkout import repo_root
 from ..revisions.obtain import obtain_survey, open_store
 from ..revisions.sources import SourcePaths
+from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
 from .options import make_survey_options, selection_options, store_options, write_report
 
@@ -22,7 +24,8 @@ from .options import make_survey_options, selection_options, store_options, writ
 @click.argument("key")
 @click.option("--commit", "rev", metavar="REV", help="Explain the build of this git revision (default: the "
               "working tree). A stored survey made with this toolchain is reused.")
-@click.option("--kernel", metavar="NAME", help="Only the builds of this kernel (a key may launch several).")
+@click.option("--kernel", metavar="NAME", help="Only the builds of this kernel, or of the launches the kind body "
+              "gave this name (rs.name): a key may launch several.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
@@ -46,7 +49,6 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
     NVIDIA from nvdisasm's life ranges; spills as the compiler marked them. Computed once per object and
     kept beside it in the store.
     """
-    from ..explaining import pressure_of
     from ..output.progress import survey_progress
 
     if kinds or keys:
@@ -58,13 +60,13 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         with survey_progress(enabled=not quiet) as progress:
             survey = obtain_survey(start, rev, store, options, progress, reuse=True)
         try:
-            items = [Explained(row, pressure_of(row, store.objects)) for row in _chosen(survey, key, kernel)]
+            items = _explained(survey, key, kernel, store.objects)
         except CorruptObjectError as exc:
             # An object damaged since its survey: compiled again on the spot, then explained.
             click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
             with survey_progress(enabled=not quiet) as progress:
                 survey = obtain_survey(start, rev, store, options, progress, reuse=False)
-            items = [Explained(row, pressure_of(row, store.objects)) for row in _chosen(survey, key, kernel)]
+            items = _explained(survey, key, kernel, store.objects)
         except ValueError as exc:  # a text that holds no kernel
             fail(str(exc))
     root = repo_root(start)
@@ -73,21 +75,31 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
     sys.exit(EXIT_OK)
 
 
-def _chosen(survey: Survey, key: str, kernel: str | None) -> list[Row]:
+def _explained(survey: Survey, key: str, kernel: str | None, objects: ObjectStore) -> list[Explained]:
+    """The builds KEY and --kernel select, each with its name and pressure."""
+    from ..explaining import pressure_of
+
+    names = build_names(survey.rows)
+    return [Explained(row, pressure_of(row, objects), names[(row.target, row.row_id)])
+            for row in _chosen(survey, key, kernel, names)]
+
+
+def _chosen(survey: Survey, key: str, kernel: str | None, names: dict[tuple[str, str], BuildName]) -> list[Row]:
     """The rows of ``survey`` that KEY and --kernel select; one line (exit 2) when none built."""
     matching = [r for r in survey.rows if r.key == key or fnmatch.fnmatchcase(r.key, key)]
     if not matching:
         known = sorted({r.key for r in survey.rows})
         hint = f" (its keys are like {', '.join(known[:3])})" if known else ""
         fail(f"no key {key!r} in the survey of {survey.label}{hint}")
-    if kernel is not None:
-        matching = [r for r in matching if r.kernel == kernel]
+    if kernel is not None:  # a kernel, or the name the kind body gave a launch (rs.name, rs.names)
+        matching = [r for r in matching if kernel in (r.kernel, r.name)]
         if not matching:
             fail(f"no build of key {key!r} runs kernel {kernel!r}")
     built = [r for r in matching if r.ok and r.object is not None]
     if not built:
         first = matching[0]
-        fail(f"{first.row_id} ({first.target}) did not build: {(first.error or first.status.value).splitlines()[0]}")
+        why = (first.error or first.status.value).splitlines()[0]
+        fail(f"{names[(first.target, first.row_id)]} ({first.target}) did not build: {why}")
     return built
 
 

@@ -221,17 +221,29 @@ def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
             setattr(obj, name, old)
 
 
-def _launch_site() -> str:
-    """file:line of the innermost caller outside Triton and regsurvey: where the launch was made."""
+def _launch_site(project_dirs: tuple[str, ...] = ()) -> tuple[str, str]:
+    """file:line of the innermost caller outside Triton and regsurvey: where the launch was made; and,
+    where that lies outside the project (in ``project_dirs``: an installed library's launcher), file:line
+    of the innermost caller inside it (the kind body's call into the library), else ""."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # all of regsurvey
     import triton
 
     triton_dir = os.path.dirname(os.path.abspath(triton.__file__))
+    inside = tuple(d.rstrip(os.sep) + os.sep for d in project_dirs)
+    where = ""
     for frame in reversed(traceback.extract_stack()):
         path = os.path.abspath(frame.filename)
-        if not path.startswith((here, triton_dir)):
-            return f"{frame.filename}:{frame.lineno}"
-    return ""
+        if path.startswith((here, triton_dir)):
+            continue
+        # Code made at run time ("<string>") names no file: it is no project's.
+        own = bool(inside) and not frame.filename.startswith("<") and path.startswith(inside)
+        if not where:
+            where = f"{frame.filename}:{frame.lineno}"
+            if own or not inside:
+                return where, ""
+        elif own:
+            return where, f"{frame.filename}:{frame.lineno}"
+    return where, ""
 
 
 def _tuples(value: Any) -> Any:
@@ -252,8 +264,10 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
     options = {k: _tuples(v) for k, v in data["options"].items()}
     if is_manual_warmup:
         session.warmup_started = time.perf_counter()
+    kernel = _python_name(fn)
+    where, project_where = _launch_site(session.project_dirs)
     session.launches.append(CapturedLaunch(
-        kernel=_python_name(fn),
+        kernel=kernel,
         jit_function=fn.jit_function,
         signature=dict(compile["signature"]),
         constexprs=dict(compile["constants"]),
@@ -261,8 +275,9 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
         options=options,
         specialization_data=compile["specialization_data"],
         config=session.config_index if session.config_index is not None else _pick_index(session.tuner),
-        where=_launch_site(),
-        name=session.launch_name,
+        where=where,
+        project_where=project_where,
+        name=session.name_launch(kernel, fn.jit_function),
     ))
     return not is_manual_warmup
 
@@ -322,9 +337,10 @@ class SurveyedKernel:
         def runner(*args: Any, stream: Any = None) -> None:
             session = capture_mod.current_session()
             if session is not None:
-                session.launches.append(dataclasses.replace(launch, where=_launch_site(), compiled=None,
-                                                            compile_s=0.0, ptxas_log=None,
-                                                            name=session.launch_name))
+                where, project_where = _launch_site(session.project_dirs)
+                session.launches.append(dataclasses.replace(
+                    launch, where=where, project_where=project_where, compiled=None, compile_s=0.0, ptxas_log=None,
+                    name=session.name_launch(launch.kernel, launch.jit_function)))
 
         return runner
 
@@ -372,16 +388,17 @@ def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
     else:
         candidates = list(self.configs)
     picked = None
-    for position, config in enumerate(candidates):
-        session.config_index = _config_index(self.configs, config, position)
-        try:
-            if config.pre_hook is not None:
-                config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
-            kernel = self.fn.run(*args, **kwargs, **config.all_kwargs())
-        finally:
-            session.config_index = None
-        if position == 0:
-            picked = kernel
+    with session.one_launch():  # one launch of the kind body, whatever configs it becomes
+        for position, config in enumerate(candidates):
+            session.config_index = _config_index(self.configs, config, position)
+            try:
+                if config.pre_hook is not None:
+                    config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+                kernel = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                session.config_index = None
+            if position == 0:
+                picked = kernel
     # As after a run that benchmarked nothing: wrappers such as FlagGems' LibEntry read the pick.
     self.best_config = candidates[0] if candidates else None
     self.nargs = None
@@ -432,7 +449,8 @@ def _surveyed_own_run(own_run: Callable[..., Any]) -> Callable[..., Any]:
         session.tuner, session.benched = self, []
         first = len(session.launches)
         try:
-            return own_run(self, *args, **kwargs)
+            with session.one_launch():  # its benchmarks and its pick: one launch of the kind body
+                return own_run(self, *args, **kwargs)
         finally:
             benched = session.benched
             session.tuner, session.benched = outer

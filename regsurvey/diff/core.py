@@ -10,7 +10,6 @@ compiling, no reading objects, no linting).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 from ..model.comparison import (
@@ -28,6 +27,7 @@ from ..model.comparison import (
 )
 from ..model.figures import FIGURE_ORDER
 from ..model.findings import Finding
+from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import TARGETS
 
@@ -108,21 +108,6 @@ def build_changes(before: Row | None, after: Row | None) -> tuple[BuildChange, .
     return tuple(changes)
 
 
-def launch_labels(survey: Survey) -> dict[tuple[str, str], str]:
-    """How reports name each build of ``survey`` (by target and row id): the name the kind body gave the
-    launch (``rs.name``), else its kernel, with ``launch N`` where the key launches that kernel (with that
-    autotune config) more than once; empty for a key's own row (no kernel)."""
-    launches = Counter((r.target, r.key, r.kernel, r.config) for r in survey.rows if r.kernel)
-    labels = {}
-    for r in survey.rows:
-        if r.name:
-            labels[(r.target, r.row_id)] = r.name
-        elif r.kernel:
-            several = launches[(r.target, r.key, r.kernel, r.config)] > 1
-            labels[(r.target, r.row_id)] = f"{r.kernel} launch {r.launch}" if several else r.kernel
-    return labels
-
-
 def compare(base: Survey, head: Survey) -> Comparison:
     """Match the two surveys' rows by target and row id, and mark each pair.
 
@@ -143,7 +128,7 @@ def compare(base: Survey, head: Survey) -> Comparison:
     every = {**before_rows, **after_rows}
     order = sorted(every, key=lambda ref: (key_rank[every[ref].key], target_rank.get(ref[0], len(target_rank)),
                                            every[ref].launch, -1 if every[ref].config is None else every[ref].config))
-    labels = {**launch_labels(base), **launch_labels(head)}
+    names = {**build_names(base.rows), **build_names(head.rows)}
     rows = []
     for ref in order:
         before, after = before_rows.get(ref), after_rows.get(ref)
@@ -172,7 +157,7 @@ def compare(base: Survey, head: Survey) -> Comparison:
             kernel=(after.kernel if after is not None and after.kernel else before.kernel if before else None),
             launch=row.launch, config=row.config, mark=mark, figures=figures, before=before, after=after,
             note=note, lint_findings=lint, toolchain_changes=backend_changes,
-            build_changes=build_changes(before, after), label=labels.get(ref, "")))
+            build_changes=build_changes(before, after), name=names[ref]))
     skipped = []
     for ref in dict.fromkeys([*skipped_before, *skipped_after]):
         was, now = skipped_before.get(ref), skipped_after.get(ref)
@@ -216,4 +201,4 @@ def stack(surveys: list[Survey], subjects: list[str]) -> Stack:
                  overall=compare(surveys[0], surveys[-1]))
 
 
-__all__ = ["build_changes", "compare", "launch_labels", "stack", "toolchain_changes"]
+__all__ = ["build_changes", "compare", "stack", "toolchain_changes"]

@@ -186,19 +186,19 @@ class _Describer:
     def __init__(self, comparison: Comparison):
         self.comparison = comparison
         self.rows = comparison.rows
-        self.kernels_of: dict[str, set[str | None]] = {}
+        self.kernels_of: dict[str, set[str]] = {}  # by the kernel and launch ("": a key's own row)
         for row in self.rows:
-            self.kernels_of.setdefault(row.kind, set()).add(row.label or row.kernel)
+            self.kernels_of.setdefault(row.kind, set()).add(row.name.kernel_text)
         self.target_order = {t: i for i, t in enumerate(comparison.targets)}
 
     def candidates(self, rows: list[RowComparison], effect: _Effect) -> list[RowComparison]:
         """Every build the description of ``rows`` covers, changed or not: the same kernels of the same
         kinds, with the same constant axis values and targets (and, for a figure, built on both sides)."""
         constants = _constants(rows)
-        pairs = {(r.kind, r.label or r.kernel) for r in rows}
+        pairs = {(r.kind, r.name.kernel_text) for r in rows}
         out = []
         for row in self.rows:
-            if (row.kind, row.label or row.kernel) not in pairs:
+            if (row.kind, row.name.kernel_text) not in pairs:
                 continue
             if effect.figure is not None and not _comparable(row, effect.figure):
                 continue
@@ -218,7 +218,7 @@ class _Describer:
         kinds = list(dict.fromkeys(r.kind for r in rows))
         named = []
         for kind in kinds[:MAX_KINDS_NAMED]:
-            kernels = sorted({k for r in rows if r.kind == kind and (k := r.label or r.kernel)}, key=str)
+            kernels = sorted({k for r in rows if r.kind == kind and (k := r.name.kernel_text)}, key=str)
             qualify = len(self.kernels_of[kind]) > 1 and set(kernels) != self.kernels_of[kind]
             named.append(f"{kind} ({', '.join(kernels)})" if qualify and kernels else kind)
         if len(kinds) > MAX_KINDS_NAMED:
@@ -411,9 +411,9 @@ def _lint_sentence(rows: list[RowComparison], effect: _Effect, describer: _Descr
 
 def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> list[list[RowComparison]]:
     # Per kind and kernel first; then merge units whose union keeps every describing value.
-    units: dict[tuple[str, str | None], list[RowComparison]] = {}
+    units: dict[tuple[str, str], list[RowComparison]] = {}
     for row in rows:
-        units.setdefault((row.kind, row.label or row.kernel), []).append(row)
+        units.setdefault((row.kind, row.name.kernel_text), []).append(row)
     merged: list[list[RowComparison]] = []
     mergeable: list[bool] = []
     for unit in units.values():

@@ -222,7 +222,9 @@ class Worker:
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
-        session = CaptureSession(target)
+        # Launch sites inside the project are its own; one in a library is traced back to the project's call.
+        session = CaptureSession(target, project_dirs=tuple(dict.fromkeys(
+            [os.path.abspath(self.root), os.path.realpath(self.root)])))
         base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
         start = time.perf_counter()
         raised: BaseException | None = None
@@ -237,6 +239,9 @@ class Worker:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 raised = exc
+            unused = session.unused_names() if raised is None and skipped is None else None
+            if unused:  # the library launched fewer times than the body named: said with the key
+                said.add(unused)
         base["messages"] = said.lines
         self._spent("capture_s", start)
         if captured is not None:
@@ -302,6 +307,7 @@ class Worker:
         common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
                       num_warps=launch.options.get("num_warps"),
                       num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root),
+                      project_where=shown_site(launch.project_where, self.root),
                       build=toolchain.constexpr_values(launch), name=launch.name)
         start = time.perf_counter()
         try:
@@ -367,7 +373,8 @@ class Worker:
             error = error_text(exc)
             if again:
                 error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
-            failed = Row(**common, status=Status.FLAKY if again else Status.ERROR,
+            # The build's hash, as on the rows of the keys that take this failure (every row of a build has it).
+            failed = Row(**common, status=Status.FLAKY if again else Status.ERROR, triton_hash=cache_hash,
                          compile_s=round(time.perf_counter() - start, 3), error=error, transient=out_of_space(exc))
             if lock is not None:
                 if not (failed.transient or again):

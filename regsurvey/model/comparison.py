@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
+from .names import BuildName
 from .results import Row, Survey
 
 if TYPE_CHECKING:
     from .rebuild import RebuildCheck
 
 DIFF_SCHEMA_VERSION = 1
+
+_UNNAMED = BuildName("", None)  # RowComparison.name left out: its own key and kernel name it
 
 
 class Mark(str, Enum):
@@ -259,14 +262,13 @@ class RowComparison:
     # What the build was made with that differs between the sides (warps, stages, autotune config,
     # constexprs), where both sides are there (constexprs only where both surveys recorded them).
     build_changes: tuple[BuildChange, ...] = ()
-    # How reports name the launch: the name the kind body gave it (``rs.name``), else its kernel, with
-    # ``launch N`` where the key launches that kernel more than once (see diff.core.launch_label).
-    label: str = ""
+    # How every report names the build (model.names.build_names, from the head's survey where the head has
+    # it): its key, kernel, and the kind body's name for the launch or its index. Left out: its kernel alone.
+    name: BuildName = _UNNAMED
 
-    @property
-    def launch_label(self) -> str:
-        """The launch's name in reports (``label``, else the kernel, else ``-``)."""
-        return self.label or self.kernel or "-"
+    def __post_init__(self) -> None:
+        if self.name is _UNNAMED:
+            object.__setattr__(self, "name", BuildName(self.key, self.kernel, config=self.config))
 
     @property
     def ref(self) -> str:

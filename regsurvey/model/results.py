@@ -15,8 +15,10 @@ from .findings import Finding, findings_from_json
 # survey has the same shape (findings were already Finding.to_dict) and is read, never reused for a new one.
 # 3: rows carry their build's constexprs (``build``) and the name a kind body gave the launch (``name``);
 # older rows read with both None (not recorded), so a diff against them says nothing about constexprs.
-SCHEMA_VERSION = 3
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)
+# 4: a launch made in a library outside the project carries the project's call into it (``project_where``),
+# and a failed build its Triton hash on every row (before: only on the rows that took another's failure).
+SCHEMA_VERSION = 4
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
 
 
 class SurveyFormatError(ValueError):
@@ -94,7 +96,7 @@ class Row:
     triton_hash: str | None = None  # Triton's cache key: equal = the same kernel a launch compiles
     num_warps: int | None = None
     num_stages: int | None = None
-    where: str | None = None  # file:line of the launch in the project's code
+    where: str | None = None  # file:line of the launch: in the project's code, or in a library's launcher
     reused: bool = False  # True when the result came from an earlier compile of the same Triton key
     lint: tuple[Finding, ...] | None = None  # kernarg lint findings; None where the build was not linted
     flaky: str | None = None  # a known-intermittent toolchain failure this build hit before it built
@@ -109,6 +111,9 @@ class Row:
     # them), as JSON scalars (a dtype as its name); None where the survey did not record them (schema < 3).
     build: dict[str, Any] | None = None
     name: str | None = None  # what the kind body called the launch (``rs.name("up")``), if anything
+    # Where ``where`` is in a library outside the project: the innermost frame inside the project (the kind
+    # body's call into the library), file:line; None otherwise (and in surveys before schema 4).
+    project_where: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.status, Status):
@@ -268,6 +273,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "config": (int, type(None)), "triton_hash": (str, type(None)), "num_warps": (int, type(None)),
     "num_stages": (int, type(None)), "where": (str, type(None)), "reused": (bool,), "flaky": (str, type(None)),
     "skip_reason": (str, type(None)), "transient": (bool,), "build": (dict, type(None)), "name": (str, type(None)),
+    "project_where": (str, type(None)),
 }
 BUILD_VALUE_TYPES = (bool, int, float, str, type(None))  # what a constexpr of ``Row.build`` may be
 _SURVEY_TYPES: dict[str, tuple[type, ...]] = {

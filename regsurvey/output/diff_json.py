@@ -42,7 +42,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
     return {
         "target": r.target, "row_id": r.row_id, "key": r.key, "kind": r.kind, "axes": r.axes,
         "segments": r.segments, "kernel": r.kernel, "launch": r.launch, "config": r.config,
-        "label": r.launch_label, "build_changes": [c.to_dict() for c in r.build_changes],
+        "label": r.name.text, "build_changes": [c.to_dict() for c in r.build_changes],
         "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(), "where": list(r.where),
         "hot_lines": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]},
         "figures": [{"name": f.name, "before": f.before, "after": f.after, "delta": f.delta,

@@ -71,7 +71,8 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
         table.add_column("built with", overflow="fold")
     shown = rows if limit <= 0 else rows[:limit]
     for r in shown:
-        cells: list[Text | str] = [r.key, r.target, launch_text(r), *[_figure_cell(r, n) for n in names]]
+        # Text, not markup: a build's name holds brackets (``matmul [launch 2]``).
+        cells: list[Text | str] = [Text(r.key), r.target, Text(launch_text(r)), *[_figure_cell(r, n) for n in names]]
         if lint:
             style = "red" if r.lint_findings.new_errors else "green" if r.lint_findings.fixed_errors else ""
             cells.append(Text(lint_change_text(r), style=style))

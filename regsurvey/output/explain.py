@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..model.names import BuildName
 from ..model.pressure import LineStats, Pressure, Site, attribution
 from ..model.results import Row
 
@@ -29,10 +30,12 @@ _CLASS_LABEL = {"vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "gpr": "regs", "
 
 @dataclass(frozen=True)
 class Explained:
-    """One build and its pressure."""
+    """One build, its name (as every report names it: :func:`regsurvey.model.names.build_names`) and its
+    pressure."""
 
     row: Row
     pressure: Pressure
+    name: BuildName
 
 
 def class_label(name: str) -> str:
@@ -84,8 +87,7 @@ def _allocated(row: Row, name: str) -> int | None:
 
 def _title(item: Explained) -> str:
     row, p = item.row, item.pressure
-    launch = f" launch {row.launch}" if row.launch else ""
-    return f"{row.key}{launch} on {row.target}: kernel {p.kernel}, {p.instructions} instructions"
+    return f"{row.key} on {row.target}: kernel {item.name.text or p.kernel}, {p.instructions} instructions"
 
 
 # -- text ---------------------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -
     out: list[str] = []
     for item in items:
         p = item.pressure
-        out.append(f"#### `{item.row.key}` on {item.row.target}: `{p.kernel}`")
+        out.append(f"#### `{item.row.key}` on {item.row.target}: `{item.name.text or p.kernel}`")
         out.append("")
         out.extend(f"- {s}" for s in _peak_sentences(p, item.row, paths))
         out.append(f"- {spill_summary(p)}")
@@ -186,7 +188,7 @@ def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -
 def explained_dict(item: Explained) -> dict[str, Any]:
     row = item.row
     return {"key": row.key, "target": row.target, "kernel": row.kernel, "launch": row.launch,
-            "object": row.object.sha256 if row.object else None, "resources": row.resources,
+            "label": item.name.text, "object": row.object.sha256 if row.object else None, "resources": row.resources,
             "pressure": item.pressure.to_dict()}
 
 

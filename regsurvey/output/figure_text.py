@@ -62,8 +62,9 @@ def row_change_text(r: RowComparison, arrow: str = "→") -> str:
 
 
 def launch_text(r: RowComparison) -> str:
-    """The launch as reports name it, with its autotune config: ``matmul launch 1``, ``up``, ``axpy cfg1``."""
-    return r.launch_label + (f" cfg{r.config}" if r.config is not None else "")
+    """The build within its key, as every report names it (:class:`~regsurvey.model.names.BuildName`):
+    ``matmul``, ``fused_moe_kernel [down]``, ``matmul [launch 2]``, ``axpy [cfg 1]``; ``-`` for a key's own row."""
+    return r.name.text or "-"
 
 
 def changed_names(rows: tuple[RowComparison, ...] | list[RowComparison]) -> list[str]:

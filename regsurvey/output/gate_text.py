@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from ..check.gate import KERNARG_NEVER_READ, NEWLY_FAILING, Problem
-from ..model.comparison import FigureDelta
+from ..model.comparison import FigureDelta, RowComparison
 from ..model.figures import figure
 from ..model.results import error_line
 from .figure_text import finding_text
 
 
+def build_subject(row: RowComparison) -> str:
+    """A build as the check's sentences name it (its :class:`~regsurvey.model.names.BuildName`):
+    ``gemm/w2 on sm90 (matmul)``, ``moe/tp8 on sm90 (fused_moe_kernel [down])``, ``moe/tp8 on sm90 (no
+    kernel)`` for a key's own row."""
+    return f"{row.key} on {row.target} ({row.name.text or 'no kernel'})"
+
+
 def problem_subject(problem: Problem) -> str:
-    """``gemm/w2 on sm90 (matmul)``."""
-    row = problem.row
-    config = f" config {row.config}" if row.config is not None else ""
-    return f"{row.row_id} on {row.target} ({row.kernel or 'no kernel'}{config})"
+    """The build failing ``problem`` (:func:`build_subject`)."""
+    return build_subject(problem.row)
 
 
 def problem_message(problem: Problem, arrow: str = "->") -> str:

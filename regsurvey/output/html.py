@@ -37,7 +37,6 @@ from .figure_text import (
     changed_names,
     figure_total_delta,
     finding_text,
-    launch_text,
     lint_change_text,
     lint_counts_text,
     note_text,
@@ -109,7 +108,7 @@ _MARK_TONE = {Mark.WORSE: "worse", Mark.NEWLY_FAILING: "worse", Mark.BETTER: "be
 def _row(r: RowComparison) -> dict[str, Any]:
     return {"ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target,
             "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
-            "kernel_text": launch_text(r) if r.kernel or r.label else "",
+            "kernel_text": r.name.text,
             "change": row_change_text(r), "change_tone": _MARK_TONE.get(r.mark, ""), "build": build_text(r),
             "f": {f.name: _figure(f) for f in r.figures}, "note": note_text(r, "→") or None,
             "lint": _lint(r), "before": _side(r.before), "after": _side(r.after), "where": list(r.where),

@@ -126,7 +126,7 @@ def format_gate(result: GateResult) -> str:
     """``regsurvey check``'s report: the verdict, each problem under its rule, the worse figures the
     baseline allows (and why), then the comparison's "Registers" section."""
     from ..check.gate import RULES, Allowed
-    from .gate_text import figure_change, problem_message
+    from .gate_text import build_subject, figure_change, problem_message
 
     comparison = result.comparison
     against = f"{_gate_name(comparison.head)} against {_gate_name(comparison.base)}"
@@ -154,7 +154,7 @@ def format_gate(result: GateResult) -> str:
         lines.append("**allowed by the baseline**")
         for group in list(grouped.values())[:MAX_TABLE_ROWS]:
             row, entry = group[0].row, group[0].entry
-            build = f"{row.row_id} on {row.target} ({row.kernel or '-'})"
+            build = build_subject(row)
             told = ", ".join(figure_change(a.figure, "→") for a in group)
             lines.append(f"- {escape(build)}: {escape(told)}, by {escape(entry.describe())}: {escape(entry.reason)}")
         if len(grouped) > MAX_TABLE_ROWS:

@@ -2,7 +2,9 @@
 
 One run, tool driver ``regsurvey`` with every rule of :data:`regsurvey.check.gate.RULES`; one result per
 problem (a build failing a rule), level ``error``, its message the same sentence the Markdown gives,
-located at the build's launch site (a path relative to the repository root, and the line), and
+located at the build's launch site (a path relative to the repository root, and the line; for a launch in
+a library outside the repository, the project's line that called into it, the library's frame in the
+message), and
 fingerprinted by rule, target, build and kernel so that code scanning keeps one alert per problem
 across runs, whatever lines move. A pure function of the gate result and the sites.
 """
@@ -61,7 +63,12 @@ def _result(problem: Problem, site: Site) -> dict[str, Any]:
     location: dict[str, Any] = {"artifactLocation": {"uri": site.path}}
     if site.line is not None:
         location["region"] = {"startLine": site.line}
-    properties: dict[str, Any] = {"key": row.key, "target": row.target, "kernel": row.kernel, "build": row.row_id}
+    properties: dict[str, Any] = {"key": row.key, "target": row.target, "kernel": row.kernel, "build": row.row_id,
+                                  "name": row.name.text}
+    message = problem_message(problem)
+    if site.via:  # launched in a library outside the repository: located at the project's call into it
+        properties["launched_in"] = site.via
+        message += f"; launched in the library at {site.via}"
     if problem.figures:
         properties["figures"] = {f.name: {"before": f.before, "after": f.after} for f in problem.figures}
     if problem.findings:
@@ -70,7 +77,7 @@ def _result(problem: Problem, site: Site) -> dict[str, Any]:
         "ruleId": problem.rule.id,
         "ruleIndex": RULES.index(problem.rule),
         "level": "error",
-        "message": {"text": problem_message(problem)},
+        "message": {"text": message},
         "locations": [{"physicalLocation": location}],
         "partialFingerprints": {"regsurveyBuild/v1": _fingerprint(problem)},
         "properties": properties,

@@ -7,10 +7,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, vendor_figures
+from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
 
-_MESSAGE_WIDTH = 120  # the table line for what a key's body said: its first message, cut
+_MESSAGE_WIDTH = 120  # the line for what a key's body said: its first message, cut (a terminal's width at most)
 
 
 def _cell(row: Row, fig: Figure) -> Text:
@@ -22,49 +23,68 @@ def _cell(row: Row, fig: Figure) -> Text:
 
 
 def survey_tables(survey: Survey) -> list[Table]:
-    """One rich Table per vendor present in the survey."""
-    tables = []
+    """One rich Table per vendor present in the survey (what its kind bodies said: :func:`vendor_tables`)."""
+    return [table for table, _ in vendor_tables(survey)]
+
+
+def vendor_tables(survey: Survey, width: int | None = None) -> list[tuple[Table, list[Text]]]:
+    """One rich Table per vendor present in the survey, and the lines to print under it: what each key's
+    body said (its rows' ``messages``), a line per key, cut to ``width`` (a terminal's) where given. A
+    message is as wide as it is (70 to 100 characters from a serving engine's launcher): in a cell it would
+    widen its column for every row, so the table only counts a key's messages (a narrow ``said`` column, on
+    the key's last row) and the lines under it say them."""
+    names = build_names(survey.rows)
+    out = []
     for vendor in (AMD, NVIDIA):
-        names = vendor_figures(vendor)
+        figures = vendor_figures(vendor)
         rows = [r for r in survey.rows if (get_target(r.target).is_amd) == (vendor == AMD)]
         if not rows:
             continue
         table = Table(title=f"{vendor} — {survey.label}", title_justify="left", header_style="bold")
-        kernels = [_kernel(r) for r in rows]
-        # Never squeezed: a row's error, skip reason or messages (in the first figure column, which
-        # wraps them) take what width is left.
+        # A build as every report names it (its kernel, and the launch's name or index); Text, not markup:
+        # the name holds brackets.
+        kernels = [Text(names[(r.target, r.row_id)].text or "-") for r in rows]
+        said = any(r.messages for r in rows)
+        # Never squeezed: a row's error or skip reason (in the first figure column, which wraps it) takes
+        # what width is left.
         table.add_column("key", no_wrap=True, min_width=max(len(r.key) for r in rows))
         table.add_column("target", no_wrap=True, min_width=max(len(r.target) for r in rows))
-        table.add_column("kernel", no_wrap=True, min_width=max(map(len, kernels)))
-        for j, fig in enumerate(names):
+        table.add_column("kernel", no_wrap=True, min_width=max(len(k) for k in kernels))
+        for j, fig in enumerate(figures):
             table.add_column(fig.label, justify="right", no_wrap=j > 0, overflow="fold")
+        if said:
+            table.add_column("said", justify="right", no_wrap=True)
         table.caption = ("bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM"
                          if vendor == AMD else "spill, stack and smem in bytes; blocks and warps per SM")
         table.caption_justify = "left"
+        lines = []
         for i, (r, kernel) in enumerate(zip(rows, kernels)):
-            if r.ok:
-                table.add_row(r.key, r.target, kernel, *[_cell(r, fig) for fig in names])
-            else:
-                said = (Text(f"skipped: {r.skip_reason or ''}", style="dim", justify="left") if r.skipped
-                        else Text(f"flaky: {r.error_line or 'flaky'}", style="yellow", justify="left") if r.is_flaky
-                        else Text(f"error: {r.error_line or 'error'}", style="red", justify="left"))
-                table.add_row(r.key, r.target, kernel, said, *[""] * (len(names) - 1))
             last_of_key = i + 1 == len(rows) or (rows[i + 1].key, rows[i + 1].target) != (r.key, r.target)
+            count = str(len(r.messages)) if r.messages and last_of_key else ""
+            told = [Text(count, style="dim")] if said else []
+            if r.ok:
+                table.add_row(Text(r.key), r.target, kernel, *[_cell(r, fig) for fig in figures], *told)
+            else:
+                status = (Text(f"skipped: {r.skip_reason or ''}", style="dim", justify="left") if r.skipped
+                          else Text(f"flaky: {r.error_line or 'flaky'}", style="yellow", justify="left") if r.is_flaky
+                          else Text(f"error: {r.error_line or 'error'}", style="red", justify="left"))
+                table.add_row(Text(r.key), r.target, kernel, status, *[""] * (len(figures) - 1), *told)
             if r.messages and last_of_key:
-                table.add_row("", "", "", messages_text(r.messages), *[""] * (len(names) - 1))
-        tables.append(table)
-    return tables
+                lines.append(messages_text(r.messages, subject=f"{r.key} on {r.target}", line_width=width))
+        out.append((table, lines))
+    return out
 
 
-def _kernel(r: Row) -> str:
-    return (r.kernel or "-") + (f" [cfg {r.config}]" if r.config is not None else "")
-
-
-def messages_text(messages: list[str], width: int = _MESSAGE_WIDTH) -> Text:
-    """The one table line for what a key's body said: its first message, and how many more."""
-    first = messages[0] if len(messages[0]) <= width else messages[0][: width - 1] + "…"
+def messages_text(messages: list[str], width: int = _MESSAGE_WIDTH, subject: str = "",
+                  line_width: int | None = None) -> Text:
+    """The one line for what a key's body said: the key (``subject``), its first message (cut to ``width``,
+    and so that the line fits ``line_width``), and how many more."""
+    said = f"{subject + ' ' if subject else ''}said: "
     more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
-    return Text(f"said: {first}{more}", style="dim", justify="left")
+    if line_width is not None:
+        width = max(20, min(width, line_width - len(said) - len(more)))
+    first = messages[0] if len(messages[0]) <= width else messages[0][: width - 1] + "…"
+    return Text(f"{said}{first}{more}", style="dim", justify="left")
 
 
 def summary_line(survey: Survey) -> str:
@@ -103,8 +123,10 @@ def print_survey(survey: Survey, console: Console) -> None:
     """Print the tables and a summary line (wide when piped, so no column is cut)."""
     if not console.is_terminal:
         console = Console(width=220, file=console.file)
-    for table in survey_tables(survey):
+    for table, said in vendor_tables(survey, console.width):
         console.print(table)
+        for line in said:
+            console.print(line)
     console.print(summary_line(survey))
     timing = timing_line(survey)
     if timing:

@@ -88,18 +88,19 @@ def test_launches_of_one_kernel_in_a_key_are_told_apart(layer: Survey) -> None:
     head = rebuilt(twice, "attn/tp8/w8/e4m3#1", AMD, resources={**up.resources, "vgpr_spill": 4})
     c = compare(twice, head)
     assert [launch_text(r) for r in c.rows if r.key == "attn/tp8/w8/e4m3" and r.target == AMD] == [
-        "matmul launch 0", "matmul launch 1"]
+        "matmul [launch 0]", "matmul [launch 1]"]
     assert launch_text(build(c, "proj/tp8/w8", AMD)) == "scale_rows"  # one launch of it: no number
-    assert "| **worse** | `attn/tp8/w8/e4m3` | gfx950 | `matmul launch 1` | Vspill 0 → 4 (+4) |" in \
+    assert "| **worse** | `attn/tp8/w8/e4m3` | gfx950 | `matmul [launch 1]` | Vspill 0 → 4 (+4) |" in \
         MarkdownFormat().format(c)
-    assert summarize(c).texts[0] == "adds VGPR spills to attn (matmul launch 1) tp8 w8 e4m3 on gfx950 (0 -> 4)"
+    assert summarize(c).texts[0] == "adds VGPR spills to attn (matmul [launch 1]) tp8 w8 e4m3 on gfx950 (0 -> 4)"
     named = replace(head, rows=tuple(replace(r, name="down" if r.launch else "up") if r.key.startswith("attn/")
                                      else r for r in head.rows))
     c = compare(replace(twice, rows=tuple(replace(r, name="down" if r.launch else "up") if r.key.startswith("attn/")
                                           else r for r in twice.rows)), named)
-    assert [r.launch_label for r in c.rows if r.key == "attn/tp8/w8/e4m3" and r.target == AMD] == ["up", "down"]
-    assert summarize(c).texts[0] == "adds VGPR spills to attn (down) tp8 w8 e4m3 on gfx950 (0 -> 4)"
-    assert comparison_dict(c)["rows"][1]["label"] == "down"
+    assert [launch_text(r) for r in c.rows if r.key == "attn/tp8/w8/e4m3" and r.target == AMD] == [
+        "matmul [up]", "matmul [down]"]
+    assert summarize(c).texts[0] == "adds VGPR spills to attn (matmul [down]) tp8 w8 e4m3 on gfx950 (0 -> 4)"
+    assert comparison_dict(c)["rows"][1]["label"] == "matmul [down]"
 
 
 def test_a_build_moved_both_ways_is_mixed_and_still_fails_the_gate(layer: Survey) -> None:

@@ -127,6 +127,8 @@ def test_a_build_that_failed_in_one_worker_fails_the_others_without_compiling(to
     errors = {r["error"] for r in rows}
     assert len(errors) == 1 and "BLOCK must be negative" in errors.pop()
     assert sum(1 for r in rows if r["compile_s"]) == 1  # the rows that took it have no compile time of their own
+    hashes = {r["triton_hash"] for r in rows}  # one build, in both workers: the row that compiled it too
+    assert len(hashes) == 1 and None not in hashes
 
 
 MANY_LAUNCHES_KEYS = '''"""One key of six builds (a tile sweep, as an autotuned launcher's configs), one target."""

@@ -34,7 +34,7 @@ from regsurvey.output.diff_table import TableFormat
 from regsurvey.output.gate_text import problem_message
 from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat
-from regsurvey.output.table import summary_line, survey_tables
+from regsurvey.output.table import summary_line, vendor_tables
 
 from ..conftest import FIXTURES
 
@@ -71,9 +71,12 @@ def survey(rows: list[Row], label: str) -> Survey:
 
 
 def table_text(s: Survey) -> str:
+    """The survey tables and the lines under each (what kind bodies said)."""
     console = Console(file=io.StringIO(), width=400, no_color=True)
-    for table in survey_tables(s):
+    for table, said in vendor_tables(s):
         console.print(table)
+        for line in said:
+            console.print(line)
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
