@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.keys import Key
-from ..model.results import Row
+from ..model.results import Row, SaidOnce
 
 # -- a survey's requests to a worker ------------------------------------------------------------------
 
@@ -87,6 +87,7 @@ class KeyCompiled:
 
     key: Key
     notes: tuple[str, ...] = ()  # warnings for the user (a damaged cache entry ...), one line each
+    said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class KeyFinished:
     peak_rss_mb: float = 0.0
     preloaded: bool = False  # the worker was forked with torch and Triton already imported
     notes: tuple[str, ...] = ()  # warnings for the user, one line each: the survey prints them
+    said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from ..model.results import Survey, SurveyFormatError
@@ -57,8 +56,7 @@ class Store:
             atomic_write(self._dir(survey.commit) / "index.json",
                          json.dumps({"default_targets": list(survey.targets)}).encode())
         for target in survey.targets:
-            part = replace(survey, targets=(target,),
-                           rows=tuple(r for r in survey.rows if r.target == target))
+            part = survey.narrowed_to(tuple(r for r in survey.rows if r.target == target), (target,))
             path = folder / f"{target}.json"
             data = part.to_json(indent=None).encode()
             # The checksum beside it, written after it: a survey cut or altered later (or a pair left

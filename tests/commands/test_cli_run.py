@@ -431,6 +431,83 @@ def test_what_the_project_prints_stays_off_the_json(toy_repo: Path) -> None:
     assert any("surveying 2" in m for m in rows[0]["messages"]) and "surveying 2" not in out.stderr
 
 
+ONCE_LIBRARY = '''
+"""A launcher that names the tuned config file it loads once per process (a logger.info inside an
+lru_cache'd loader, as vLLM's get_moe_configs and info_once do), warns once per process through a
+set-guarded logger without a handler, and logs a line of its own for every launch."""
+
+import functools
+import logging
+import os
+
+from toykernels import ops
+
+logger = logging.getLogger(__name__)
+logger.propagate = False  # no handler anywhere: its warnings go through logging.lastResort to stderr
+_warned = set()
+
+
+@functools.lru_cache(maxsize=None)
+def block_for(n_cols):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", f"N={n_cols},device=toy.json")
+    logger.info("Using configuration from %s", path)
+    return 64
+
+
+def warn_once(text):
+    if text not in _warned:
+        _warned.add(text)
+        logger.warning(text)
+
+
+def scale(x):
+    block_for(x.shape[1])
+    warn_once("fused epilogue disabled on this device")
+    logger.warning("scale: no tuned block for %d rows", x.shape[0])
+    ops.scale(x, 0.5)
+'''
+
+ONCE_KEYS = '''
+import regsurvey as rs
+from toykernels import oncelib
+
+matrix = rs.Matrix(targets=["sm90"], width=[2, 4, 8, 16])
+
+
+@matrix.kind(axes=["width"])
+def once(width):
+    oncelib.scale(rs.tensor((width, 4096), "bf16"))
+'''
+
+
+def test_what_a_library_says_once_per_process_is_the_surveys_not_a_keys(toy_repo: Path, tmp_path: Path) -> None:
+    """vLLM logs the config file its MoE launcher loads once per process: only the first key of each
+    worker said it, which one depending on scheduling. Surveyed with one worker and with two (in a
+    temporary worktree: --commit), the rows are the same, each with its own line only, and the survey
+    holds the config line once, the file named relative to the checkout."""
+    (toy_repo / "toykernels" / "oncelib.py").write_text(ONCE_LIBRARY)
+    (toy_repo / "keys" / "zz_once.py").write_text(ONCE_KEYS)
+    commit_all(toy_repo, "a launcher that says things once per process")
+    surveys = [survey_json(toy_repo, "--commit", "HEAD", "--kind", "once", "-j", jobs, "--store", str(tmp_path / jobs))
+               for jobs in ("1", "2")]
+    for data in surveys:
+        # Each key keeps what it says every time, once (not again as lastResort's stderr line).
+        assert {r["key"]: r["messages"] for r in data["rows"]} == {
+            f"once/width{w}": [f"WARNING toykernels.oncelib: scale: no tuned block for {w} rows"]
+            for w in (2, 4, 8, 16)}, data["rows"]
+        assert data["said_once"] == [
+            {"kind": "once", "target": "sm90", "text": "INFO toykernels.oncelib: Using configuration from "
+                                                       "toykernels/configs/N=4096,device=toy.json"},
+            {"kind": "once", "target": "sm90", "text": "WARNING toykernels.oncelib: fused epilogue disabled "
+                                                       "on this device"}]
+    # The table says them under the keys' tables, from the stored survey.
+    table = regsurvey("run", "-q", "--commit", "HEAD", "--kind", "once", "--store", str(tmp_path / "1"),
+                      cwd=toy_repo)
+    assert ("said once per process (by whichever key of the kind ran first in a worker):\n"
+            "  once on sm90: INFO toykernels.oncelib: Using configuration from "
+            "toykernels/configs/N=4096,device=toy.json\n") in table.stdout, table.stdout
+
+
 def test_a_relative_store_with_a_commit_keeps_its_objects(toy_repo: Path) -> None:
     # Issue #12, defect 0: the workers of a --commit survey run in a temporary worktree; a relative
     # --store must be the user's directory, not one inside the worktree that is deleted afterwards.
