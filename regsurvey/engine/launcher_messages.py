@@ -39,6 +39,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..keys.keyfiles import checkout_prefixes
 from ..model.results import Row, SaidOnce
 
 MAX_MESSAGES = 50
@@ -52,7 +53,7 @@ class Messages:
     def __init__(self, root: Path | None = None) -> None:
         """``root``: the checkout, whose paths are named relative to it."""
         self._counts: dict[str, int] = {}
-        self._checkout = _checkout_prefixes(root) if root is not None else ()
+        self._checkout = checkout_prefixes(root) if root is not None else ()
 
     def add(self, text: str) -> None:
         """Keep one line (checkout paths made relative, whitespace runs collapsed, cut to MAX_LENGTH)."""
@@ -87,13 +88,6 @@ def capped(lines: list[str]) -> list[str]:
         rest = len(lines) - (MAX_MESSAGES - 1)
         lines = lines[: MAX_MESSAGES - 1] + [f"... and {rest} more"]
     return lines
-
-
-def _checkout_prefixes(root: Path) -> tuple[str, ...]:
-    # The checkout as the project's modules name it (the import path holds it as given) and resolved
-    # (a temporary directory behind a symbolic link), each with its separator: what follows is relative.
-    absolute = root.absolute()
-    return tuple(dict.fromkeys(f"{path}{os.sep}" for path in (absolute, absolute.resolve())))
 
 
 class Heard:

@@ -106,8 +106,8 @@ class KeyFinished:
 
 @dataclass(frozen=True)
 class Failed:
-    """A request that could not be met: the keys files raised, or a bug of ours (then ``traceback``).
-    ``key``: the key it was about, if any (its row is then an error row)."""
+    """A request that could not be met: the keys files raised, or a bug of ours; ``traceback``: Python's,
+    for either. ``key``: the key it was about, if any (its row is then an error row)."""
 
     error: str
     key: Key | None = None

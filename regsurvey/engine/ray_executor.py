@@ -193,7 +193,7 @@ class RaySurvey:
                 self.rescheduled += 1
                 actor = self.actors[0] if self.actors else self.spawn(actor.target)
         if isinstance(answer, Failed):
-            raise SurveyError(answer.error)
+            raise SurveyError(answer.error, answer.traceback)
         return answer, actor
 
     # -- what comes back

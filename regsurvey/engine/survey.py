@@ -60,7 +60,13 @@ A = TypeVar("A", KeysListed, ToolchainInfo)
 
 
 class SurveyError(Exception):
-    """A survey that cannot start (bad keys files, unknown target); one-line message."""
+    """A survey that cannot start (bad keys files, unknown target): a one-line message, but for a keys file
+    that raised in a library (the frames down to the raising one follow); ``traceback``: Python's whole
+    traceback, when there is one (``run --format json`` prints it)."""
+
+    def __init__(self, message: str, traceback: str | None = None):
+        super().__init__(message)
+        self.traceback = traceback
 
 
 @dataclass
@@ -349,7 +355,7 @@ def _answer(w: _Worker, message: Request, expected: type[A], timeout: float) -> 
         raise SurveyError(f"the worker process ended while importing the keys files (exit code "
                           f"{answer.code}): a keys file, or what it imports, ends its process")
     if isinstance(answer, Failed):
-        raise SurveyError(answer.error)
+        raise SurveyError(answer.error, answer.traceback)
     if not isinstance(answer, expected):
         raise SurveyError(f"worker answered {type(message).__name__} with {type(answer).__name__}")
     return answer

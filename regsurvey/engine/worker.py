@@ -44,7 +44,15 @@ from ..compile import toolchain
 from ..compile.toolchain import PTXAS_LOG
 from ..errors import CorruptObjectError
 from ..explaining import keep_pressure
-from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, shown_site, where_raised
+from ..keys.keyfiles import (
+    KeysFileError,
+    expand_keys,
+    full_traceback,
+    load_kinds,
+    one_line,
+    shown_site,
+    where_raised,
+)
 from ..keys.matrix import Kind
 from ..model.findings import Finding
 from ..model.keys import Key
@@ -299,13 +307,13 @@ class Worker:
 
     def _raised_row(self, base: dict[str, Any], exc: BaseException, launches: int) -> Row:
         """The key's own error row for a kind body that raised after ``launches`` launches: one line
-        saying where and why, then the exception's whole text (its chain) when it has more to say."""
+        saying where and why, then Python's traceback from the kind body down (the exception's whole
+        text and chain at its end)."""
         text = error_text(exc)
         after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
-        error = summary + (f"\n{text}" if "\n" in text else "")
-        return Row(**base, kernel=None, launch=launches, status=Status.ERROR, error=error,
-                   transient=out_of_space(exc))
+        return Row(**base, kernel=None, launch=launches, status=Status.ERROR,
+                   error=f"{summary}\n{full_traceback(exc, self.root)}".rstrip(), transient=out_of_space(exc))
 
     def _move(self, source: str, destination: str, seconds: float) -> None:
         if seconds:
@@ -585,7 +593,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
 def _failure(exc: BaseException, key: Key | None = None) -> Failed:
     """The answer to a request that raised."""
     if isinstance(exc, KeysFileError):
-        return Failed(str(exc), key, transient=out_of_space(exc))
+        return Failed(str(exc), key, exc.traceback, transient=out_of_space(exc))
     if out_of_space(exc):
         return Failed(one_line(exc), key, transient=True)
     # a bug of ours: report it rather than hang the parent
