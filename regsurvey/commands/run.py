@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import click
 
+from ..engine.survey import SurveyError
 from ..model.options import SurveyOptions
 from ..model.results import Survey
 from ..model.targets import get_target
@@ -39,8 +41,13 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
             options = SurveyOptions(**{**options.__dict__,
                                        "targets": tuple(get_target(t).name for t in options.targets)})
         store = open_store(store_dir, start)
-        with survey_progress(enabled=not quiet) as progress:
-            survey = obtain_survey(start, rev, store, options, progress, reuse=not force)
+        try:
+            with survey_progress(enabled=not quiet) as progress:
+                survey = obtain_survey(start, rev, store, options, progress, reuse=not force)
+        except SurveyError as exc:
+            if fmt == "json" and exc.traceback:  # a keys file raised: the whole traceback for whoever reads the JSON
+                click.echo(json.dumps({"error": str(exc), "traceback": exc.traceback}, indent=1))
+            raise
     if fmt == "json":
         click.echo(survey.to_json())
     else:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.keys import Key
-from ..model.results import Row
+from ..model.results import Row, SaidOnce
 
 # -- a survey's requests to a worker ------------------------------------------------------------------
 
@@ -89,6 +89,7 @@ class KeyCompiled:
 
     key: Key
     notes: tuple[str, ...] = ()  # warnings for the user (a damaged cache entry ...), one line each
+    said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
 
 
 @dataclass(frozen=True)
@@ -102,12 +103,13 @@ class KeyFinished:
     peak_rss_mb: float = 0.0
     preloaded: bool = False  # the worker was forked with torch and Triton already imported
     notes: tuple[str, ...] = ()  # warnings for the user, one line each: the survey prints them
+    said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
 
 
 @dataclass(frozen=True)
 class Failed:
-    """A request that could not be met: the keys files raised, or a bug of ours (then ``traceback``).
-    ``key``: the key it was about, if any (its row is then an error row)."""
+    """A request that could not be met: the keys files raised, or a bug of ours; ``traceback``: Python's,
+    for either. ``key``: the key it was about, if any (its row is then an error row)."""
 
     error: str
     key: Key | None = None

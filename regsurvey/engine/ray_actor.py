@@ -403,7 +403,8 @@ class SurveyActor:
                 if entry is not None:
                     cached[row.triton_hash] = entry
         answer = KeyFinished(key, rows, timing=worker.take_timing(), ready_at=worker.ready_at,
-                             peak_rss_mb=peak_rss_mb(), notes=worker.take_notes())
+                             peak_rss_mb=peak_rss_mb(), notes=worker.take_notes(),
+                             said_once=worker.take_said_once())
         return KeyShipped(answer, tuple(objects.values()), cached, time.perf_counter() - start, self.node)
 
     def ship(self, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:

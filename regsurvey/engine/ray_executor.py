@@ -42,10 +42,11 @@ from typing import Any
 from ..model.keys import Key
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
-from ..model.results import Row, Survey
+from ..model.results import Row, SaidOnce, Survey
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
+from .launcher_messages import survey_said_once
 from .protocol import Failed, KeyFinished
 from .ray_actor import KeyShipped, SurveyActor, claims_class, pack_tree
 from .ray_keys import first_line, run_keys
@@ -112,6 +113,7 @@ class RaySurvey:
         self.started = 0
         self.phases: dict[str, float] = {}
         self.peak_rss_mb = 0.0
+        self.said_once: set[SaidOnce] = set()  # what kind bodies said once per process, in any actor
         self.calls = 0
         self.timed_calls = 0  # calls whose overhead is measured: each actor's but the first
         self.overhead_s = 0.0  # their seconds between the call's start and its answer here, not in the actor
@@ -191,18 +193,20 @@ class RaySurvey:
                 self.rescheduled += 1
                 actor = self.actors[0] if self.actors else self.spawn(actor.target)
         if isinstance(answer, Failed):
-            raise SurveyError(answer.error)
+            raise SurveyError(answer.error, answer.traceback)
         return answer, actor
 
     # -- what comes back
 
     def account(self, shipped: KeyShipped) -> None:
-        """Add a call's timing to the survey's, and show its notes."""
+        """Add a call's timing (and what its kind body said once per process) to the survey's, and show its
+        notes."""
         answer = shipped.answer
         if isinstance(answer, KeyFinished):
             for phase, seconds in answer.timing.items():
                 self.phases[phase] = self.phases.get(phase, 0.0) + seconds
             self.peak_rss_mb = max(self.peak_rss_mb, answer.peak_rss_mb)
+            self.said_once.update(answer.said_once)
         for line in answer.notes if isinstance(answer, KeyFinished) else ():
             print(line, file=sys.stderr)
 
@@ -301,4 +305,5 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                   timing={k: round(v, 3) for k, v in timing.items()}, reader=READER_REVISION,
-                  declared=dict(listed.declared))
+                  declared=dict(listed.declared),
+                  said_once=survey_said_once(state.said_once, rows, targets))

@@ -33,12 +33,13 @@ from ..keys.keyfiles import declared_targets
 from ..model.keys import Key
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
-from ..model.results import Row, Status, Survey
+from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
 from ..store.files import atomic_write
 from .deferred_lint import DeferredLint
+from .launcher_messages import survey_said_once
 from .protocol import (
     Answer,
     Failed,
@@ -59,7 +60,13 @@ A = TypeVar("A", KeysListed, ToolchainInfo)
 
 
 class SurveyError(Exception):
-    """A survey that cannot start (bad keys files, unknown target); one-line message."""
+    """A survey that cannot start (bad keys files, unknown target): a one-line message, but for a keys file
+    that raised in a library (the frames down to the raising one follow); ``traceback``: Python's whole
+    traceback, when there is one (``run --format json`` prints it)."""
+
+    def __init__(self, message: str, traceback: str | None = None):
+        super().__init__(message)
+        self.traceback = traceback
 
 
 @dataclass
@@ -348,7 +355,7 @@ def _answer(w: _Worker, message: Request, expected: type[A], timeout: float) -> 
         raise SurveyError(f"the worker process ended while importing the keys files (exit code "
                           f"{answer.code}): a keys file, or what it imports, ends its process")
     if isinstance(answer, Failed):
-        raise SurveyError(answer.error)
+        raise SurveyError(answer.error, answer.traceback)
     if not isinstance(answer, expected):
         raise SurveyError(f"worker answered {type(message).__name__} with {type(answer).__name__}")
     return answer
@@ -392,6 +399,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     ready: list[float] = []
     deferred: DeferredLint | None = None
     results: dict[tuple[str, str], list[Row]] | None = None
+    said_once: set[SaidOnce] = set()
     try:
         # Every worker imports the checkout for one target (see worker.Worker). The first lists the
         # keys, with the first target asked for as the device (else the first the keys files name,
@@ -420,7 +428,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         while len(pool.workers) < max(1, options.jobs):
             pool.spawn(_wanted_target(ordered, pool.workers, costs.estimate))
         deferred = DeferredLint(objects_dir, options.jobs)
-        results = _run_keys(pool, ordered, options, progress, timing, costs.estimate, on_rows=deferred.add)
+        results = _run_keys(pool, ordered, options, progress, timing, costs.estimate, on_rows=deferred.add,
+                            on_said=said_once.update)
         timing.mark("keys done")
         costs.update(r for rows in results.values() for r in rows)
         ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
@@ -445,7 +454,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=figures,
-                  reader=READER_REVISION, declared=dict(listed.declared))
+                  reader=READER_REVISION, declared=dict(listed.declared),
+                  said_once=survey_said_once(said_once, rows, targets))
 
 
 def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts) -> tuple[str, list[str]]:
@@ -624,8 +634,10 @@ def run_keys(keys: list[Key], checkout: Checkout, objects_dir: Path, options: Su
 
 def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
               timing: SurveyTiming, cost: Callable[[Key], float] = lambda key: 1.0,
-              on_rows: Callable[[list[Row], bool], None] | None = None) -> dict[tuple[str, str], list[Row]]:
-    """Send keys to workers as they become free, collect their rows, enforce the time-out.
+              on_rows: Callable[[list[Row], bool], None] | None = None,
+              on_said: Callable[[tuple[SaidOnce, ...]], None] | None = None) -> dict[tuple[str, str], list[Row]]:
+    """Send keys to workers as they become free, collect their rows, enforce the time-out; ``on_said`` is
+    given what the workers' kind bodies said once per process.
 
     A worker says KeyCaptured once a key's body ran (with its number of launches), KeyCompiled once its
     launches are compiled, and answers KeyFinished with the rows once their objects are read, stored and
@@ -733,6 +745,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         w.heard = time.monotonic()
         for line in getattr(message, "notes", ()):  # the worker's warnings: its stderr may be a server's log
             print(line, file=sys.stderr)
+        if on_said is not None and isinstance(message, KeyCompiled | KeyFinished) and message.said_once:
+            on_said(message.said_once)
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code

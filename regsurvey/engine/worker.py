@@ -44,11 +44,19 @@ from ..compile import toolchain
 from ..compile.toolchain import PTXAS_LOG
 from ..errors import CorruptObjectError
 from ..explaining import keep_pressure
-from ..keys.keyfiles import KeysFileError, expand_keys, load_kinds, one_line, shown_site, where_raised
+from ..keys.keyfiles import (
+    KeysFileError,
+    expand_keys,
+    full_traceback,
+    load_kinds,
+    one_line,
+    shown_site,
+    where_raised,
+)
 from ..keys.matrix import Kind
 from ..model.findings import Finding
 from ..model.keys import Key
-from ..model.results import ObjectRef, ObjectReport, Row, Status, error_line, error_text
+from ..model.results import ObjectRef, ObjectReport, Row, SaidOnce, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 from ..store.files import WriteError, out_of_space
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
@@ -109,6 +117,16 @@ class Duplicate:
 Item = Row | Compiled | Duplicate
 
 
+@dataclass(frozen=True)
+class BodyRun:
+    """One run of a kind body: its launches, what it said, and how it ended (raised, or skipped the key)."""
+
+    session: CaptureSession
+    said: launcher_messages.Messages
+    raised: BaseException | None
+    skipped: str | None
+
+
 def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -> Row:
     if cached.kernel:  # the name the kernel was compiled under (see Worker._finish)
         common = dict(common, kernel=cached.kernel)
@@ -143,6 +161,9 @@ class Worker:
         # Warnings go to the survey, whose stderr is the user's (this process's may be a server's log).
         self._notes: list[str] = []
         self._notes_lock = threading.Lock()
+        # What kind bodies said once per process, for the survey (sent with the next answer, as notes are).
+        self._said_once: list[SaidOnce] = []
+        self._heard = launcher_messages.Heard()
         self.results = ResultCache(self.objects, warn=self.note)
         self.inflight = InFlight(self.objects.root)
         self._kinds: dict[str, Kind] | None = None
@@ -188,6 +209,12 @@ class Worker:
             notes, self._notes = tuple(self._notes), []
         return notes
 
+    def take_said_once(self) -> tuple[SaidOnce, ...]:
+        """What kind bodies said once per process since the last call (see launcher_messages.Heard)."""
+        with self._notes_lock:
+            said, self._said_once = tuple(self._said_once), []
+        return said
+
     def list_keys(self, targets: list[str] | tuple[str, ...] | None) -> tuple[Key, ...]:
         """Every key (the keys files imported for this worker's target), in the keys files' order."""
         return tuple(expand_keys(list(self.kinds().values()), list(targets) if targets else None))
@@ -209,7 +236,8 @@ class Worker:
 
         A body that raises keeps the launches it made before (their rows) and adds the key's own
         error row after them (no kernel, the next launch index); one that calls ``rs.skip`` is a
-        ``skipped`` row. What the body said (warnings, logs, prints) is on every row of the key.
+        ``skipped`` row. What the body said (warnings, logs, prints) is on every row of the key, but
+        for what it said once per process (the survey's: :meth:`take_said_once`).
 
         ``reuse`` False (``--force``): nothing is taken from the result cache, and Triton compiles every
         launch (the body's warmups too) past its own cache.
@@ -222,32 +250,16 @@ class Worker:
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
-        # Launch sites inside the project are its own; one in a library is traced back to the project's call.
-        session = CaptureSession(target, project_dirs=tuple(dict.fromkeys(
-            [os.path.abspath(self.root), os.path.realpath(self.root)])))
         base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
-        start = time.perf_counter()
-        raised: BaseException | None = None
-        skipped: str | None = None
-        with launcher_messages.listening() as said:
-            try:
-                with toolchain.capturing(session):
-                    kind.body(**key.axes_dict)
-            except SkipKey as skip:
-                skipped = skip.reason
-            except BaseException as exc:  # the project's code may raise anything
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                raised = exc
-            unused = session.unused_names() if raised is None and skipped is None else None
-            if unused:  # the library launched fewer times than the body named: said with the key
-                said.add(unused)
-        base["messages"] = said.lines
-        self._spent("capture_s", start)
+        run = self._run_body(kind, key, target)
+        session, raised, skipped = run.session, run.raised, run.skipped
         if captured is not None:
             captured(len(session.launches))
-        # Warmups were compiled by Triton while the body ran: compile time, not the body's.
-        self._move("capture_s", "compile_s", sum(launch.compile_s for launch in session.launches if launch.compiled))
+        # What a library says once per process is the survey's, not this key's (launcher_messages.Heard).
+        once = self._heard.said_once(run.said, lambda: self._run_body(kind, key, target).said)
+        with self._notes_lock:
+            self._said_once.extend(SaidOnce(key.kind, key.target, line) for line in once)
+        base["messages"] = run.said.lines_without(once)
         if skipped is not None:
             return [Row(**base, kernel=None, status=Status.SKIPPED, skip_reason=skipped)]
         if raised is None and not session.launches:
@@ -277,6 +289,32 @@ class Worker:
             items.append(self._raised_row(base, raised, len(session.launches)))
         return items
 
+    def _run_body(self, kind: Kind, key: Key, target: Target) -> BodyRun:
+        """Run the key's kind body under capture, listening to what it says."""
+        # Launch sites inside the project are its own; one in a library is traced back to the project's call.
+        session = CaptureSession(target, project_dirs=tuple(dict.fromkeys(
+            [os.path.abspath(self.root), os.path.realpath(self.root)])))
+        start = time.perf_counter()
+        raised: BaseException | None = None
+        skipped: str | None = None
+        with launcher_messages.listening(self.root) as said:
+            try:
+                with toolchain.capturing(session):
+                    kind.body(**key.axes_dict)
+            except SkipKey as skip:
+                skipped = skip.reason
+            except BaseException as exc:  # the project's code may raise anything
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raised = exc
+            unused = session.unused_names() if raised is None and skipped is None else None
+            if unused:  # the library launched fewer times than the body named: said with the key
+                said.add(unused)
+        self._spent("capture_s", start)
+        # Warmups were compiled by Triton while the body ran: compile time, not the body's.
+        self._move("capture_s", "compile_s", sum(launch.compile_s for launch in session.launches if launch.compiled))
+        return BodyRun(session, said, raised, skipped)
+
     def _finish_now(self, slots: list[Item | None]) -> None:
         """Finish the kernels compiled in ``slots`` here and now (their rows replace them, their build
         locks are released), rather than in the finishing process after the key."""
@@ -286,13 +324,13 @@ class Worker:
 
     def _raised_row(self, base: dict[str, Any], exc: BaseException, launches: int) -> Row:
         """The key's own error row for a kind body that raised after ``launches`` launches: one line
-        saying where and why, then the exception's whole text (its chain) when it has more to say."""
+        saying where and why, then Python's traceback from the kind body down (the exception's whole
+        text and chain at its end)."""
         text = error_text(exc)
         after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
-        error = summary + (f"\n{text}" if "\n" in text else "")
-        return Row(**base, kernel=None, launch=launches, status=Status.ERROR, error=error,
-                   transient=out_of_space(exc))
+        return Row(**base, kernel=None, launch=launches, status=Status.ERROR,
+                   error=f"{summary}\n{full_traceback(exc, self.root)}".rstrip(), transient=out_of_space(exc))
 
     def _move(self, source: str, destination: str, seconds: float) -> None:
         if seconds:
@@ -561,7 +599,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                         except Exception as exc:
                             send(_failure(exc, key))
                             continue
-                        send(KeyCompiled(key, worker.take_notes()))
+                        send(KeyCompiled(key, worker.take_notes(), worker.take_said_once()))
                         finishing.submit(key, items)
                     case _:
                         send(Failed(f"unknown request {request!r}"))
@@ -574,7 +612,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
 def _failure(exc: BaseException, key: Key | None = None) -> Failed:
     """The answer to a request that raised."""
     if isinstance(exc, KeysFileError):
-        return Failed(str(exc), key, transient=out_of_space(exc))
+        return Failed(str(exc), key, exc.traceback, transient=out_of_space(exc))
     if out_of_space(exc):
         return Failed(one_line(exc), key, transient=True)
     # a bug of ours: report it rather than hang the parent

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -17,7 +18,20 @@ from .matrix import Kind, Matrix, key_sort_token
 
 
 class KeysFileError(Exception):
-    """A keys file that cannot be loaded; the message is one line naming file, line and cause."""
+    """A keys file that cannot be loaded. The message's first line names file, line and cause; when the
+    cause was raised deeper (in a library the keys file imports), the lines after it are the frames from
+    the keys file's line down to the raising one (:func:`raised_frames`). ``traceback``: Python's whole
+    traceback, when the keys file raised."""
+
+    def __init__(self, message: str, traceback: str | None = None):
+        super().__init__(message)
+        self.traceback = traceback
+
+
+# A compact traceback shows at most this many frames: the keys file's (or kind body's) line, the raising
+# line, and those between (past it, the first two and the last ones, with how many were left out).
+MAX_FRAMES = 6
+_SOURCE_WIDTH = 100  # of a frame's source line in a compact traceback
 
 
 def where_raised(exc: BaseException, root: Path) -> str:
@@ -42,6 +56,60 @@ def _is_under(filename: str, root: Path) -> bool:
         return False
 
 
+def raised_frames(exc: BaseException, root: Path, start: Path | None = None) -> list[str]:
+    """A compact traceback of ``exc``, one indented line a frame (``file:line in function: source``), from
+    the last frame in ``start`` (the keys file; else the first frame) down to the raising frame, without
+    regsurvey's own frames and the import system's; files inside ``root`` relative to it."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not (f.filename.startswith("<frozen ") or _is_under(f.filename, _PACKAGE))]
+    own = [i for i, f in enumerate(frames) if start is not None and _same_file(f.filename, start)]
+    frames = frames[own[-1]:] if own else frames
+    lines = [_frame_line(f, root) for f in frames]
+    if len(lines) > MAX_FRAMES:
+        left_out = len(lines) - (MAX_FRAMES - 1)
+        lines = [*lines[:2], f"  ... {left_out} frames ...", *lines[-(MAX_FRAMES - 3):]]
+    return lines
+
+
+def _frame_line(frame: traceback.FrameSummary, root: Path) -> str:
+    source = (frame.line or "").strip()
+    if len(source) > _SOURCE_WIDTH:
+        source = source[: _SOURCE_WIDTH - 1] + "…"
+    # Code made at run time ("<string>": a dataclass's __init__) names no file to show relative to root.
+    file = frame.filename if frame.filename.startswith("<") else _shown(Path(frame.filename), root)
+    where = f"  {file}:{frame.lineno} in {frame.name}"
+    return f"{where}: {source}" if source else where
+
+
+def full_traceback(exc: BaseException, root: Path) -> str:
+    """Python's whole traceback of ``exc`` (its chain included) from the first frame that is not
+    regsurvey's or the import system's, paths inside ``root`` relative to it (a temporary worktree's
+    path changes on every run)."""
+    tb = exc.__traceback__
+    while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return relative_to_checkout(text, root)
+
+
+def _is_ours(filename: str) -> bool:
+    return filename.startswith("<frozen ") or _is_under(filename, _PACKAGE)
+
+
+def checkout_prefixes(root: Path) -> tuple[str, ...]:
+    """``root`` as the project's modules name it (the import path holds it as given) and resolved (a
+    temporary directory behind a symbolic link), each with its separator: what follows is relative."""
+    absolute = root.absolute()
+    return tuple(dict.fromkeys(f"{path}{os.sep}" for path in (absolute, absolute.resolve())))
+
+
+def relative_to_checkout(text: str, root: Path) -> str:
+    """``text`` with the paths inside the checkout ``root`` relative to it."""
+    for prefix in checkout_prefixes(root):
+        text = text.replace(prefix, "")
+    return text
+
+
 def one_line(exc: BaseException) -> str:
     """``Type: first line of the message``."""
     text = str(exc).strip().splitlines()
@@ -49,9 +117,10 @@ def one_line(exc: BaseException) -> str:
 
 
 def import_failure(exc: BaseException, keys_file: Path, root: Path) -> str:
-    """One line for a keys file whose import raised: the keys file and its line, then (when the
-    exception came from deeper, e.g. a library the keys file imports) the innermost frame, then the
-    exception."""
+    """What to say of a keys file whose import raised: one line naming the keys file and its line, then
+    (when the exception came from deeper, e.g. a library the keys file imports) the innermost frame, then
+    the exception; in that case the frames from the keys file's line down to the raising one follow, a
+    line each (:func:`raised_frames`)."""
     if isinstance(exc, SyntaxError):
         # Raised by the compiler, not by a frame: the file and line are the exception's own (a keys
         # file, or a module it imports), and the message is without its "(file, line N)" suffix.
@@ -68,8 +137,9 @@ def import_failure(exc: BaseException, keys_file: Path, root: Path) -> str:
     outside = [f for f in frames if not _is_under(f.filename, _PACKAGE)]
     if outside and not _same_file(outside[-1].filename, keys_file):
         inner = outside[-1]
-        return (f"keys file {where} raised {one_line(exc)} "
-                f"(in {_shown(Path(inner.filename), root)}:{inner.lineno}, {inner.name})")
+        first = (f"keys file {where} raised {one_line(exc)} "
+                 f"(in {_shown(Path(inner.filename), root)}:{inner.lineno}, {inner.name})")
+        return "\n".join([first, *raised_frames(exc, root, keys_file)])
     return f"keys file {where} raised {one_line(exc)}"
 
 
@@ -119,7 +189,7 @@ def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:  # a keys file may raise anything, SystemExit included
-            raise KeysFileError(import_failure(exc, path, root)) from None
+            raise KeysFileError(import_failure(exc, path, root), full_traceback(exc, root)) from None
         # The same Matrix may be bound to several names: each counts once.
         matrices = list({id(v): v for v in vars(module).values() if isinstance(v, Matrix)}.values())
         for matrix in matrices:

@@ -16,7 +16,9 @@ from .findings import Finding, findings_from_json
 # 3: rows carry their build's constexprs (``build``) and the name a kind body gave the launch (``name``);
 # older rows read with both None (not recorded), so a diff against them says nothing about constexprs.
 # 4: a launch made in a library outside the project carries the project's call into it (``project_where``),
-# and a failed build its Triton hash on every row (before: only on the rows that took another's failure).
+# a failed build its Triton hash on every row (before: only on the rows that took another's failure), and
+# the survey what kind bodies said once per process (``said_once``, no longer on the row of the key that
+# happened to run first); older surveys read with none.
 SCHEMA_VERSION = 4
 READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
 
@@ -190,6 +192,29 @@ class Row:
 
 
 @dataclass(frozen=True)
+class SaidOnce:
+    """A line a kind's body said the first time it ran in a worker process and not when run again there:
+    what a library says once per process (a config file it loads and logs once, an ``info_once``). It
+    belongs to no one key: which key of the kind said it depends on which ran first."""
+
+    kind: str
+    target: str
+    text: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The JSON form."""
+        return {"kind": self.kind, "target": self.target, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SaidOnce:
+        """Parse :meth:`to_dict`'s form; ValueError for anything else."""
+        if not (isinstance(data, dict) and set(data) == {"kind", "target", "text"}
+                and all(isinstance(v, str) for v in data.values())):
+            raise ValueError(f"said_once holds {str(data)[:60]!r}, not a kind, a target and a text")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
 class Survey:
     """Every row of one commit (or the working tree) on one or more targets."""
 
@@ -209,6 +234,8 @@ class Survey:
     # the keys files' order: what a survey without --target covers, which a survey made with --target
     # does not show by itself (the store serves either from the other). {} when not known.
     declared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What kind bodies said once per process (see SaidOnce), by kind, target and text.
+    said_once: tuple[SaidOnce, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -217,6 +244,7 @@ class Survey:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["targets"] = list(self.targets)
         data["rows"] = [row.to_dict() for row in self.rows]
+        data["said_once"] = [said.to_dict() for said in self.said_once]
         return json.dumps(data, indent=indent, sort_keys=False)
 
     @classmethod
@@ -234,10 +262,11 @@ class Survey:
         try:
             _check_survey_fields(data)
             rows = tuple(Row.from_dict(r) for r in data["rows"])
+            said_once = tuple(SaidOnce.from_dict(s) for s in data.get("said_once") or ())
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
                        created=data.get("created", ""), timing=dict(data.get("timing") or {}),
-                       reader=str(data.get("reader") or ""),
+                       reader=str(data.get("reader") or ""), said_once=said_once,
                        declared={str(k): tuple(map(str, v)) for k, v in (data.get("declared") or {}).items()},
                        schema_version=int(data["schema_version"]))
         except (KeyError, TypeError, ValueError) as exc:
@@ -251,12 +280,22 @@ class Survey:
         key_order = {k: i for i, k in enumerate(dict.fromkeys(r.key for r in keep))}
         target_order = {t: i for i, t in enumerate(targets)}
         keep.sort(key=lambda r: (key_order[r.key], target_order[r.target], r.launch))
+        said_once = [s for s in self.said_once if s.target not in other.targets] + list(other.said_once)
+        kind_order = {k: i for i, k in enumerate(dict.fromkeys(r.kind for r in keep))}
+        said_once.sort(key=lambda s: (kind_order.get(s.kind, len(kind_order)), target_order.get(s.target, 0)))
         return Survey(commit=self.commit, label=self.label, targets=targets,
                       toolchain={**self.toolchain, **other.toolchain}, rows=tuple(keep),
                       dirty=self.dirty, created=other.created or self.created,
                       timing=other.timing or self.timing, reader=self.reader if self.reader == other.reader else "",
                       declared={**self.declared, **other.declared},
-                      schema_version=min(self.schema_version, other.schema_version))
+                      said_once=tuple(said_once), schema_version=min(self.schema_version, other.schema_version))
+
+    def narrowed_to(self, rows: tuple[Row, ...], targets: tuple[str, ...]) -> Survey:
+        """This survey with only ``rows`` on ``targets``: what its kind bodies said once per process is
+        kept for the kinds and targets that still have a row."""
+        kept = {(r.kind, r.target) for r in rows}
+        return replace(self, rows=rows, targets=targets,
+                       said_once=tuple(s for s in self.said_once if (s.kind, s.target) in kept))
 
 
 def default_target_list(declared: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -278,7 +317,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
 BUILD_VALUE_TYPES = (bool, int, float, str, type(None))  # what a constexpr of ``Row.build`` may be
 _SURVEY_TYPES: dict[str, tuple[type, ...]] = {
     "commit": (str, type(None)), "label": (str,), "targets": (list,), "toolchain": (dict,), "dirty": (bool,),
-    "created": (str,), "timing": (dict,), "reader": (str,), "declared": (dict,),
+    "created": (str,), "timing": (dict,), "reader": (str,), "declared": (dict,), "said_once": (list,),
 }
 
 

@@ -87,6 +87,17 @@ def messages_text(messages: list[str], width: int = _MESSAGE_WIDTH, subject: str
     return Text(f"{said}{first}{more}", style="dim", justify="left")
 
 
+def said_once_text(survey: Survey) -> Text | None:
+    """What kind bodies said once per process (a library's once-only log: the survey's, no one key's), a
+    line each under a heading, whole (the end of a line names the file a launcher chose); None when they
+    said nothing of the kind."""
+    if not survey.said_once:
+        return None
+    lines = ["said once per process (by whichever key of the kind ran first in a worker):"]
+    lines += [f"  {said.kind} on {said.target}: {said.text}" for said in survey.said_once]
+    return Text("\n".join(lines), style="dim")
+
+
 def summary_line(survey: Survey) -> str:
     """``142 keys, 142 ok, 0 errors; 3 spill VGPRs, 1 spills SGPRs`` for the survey."""
     skipped = {(r.key, r.target) for r in survey.rows if r.skipped}
@@ -123,10 +134,13 @@ def print_survey(survey: Survey, console: Console) -> None:
     """Print the tables and a summary line (wide when piped, so no column is cut)."""
     if not console.is_terminal:
         console = Console(width=220, file=console.file)
-    for table, said in vendor_tables(survey, console.width):
+    for table, lines in vendor_tables(survey, console.width):
         console.print(table)
-        for line in said:
+        for line in lines:
             console.print(line)
+    once = said_once_text(survey)
+    if once is not None:
+        console.print(once)
     console.print(summary_line(survey))
     timing = timing_line(survey)
     if timing:

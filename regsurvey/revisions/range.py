@@ -65,7 +65,7 @@ def narrowed(survey: Survey, options: SurveyOptions) -> Survey:
 
     rows = tuple(r for r in survey.rows if selected(r))
     targets = tuple(t for t in survey.targets if not options.targets or t in options.targets)
-    return replace(survey, rows=rows, targets=targets)
+    return survey.narrowed_to(rows, targets)
 
 
 def selection_survey(start: Path, commit: str, store: Store, options: SurveyOptions,

@@ -157,8 +157,8 @@ def target_part(survey: Survey, target: str) -> Survey:
     """``survey``'s rows on ``target``, with the toolchain of its backend only (what the store keeps: a
     target stored with another target's toolchain would seem made with another toolchain)."""
     backend = get_target(target).backend
-    return replace(survey, targets=(target,), rows=tuple(r for r in survey.rows if r.target == target),
-                   toolchain={b: block for b, block in survey.toolchain.items() if b == backend})
+    part = survey.narrowed_to(tuple(r for r in survey.rows if r.target == target), (target,))
+    return replace(part, toolchain={b: block for b, block in survey.toolchain.items() if b == backend})
 
 
 def _read(path: Path) -> Survey:

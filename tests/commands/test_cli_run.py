@@ -133,8 +133,12 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     assert "power of 2" in rows["wont_compile/n3"]["error"] or "arange" in rows["wont_compile/n3"]["error"]
     assert rows["raises/n3"]["status"] == "error"
     line = BAD_KEYS.splitlines().index("    return x.shape[7]  # IndexError in the kind body") + 1
-    assert rows["raises/n3"]["error"] == (
-        f"kind body raised at keys/zz_bad.py:{line}: IndexError: tuple index out of range")
+    first, *traceback = rows["raises/n3"]["error"].splitlines()
+    assert first == f"kind body raised at keys/zz_bad.py:{line}: IndexError: tuple index out of range"
+    # Then Python's traceback, from the kind body down, its paths relative to the checkout.
+    assert traceback == ["Traceback (most recent call last):", f'  File "keys/zz_bad.py", line {line}, in raises',
+                         "    return x.shape[7]  # IndexError in the kind body",
+                         *traceback[3:-1], "IndexError: tuple index out of range"], traceback
     assert rows["hangs/n3"]["status"] == "error" and "timed out after 12 s" in rows["hangs/n3"]["error"]
     assert rows["launches_nothing/n3"]["status"] == "error"
     assert "launched no kernel" in rows["launches_nothing/n3"]["error"]
@@ -165,11 +169,11 @@ def test_commit_survey_uses_a_temporary_worktree_and_ignores_edits(toy_repo: Pat
     assert git(toy_repo, "status", "--porcelain") == before
     assert len(worktrees(toy_repo)) == 1  # only the main one
     assert ops.read_text() == "raise RuntimeError('uncommitted edit')\n"
-    # The working tree survey sees the edit: the keys file fails to import.
+    # The working tree survey sees the edit: the keys file fails to import (one line, then the frames).
     out = regsurvey("run", "-q", "--kind", "gemm", cwd=toy_repo)
     assert out.returncode == 2
-    assert out.stderr.strip().count("\n") == 0
-    assert "keys file keys/toy.py:4 raised RuntimeError" in out.stderr or "uncommitted edit" in out.stderr
+    assert out.stderr.splitlines()[0] == ("regsurvey: error: keys file keys/toy.py:3 raised RuntimeError: uncommitted "
+                                          "edit (in toykernels/ops.py:1, <module>)"), out.stderr
 
 
 def test_stored_survey_per_commit_and_target(toy_repo: Path, tmp_path: Path) -> None:
@@ -400,9 +404,57 @@ def test_a_library_raising_at_import_names_the_keys_file_then_the_library(toy_re
     assert out.returncode == 2
     assert out.stderr.strip() == (
         "regsurvey: error: keys file keys/zz_lib.py:2 raised RuntimeError: needs Blackwell "
-        "(in toykernels/needsgpu.py:4, <module>)")
+        "(in toykernels/needsgpu.py:4, <module>)\n"
+        "  keys/zz_lib.py:2 in <module>: import toykernels.needsgpu\n"
+        "  toykernels/needsgpu.py:4 in <module>: raise RuntimeError('needs Blackwell')")
     # Imported with sm100 as the device, the same library loads.
     assert "error" not in regsurvey("run", "-q", "--target", "sm100", "--kind", "scale", cwd=toy_repo).stderr
+
+
+ARCH_CHECK_LIBRARY = '''"""Checks the device when imported, two calls deep."""
+
+import torch
+
+
+def _require_blackwell(feature):
+    if torch.cuda.get_device_properties(0).major < 10:
+        raise RuntimeError(f"{feature} needs Blackwell")
+
+
+def configure():
+    _require_blackwell("the tcgen05 GEMM")
+
+
+configure()
+'''
+
+
+def test_a_keys_file_whose_library_raises_deeper_shows_the_frames_between(toy_repo: Path) -> None:
+    """Issue #30, item 8: not only the innermost frame. The first line says where and why; the frames
+    follow from the keys file's line down to the raising line; ``--format json`` gives Python's whole
+    traceback."""
+    (toy_repo / "toykernels" / "archcheck.py").write_text(ARCH_CHECK_LIBRARY)
+    (toy_repo / "keys" / "zz_arch.py").write_text("import regsurvey as rs\nimport toykernels.archcheck\n")
+    message = ("keys file keys/zz_arch.py:2 raised RuntimeError: the tcgen05 GEMM needs Blackwell "
+               "(in toykernels/archcheck.py:8, _require_blackwell)\n"
+               "  keys/zz_arch.py:2 in <module>: import toykernels.archcheck\n"
+               "  toykernels/archcheck.py:15 in <module>: configure()\n"
+               "  toykernels/archcheck.py:12 in configure: _require_blackwell(\"the tcgen05 GEMM\")\n"
+               "  toykernels/archcheck.py:8 in _require_blackwell: raise RuntimeError(f\"{feature} needs Blackwell\")")
+    out = regsurvey("run", "-q", "--target", "sm90", cwd=toy_repo)
+    assert (out.returncode, out.stdout, out.stderr) == (2, "", f"regsurvey: error: {message}\n")
+    out = regsurvey("run", "-q", "--target", "sm90", "--format", "json", cwd=toy_repo)
+    assert (out.returncode, out.stderr) == (2, f"regsurvey: error: {message}\n")
+    data = json.loads(out.stdout)
+    assert data["error"] == message
+    lines = data["traceback"].splitlines()
+    assert lines[0] == "Traceback (most recent call last):" and lines[-1] == (
+        "RuntimeError: the tcgen05 GEMM needs Blackwell")
+    frames = [line.strip() for line in lines if line.startswith('  File "')]
+    assert frames[0] == 'File "keys/zz_arch.py", line 2, in <module>'
+    assert frames[-3:] == ['File "toykernels/archcheck.py", line 15, in <module>',
+                           'File "toykernels/archcheck.py", line 12, in configure',
+                           'File "toykernels/archcheck.py", line 8, in _require_blackwell']
 
 
 CHATTY_KEYS = '''
@@ -429,6 +481,83 @@ def test_what_the_project_prints_stays_off_the_json(toy_repo: Path) -> None:
     assert [r["status"] for r in rows] == ["ok"]
     # Printed while the kind body runs: kept with the key; printed at import: on stderr.
     assert any("surveying 2" in m for m in rows[0]["messages"]) and "surveying 2" not in out.stderr
+
+
+ONCE_LIBRARY = '''
+"""A launcher that names the tuned config file it loads once per process (a logger.info inside an
+lru_cache'd loader, as vLLM's get_moe_configs and info_once do), warns once per process through a
+set-guarded logger without a handler, and logs a line of its own for every launch."""
+
+import functools
+import logging
+import os
+
+from toykernels import ops
+
+logger = logging.getLogger(__name__)
+logger.propagate = False  # no handler anywhere: its warnings go through logging.lastResort to stderr
+_warned = set()
+
+
+@functools.lru_cache(maxsize=None)
+def block_for(n_cols):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", f"N={n_cols},device=toy.json")
+    logger.info("Using configuration from %s", path)
+    return 64
+
+
+def warn_once(text):
+    if text not in _warned:
+        _warned.add(text)
+        logger.warning(text)
+
+
+def scale(x):
+    block_for(x.shape[1])
+    warn_once("fused epilogue disabled on this device")
+    logger.warning("scale: no tuned block for %d rows", x.shape[0])
+    ops.scale(x, 0.5)
+'''
+
+ONCE_KEYS = '''
+import regsurvey as rs
+from toykernels import oncelib
+
+matrix = rs.Matrix(targets=["sm90"], width=[2, 4, 8, 16])
+
+
+@matrix.kind(axes=["width"])
+def once(width):
+    oncelib.scale(rs.tensor((width, 4096), "bf16"))
+'''
+
+
+def test_what_a_library_says_once_per_process_is_the_surveys_not_a_keys(toy_repo: Path, tmp_path: Path) -> None:
+    """vLLM logs the config file its MoE launcher loads once per process: only the first key of each
+    worker said it, which one depending on scheduling. Surveyed with one worker and with two (in a
+    temporary worktree: --commit), the rows are the same, each with its own line only, and the survey
+    holds the config line once, the file named relative to the checkout."""
+    (toy_repo / "toykernels" / "oncelib.py").write_text(ONCE_LIBRARY)
+    (toy_repo / "keys" / "zz_once.py").write_text(ONCE_KEYS)
+    commit_all(toy_repo, "a launcher that says things once per process")
+    surveys = [survey_json(toy_repo, "--commit", "HEAD", "--kind", "once", "-j", jobs, "--store", str(tmp_path / jobs))
+               for jobs in ("1", "2")]
+    for data in surveys:
+        # Each key keeps what it says every time, once (not again as lastResort's stderr line).
+        assert {r["key"]: r["messages"] for r in data["rows"]} == {
+            f"once/width{w}": [f"WARNING toykernels.oncelib: scale: no tuned block for {w} rows"]
+            for w in (2, 4, 8, 16)}, data["rows"]
+        assert data["said_once"] == [
+            {"kind": "once", "target": "sm90", "text": "INFO toykernels.oncelib: Using configuration from "
+                                                       "toykernels/configs/N=4096,device=toy.json"},
+            {"kind": "once", "target": "sm90", "text": "WARNING toykernels.oncelib: fused epilogue disabled "
+                                                       "on this device"}]
+    # The table says them under the keys' tables, from the stored survey.
+    table = regsurvey("run", "-q", "--commit", "HEAD", "--kind", "once", "--store", str(tmp_path / "1"),
+                      cwd=toy_repo)
+    assert ("said once per process (by whichever key of the kind ran first in a worker):\n"
+            "  once on sm90: INFO toykernels.oncelib: Using configuration from "
+            "toykernels/configs/N=4096,device=toy.json\n") in table.stdout, table.stdout
 
 
 def test_a_relative_store_with_a_commit_keeps_its_objects(toy_repo: Path) -> None:

@@ -116,6 +116,27 @@ def test_a_survey_on_two_nodes_matches_a_local_one(toy_repo: Path, cluster: tupl
     assert not left_on(node_dirs)
 
 
+def test_what_a_library_says_once_per_process_is_the_surveys_on_ray_too(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                                        tmp_path: Path) -> None:
+    """Each actor says the config line once (its checkout in a directory of its own, named relative to it):
+    the survey holds it once, as a local survey does, and no row does."""
+    from ..commands.test_cli_run import ONCE_KEYS, ONCE_LIBRARY
+    from ..conftest import commit_all
+
+    c, _ = cluster
+    (toy_repo / "toykernels" / "oncelib.py").write_text(ONCE_LIBRARY)
+    (toy_repo / "keys" / "zz_once.py").write_text(ONCE_KEYS)
+    commit_all(toy_repo, "a launcher that says things once per process")
+    surveys = [regsurvey(toy_repo, "run", "--commit", "HEAD", "--kind", "once", *where, "--store", str(tmp_path / name),
+                         "--format", "json", "-q") for name, where in (("ray", ("--ray", c.address)), ("local", ()))]
+    assert all(s.returncode == 0 for s in surveys), [s.stderr for s in surveys]
+    on_ray, local = (json.loads(s.stdout) for s in surveys)
+    assert on_ray["said_once"] == local["said_once"] and len(local["said_once"]) == 2
+    assert "Using configuration from toykernels/configs/N=4096,device=toy.json" in local["said_once"][0]["text"]
+    assert [r["messages"] for r in on_ray["rows"]] == [r["messages"] for r in local["rows"]]
+    assert not any("Using configuration" in m for r in on_ray["rows"] for m in r["messages"])
+
+
 def test_two_nodes_share_a_key_of_many_launches(toy_repo: Path, cluster: tuple[Any, list[Path]],
                                                  tmp_path: Path) -> None:
     """One key of twelve builds on two nodes of one CPU: the idle node's actor takes a copy, and through the

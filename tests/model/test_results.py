@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from regsurvey.model.results import ObjectRef, Row, Survey, SurveyFormatError, error_line
+from regsurvey.model.results import ObjectRef, Row, SaidOnce, Survey, SurveyFormatError, error_line
 
 
 def sample() -> Survey:
@@ -71,6 +71,31 @@ def test_a_stored_row_of_another_shape_is_refused_in_one_line(edit: dict, messag
     with pytest.raises(SurveyFormatError, match="malformed survey") as caught:
         Survey.from_json(json.dumps(data))
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_what_was_said_once_per_process_goes_with_its_target_and_kind() -> None:
+    """Kept per kind and target: stored per target, merged, narrowed with the rows; a survey of schema 3
+    (before it was recorded) reads with none, and a malformed entry is refused in one line."""
+    base = sample()
+    sm90 = Row(key="norm/w2", kind="norm", axes={"width": 2}, target="sm90", kernel="norm", status="ok")
+    config = SaidOnce("router", "gfx950", "INFO lib: Using configuration from configs/E=8.json")
+    tables = SaidOnce("norm", "sm90", "stdout: tables loaded")
+    survey = Survey(commit=base.commit, label=base.label, targets=("gfx950", "sm90"), toolchain={},
+                    rows=(*base.rows, sm90), said_once=(config, tables))
+    assert Survey.from_json(survey.to_json()) == survey
+    assert json.loads(survey.to_json())["said_once"][0] == {"kind": "router", "target": "gfx950",
+                                                             "text": config.text}
+    gfx950 = survey.narrowed_to(base.rows, ("gfx950",))
+    assert gfx950.said_once == (config,)
+    assert survey.narrowed_to((sm90,), ("gfx950", "sm90")).said_once == (tables,)
+    assert gfx950.merge(survey.narrowed_to((sm90,), ("sm90",))).said_once == survey.said_once
+    old = json.loads(survey.to_json())
+    del old["said_once"]
+    old["schema_version"] = 3
+    assert Survey.from_json(json.dumps(old)).said_once == ()
+    old["said_once"] = [{"kind": "router", "text": "no target"}]
+    with pytest.raises(SurveyFormatError, match="malformed survey.*said_once holds"):
+        Survey.from_json(json.dumps(old))
 
 
 # What Triton 3.9 raised for triton_kernels' Hopper mxfp4 matmul (tests/realworld/triton_kernels, sm90),
