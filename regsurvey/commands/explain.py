@@ -10,7 +10,7 @@ import click
 
 from ..errors import CorruptObjectError
 from ..model.results import Row, Survey
-from ..output.explain import Explained
+from ..output.explain import Explained, failure_text
 from ..revisions.checkout import repo_root
 from ..revisions.obtain import obtain_survey, open_store
 from ..revisions.sources import SourcePaths
@@ -57,24 +57,27 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         store = open_store(store_dir, start)
         with survey_progress(enabled=not quiet) as progress:
             survey = obtain_survey(start, rev, store, options, progress, reuse=True)
+        built, failed = _chosen(survey, key, kernel)
         try:
-            items = [Explained(row, pressure_of(row, store.objects)) for row in _chosen(survey, key, kernel)]
+            items = [Explained(row, pressure_of(row, store.objects)) for row in built]
         except CorruptObjectError as exc:
             # An object damaged since its survey: compiled again on the spot, then explained.
             click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
             with survey_progress(enabled=not quiet) as progress:
                 survey = obtain_survey(start, rev, store, options, progress, reuse=False)
-            items = [Explained(row, pressure_of(row, store.objects)) for row in _chosen(survey, key, kernel)]
+            built, failed = _chosen(survey, key, kernel)
+            items = [Explained(row, pressure_of(row, store.objects)) for row in built]
         except ValueError as exc:  # a text that holds no kernel
             fail(str(exc))
     root = repo_root(start)
-    text = _format(items, fmt, SourcePaths(root, survey.commit), top)
+    text = _format(items, failed, fmt, SourcePaths(root, survey.commit), top)
     write_report(text, fmt, output, (root or start) / "reports" / f"explain-{_file_part(key)}.html")
     sys.exit(EXIT_OK)
 
 
-def _chosen(survey: Survey, key: str, kernel: str | None) -> list[Row]:
-    """The rows of ``survey`` that KEY and --kernel select; one line (exit 2) when none built."""
+def _chosen(survey: Survey, key: str, kernel: str | None) -> tuple[list[Row], list[Row]]:
+    """The rows of ``survey`` that KEY and --kernel select: those that built (to explain) and those that
+    did not (listed with their error); one line (exit 2) when none built."""
     matching = [r for r in survey.rows if r.key == key or fnmatch.fnmatchcase(r.key, key)]
     if not matching:
         known = sorted({r.key for r in survey.rows})
@@ -86,21 +89,21 @@ def _chosen(survey: Survey, key: str, kernel: str | None) -> list[Row]:
             fail(f"no build of key {key!r} runs kernel {kernel!r}")
     built = [r for r in matching if r.ok and r.object is not None]
     if not built:
-        first = matching[0]
-        fail(f"{first.row_id} ({first.target}) did not build: {(first.error or first.status.value).splitlines()[0]}")
-    return built
+        # The line `run` shows for each (a compile error's cause, not its location).
+        fail("; ".join(f"{r.row_id} ({r.target}) did not build: {failure_text(r)}" for r in matching))
+    return built, [r for r in matching if not r.ok and not r.skipped]
 
 
-def _format(items: list[Explained], fmt: str, paths: SourcePaths, top: int) -> str:
+def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePaths, top: int) -> str:
     from ..output import explain as out
 
     if fmt == "json":
-        return out.format_json(items)
+        return out.format_json(items, failed)
     if fmt == "markdown":
-        return out.format_markdown(items, paths, top)
+        return out.format_markdown(items, paths, top, failed)
     if fmt == "html":
-        return out.format_html(items, paths, top)
-    return out.format_text(items, paths, top)
+        return out.format_html(items, paths, top, failed)
+    return out.format_text(items, paths, top, failed)
 
 
 def _file_part(key: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from ..model.pressure import LineStats, Pressure, Site, attribution
 from ..model.results import Row
+from .markdown import escape as md_escape
 
 
 class SourcePaths(Protocol):
@@ -33,6 +34,22 @@ class Explained:
 
     row: Row
     pressure: Pressure
+
+
+def failure_text(row: Row) -> str:
+    """Why a selected build is not explained: the one line ``run`` shows for its error (a compile error's
+    cause, not its location), else its status (``skipped: why``, or an object the store lacks)."""
+    if row.skipped:
+        return "skipped" + (f": {row.skip_reason}" if row.skip_reason else "")
+    if row.ok:
+        return "its object is not in the store"
+    return ("flaky: " if row.is_flaky else "") + (row.error_line or row.status.value)
+
+
+def _failed_lines(failed: list[Row]) -> list[str]:
+    """``key launch N on target (kernel): error`` for each build that did not build."""
+    return [f"{r.key}{f' launch {r.launch}' if r.launch else ''} on {r.target}"
+            f"{f' ({r.kernel})' if r.kernel else ''}: {failure_text(r)}" for r in failed]
 
 
 def class_label(name: str) -> str:
@@ -90,7 +107,9 @@ def _title(item: Explained) -> str:
 
 # -- text ---------------------------------------------------------------------------------------------
 
-def format_text(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+def format_text(items: list[Explained], paths: SourcePaths, top: int = 12, failed: list[Row] | None = None) -> str:
+    """Per build: its peaks and spills, the lines holding the most registers, the annotated source; then
+    the selected builds that did not build, with their error."""
     out: list[str] = []
     for item in items:
         p = item.pressure
@@ -105,6 +124,9 @@ def format_text(items: list[Explained], paths: SourcePaths, top: int = 12) -> st
         out.append("")
         out.extend(_annotated(p, paths))
         out.append("")
+    if failed:
+        out.append(f"did not build ({len(failed)}):")
+        out.extend(f"  {line}" for line in _failed_lines(failed))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -158,7 +180,10 @@ def _annotated(p: Pressure, paths: SourcePaths) -> list[str]:
 
 # -- Markdown -------------------------------------------------------------------------------------------
 
-def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12,
+                    failed: list[Row] | None = None) -> str:
+    """The text report's first part per build (peaks, spills, the hottest lines' table), and the builds
+    that did not build."""
     out: list[str] = []
     for item in items:
         p = item.pressure
@@ -178,7 +203,12 @@ def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -
                 cells = [label, *_counts(p, stats), f"`{source}`" if source else ""]
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")
+    if failed:
+        out.append(f"Did not build ({len(failed)}):")
+        out.append("")
+        out.extend(f"- {md_escape(line)}" for line in _failed_lines(failed))  # compiler text: escaped
     return "\n".join(out).rstrip() + "\n"
+
 
 
 # -- JSON -------------------------------------------------------------------------------------------------
@@ -190,8 +220,13 @@ def explained_dict(item: Explained) -> dict[str, Any]:
             "pressure": item.pressure.to_dict()}
 
 
-def format_json(items: list[Explained]) -> str:
-    return json.dumps({"builds": [explained_dict(i) for i in items]}, indent=1)
+def format_json(items: list[Explained], failed: list[Row] | None = None) -> str:
+    """``{"builds": [...], "failed": [...]}``: each explained build, and each selected build that did not
+    build with its one-line error."""
+    return json.dumps({"builds": [explained_dict(i) for i in items],
+                       "failed": [{"key": r.key, "target": r.target, "kernel": r.kernel, "launch": r.launch,
+                                   "status": r.status.value, "error": failure_text(r)} for r in failed or ()]},
+                      indent=1)
 
 
 # -- HTML ---------------------------------------------------------------------------------------------------
@@ -203,7 +238,7 @@ tr.hot td{background:#fde2e1}tr.spill td.sp{color:#b00;font-weight:bold}
 svg{background:#f6f6f6;margin:.5em 0}.note{color:#666}"""
 
 
-def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+def format_html(items: list[Explained], paths: SourcePaths, top: int = 12, failed: list[Row] | None = None) -> str:
     """One self-contained page: per build, the pressure along the code (a line per class), the peaks and
     spills, the lines holding the most registers, and the annotated source."""
     from html import escape
@@ -232,6 +267,10 @@ def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> st
                 row += "".join(f"<td class=sp>{escape(c)}</td>" for c in cells[-2:])
                 parts.append(f"<tr class='{classes}'><td>{n}</td>{row}<td class=src>{escape(text)}</td></tr>")
             parts.append("</table>")
+    if failed:
+        parts.append(f"<h2>did not build ({len(failed)})</h2><ul>")
+        parts.extend(f"<li>{escape(line)}</li>" for line in _failed_lines(failed))
+        parts.append("</ul>")
     return "\n".join(parts) + "\n"
 
 
