@@ -81,6 +81,8 @@ def spill_summary(pressure: Pressure) -> str:
 
 
 def _peak_sentences(pressure: Pressure, row: Row, paths: SourcePaths) -> list[str]:
+    """Per class its peak; where the kernel spills, the demand before spilling beside it, and what the
+    peak is (registers after allocation and spilling: it can sit below the allocation beside many spills)."""
     out = []
     for c in pressure.classes:
         site = pressure.peaks.get(c)
@@ -89,6 +91,15 @@ def _peak_sentences(pressure: Pressure, row: Row, paths: SourcePaths) -> list[st
         limit = _allocated(row, c)
         of = f" of {limit} allocated" if limit is not None else ""
         out.append(f"{class_label(c)} peak {site.live[c]}{of} at {site_text(site, paths)}: `{site.text}`")
+        wanted = pressure.demand.get(c)
+        if wanted is not None:
+            out.append(f"{class_label(c)} demand before spilling: {wanted.live[c]} at {site_text(wanted, paths)}: "
+                       f"`{wanted.text}` (the values live at once, those waiting in spill slots too; the peak "
+                       "counts registers after allocation and spilling)")
+        elif c == pressure.classes[0] and pressure.spills and not pressure.demand:
+            # NVIDIA only: SASS that calls, returns or branches indirectly has no CFG for its local slots.
+            out.append(f"{class_label(c)} demand before spilling: not known (the code calls, returns or branches "
+                       "indirectly: its spill slots' lives cannot be followed)")
     return out
 
 
