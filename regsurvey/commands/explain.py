@@ -11,7 +11,7 @@ import click
 from ..errors import CorruptObjectError
 from ..model.names import BuildName, build_names
 from ..model.results import Row, Survey
-from ..output.explain import Explained
+from ..output.explain import Explained, failure_text
 from ..revisions.checkout import repo_root
 from ..revisions.obtain import obtain_survey, open_store
 from ..revisions.sources import SourcePaths
@@ -59,33 +59,37 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         store = open_store(store_dir, start)
         with survey_progress(enabled=not quiet) as progress:
             survey = obtain_survey(start, rev, store, options, progress, reuse=True)
+        names = build_names(survey.rows)
+        built, failed = _chosen(survey, key, kernel, names)
         try:
-            items = _explained(survey, key, kernel, store.objects)
+            items = _explained(built, names, store.objects)
         except CorruptObjectError as exc:
             # An object damaged since its survey: compiled again on the spot, then explained.
             click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
             with survey_progress(enabled=not quiet) as progress:
                 survey = obtain_survey(start, rev, store, options, progress, reuse=False)
-            items = _explained(survey, key, kernel, store.objects)
+            names = build_names(survey.rows)
+            built, failed = _chosen(survey, key, kernel, names)
+            items = _explained(built, names, store.objects)
         except ValueError as exc:  # a text that holds no kernel
             fail(str(exc))
     root = repo_root(start)
-    text = _format(items, fmt, SourcePaths(root, survey.commit), top)
+    text = _format(items, failed, fmt, SourcePaths(root, survey.commit), top)
     write_report(text, fmt, output, (root or start) / "reports" / f"explain-{_file_part(key)}.html")
     sys.exit(EXIT_OK)
 
 
-def _explained(survey: Survey, key: str, kernel: str | None, objects: ObjectStore) -> list[Explained]:
-    """The builds KEY and --kernel select, each with its name and pressure."""
+def _explained(built: list[Row], names: dict[tuple[str, str], BuildName], objects: ObjectStore) -> list[Explained]:
+    """The builds chosen, each with its name and pressure."""
     from ..explaining import pressure_of
 
-    names = build_names(survey.rows)
-    return [Explained(row, pressure_of(row, objects), names[(row.target, row.row_id)])
-            for row in _chosen(survey, key, kernel, names)]
+    return [Explained(row, pressure_of(row, objects), names[(row.target, row.row_id)]) for row in built]
 
 
-def _chosen(survey: Survey, key: str, kernel: str | None, names: dict[tuple[str, str], BuildName]) -> list[Row]:
-    """The rows of ``survey`` that KEY and --kernel select; one line (exit 2) when none built."""
+def _chosen(survey: Survey, key: str, kernel: str | None,
+            names: dict[tuple[str, str], BuildName]) -> tuple[list[Row], list[Row]]:
+    """The rows of ``survey`` that KEY and --kernel select: those that built (to explain) and those that
+    did not (listed with their error); one line (exit 2) when none built."""
     matching = [r for r in survey.rows if r.key == key or fnmatch.fnmatchcase(r.key, key)]
     if not matching:
         known = sorted({r.key for r in survey.rows})
@@ -97,22 +101,22 @@ def _chosen(survey: Survey, key: str, kernel: str | None, names: dict[tuple[str,
             fail(f"no build of key {key!r} runs kernel {kernel!r}")
     built = [r for r in matching if r.ok and r.object is not None]
     if not built:
-        first = matching[0]
-        why = (first.error or first.status.value).splitlines()[0]
-        fail(f"{names[(first.target, first.row_id)]} ({first.target}) did not build: {why}")
-    return built
+        # The line `run` shows for each (a compile error's cause, not its location).
+        fail("; ".join(f"{names[(r.target, r.row_id)]} ({r.target}) did not build: {failure_text(r)}"
+                       for r in matching))
+    return built, [r for r in matching if not r.ok and not r.skipped]
 
 
-def _format(items: list[Explained], fmt: str, paths: SourcePaths, top: int) -> str:
+def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePaths, top: int) -> str:
     from ..output import explain as out
 
     if fmt == "json":
-        return out.format_json(items)
+        return out.format_json(items, failed)
     if fmt == "markdown":
-        return out.format_markdown(items, paths, top)
+        return out.format_markdown(items, paths, top, failed)
     if fmt == "html":
-        return out.format_html(items, paths, top)
-    return out.format_text(items, paths, top)
+        return out.format_html(items, paths, top, failed)
+    return out.format_text(items, paths, top, failed)
 
 
 def _file_part(key: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -31,8 +32,9 @@ from .options import (
 @survey_options
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown", "json"]), default="html", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the report here (default: HTML to reports/<A>..<B>.history.html at the repository "
-                   "root, the others to stdout).")
+              help="Write the report here (default: HTML to reports/<A>..<B>[.<selection>].history.html at the "
+                   "repository root, the selection's targets, kinds, keys, figures and --every in its name; the others "
+                   "to stdout).")
 def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[str, ...], kinds: tuple[str, ...],
             keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path,
             quiet: bool, fmt: str, output: Path | None) -> None:
@@ -54,7 +56,10 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
     with command_errors():
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
         base, in_range = commit_range(start, commits)
-        picked = in_range[::-1][::every][::-1]  # one in N, counted back from B (which is always in)
+        indices = list(range(len(in_range)))[::-1][::every][::-1]  # one in N, counted back from B (always in)
+        picked = [in_range[i] for i in indices]
+        # The commits each point's diff covers: a change it shows lies in one of them.
+        spans = [0, *(i - before for before, i in zip([-1, *indices], indices))]
         shas = [base, *(c.sha for c in picked)]
         subjects = [commit_message(start, base).partition("\n")[0], *(c.subject for c in picked)]
         store = open_store(store_dir, start)
@@ -68,10 +73,31 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
         if not quiet:
             click.echo(f"regsurvey: {len(shas)} commits, {made} surveyed now, {len(shas) - made} from the store",
                        err=True)
-        result = make_history(commits, surveys, subjects, chosen, every)
+        result = make_history(commits, surveys, subjects, chosen, every, spans)
     text = {"html": format_html, "markdown": format_markdown, "json": format_json}[fmt](result)
     base_rev, head_rev = commits.split("..")
     name = (f"{filename_part(base_rev or 'HEAD', base)}..{filename_part(head_rev or 'HEAD', picked[-1].sha)}"
-            ".history.html")
+            f"{_selection_part(options.targets or (), kinds, keys, chosen, every)}.history.html")
     write_report(text, fmt, output, default_report_path(start, name))
     sys.exit(EXIT_OK)
+
+
+def _selection_part(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
+                    figures: tuple[str, ...], every: int) -> str:
+    """What the history drew besides its range, as a part of its default file name (``.kind-attn.figure-
+    occupancy.every-5``; empty for every key's default figures): two histories of one range over other
+    selections or figures are two reports, not one overwriting the other. A part too long for a file name
+    is cut, with a hash of the whole so that it stays apart."""
+    import hashlib
+
+    from ..diff.history import DEFAULT_FIGURES
+
+    parts = [f"{label}-{'+'.join(values)}" for label, values in (
+        ("target", targets), ("kind", kinds), ("key", keys),
+        ("figure", () if tuple(figures) == DEFAULT_FIGURES else figures)) if values]
+    if every > 1:
+        parts.append(f"every-{every}")
+    text = ".".join(re.sub(r"[^A-Za-z0-9+_-]+", "_", part) for part in parts)
+    if len(text) > 80:
+        text = text[:64] + "-" + hashlib.sha256(text.encode()).hexdigest()[:10]
+    return f".{text}" if text else ""

@@ -17,23 +17,28 @@ DEFAULT_FIGURES = ("vgpr", "vgpr_spill", "regs", "spill_store_bytes")
 
 
 def history(spec: str, surveys: Sequence[Survey], subjects: Sequence[str], figures: Sequence[str] = DEFAULT_FIGURES,
-            every: int = 1) -> History:
+            every: int = 1, spans: Sequence[int] | None = None) -> History:
     """The history of ``surveys`` (one per commit, oldest first; ``subjects`` their commit subjects):
     per kind, target and figure (of the target's vendor), the largest and smallest value over the kind's
-    builds at each commit; and per commit, its diff against the commit before it, summarized."""
+    builds at each commit and how many builds it moved since the point before; and per commit, its diff
+    against the point before it, summarized. ``spans``: per survey, the commits its diff covers (under
+    ``--every``, the sampled commit and those skipped before it); 1 each when not given."""
     for name in figures:
         figure(name)  # KeyError for an unknown figure: the command checks names first
     commits = []
+    moves: list[dict[tuple[str, str, str], tuple[int, int, int]]] = []
     previous: Survey | None = None
-    for survey, subject in zip(surveys, subjects):
+    for i, (survey, subject) in enumerate(zip(surveys, subjects)):
         built = sum(1 for r in survey.rows if r.ok)
         failed = sum(1 for r in survey.rows if r.failed)
         if previous is None:
-            commits.append(HistoryCommit(survey.commit or "", subject, builds=built + failed, failed=failed))
+            commits.append(HistoryCommit(survey.commit or "", subject, builds=built + failed, failed=failed, span=0))
+            moves.append({})
         else:
             comparison = compare(previous, survey)
             commits.append(HistoryCommit(survey.commit or "", subject, _summary(comparison), _counts(comparison),
-                                         built + failed, failed))
+                                         built + failed, failed, spans[i] if spans is not None else 1))
+            moves.append(_moves(comparison))
         previous = survey
     # Each survey's rows by kind and target, once; kinds in name order, targets in the surveys' order.
     grouped: list[dict[tuple[str, str], list[Row]]] = []
@@ -51,13 +56,26 @@ def history(spec: str, surveys: Sequence[Survey], subjects: Sequence[str], figur
             if figure(name).vendor != vendor:
                 continue
             points = []
-            for groups in grouped:
+            for groups, moved in zip(grouped, moves):
                 rows = groups.get((kind, target), [])
                 values = [r.resources[name] for r in rows if r.ok and isinstance(r.resources.get(name), int)]
                 points.append(Point(max(values, default=None), min(values, default=None), len(values),
-                                    sum(1 for r in rows if r.failed)))
+                                    sum(1 for r in rows if r.failed), *moved.get((kind, target, name), (0, 0, 0))))
             series.append(Series(kind, target, name, tuple(points)))
     return History(spec, tuple(commits), tuple(series), every, tuple(figures))
+
+
+def _moves(comparison: Comparison) -> dict[tuple[str, str, str], tuple[int, int, int]]:
+    """Per kind, target and figure: the builds whose figure moved (both sides built), and of those the
+    worse and the better ones."""
+    out: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+    for r in comparison.rows:
+        for f in r.figures:
+            if f.changed:
+                moved, worse, better = out.get((r.kind, r.target, f.name), (0, 0, 0))
+                out[(r.kind, r.target, f.name)] = (moved + 1, worse + (f.verdict == "worse"),
+                                                   better + (f.verdict == "better"))
+    return out
 
 
 def _summary(comparison: Comparison) -> tuple[tuple[str, ...], ...]:

@@ -19,6 +19,9 @@ class HistoryCommit:
     counts: dict[str, int] | None = None  # builds per mark of that diff (None for the first point)
     builds: int = 0  # builds in its survey (of the selection)
     failed: int = 0  # of which failed
+    # The commits its diff covers: 1 against its parent; under --every, the commits after the point before
+    # up to this one, any of which may have made a change the diff shows (0 for the first point).
+    span: int = 1
 
     def sentences(self, arrow: str = "->") -> tuple[str, ...]:
         """The summary's sentences, with ``arrow`` between a before and an after."""
@@ -31,12 +34,18 @@ class HistoryCommit:
 @dataclass(frozen=True)
 class Point:
     """One figure of one kind on one target at one commit: the largest and smallest value over the
-    kind's builds that built (None when none did), how many built, and how many failed."""
+    kind's builds that built (None when none did), how many built, and how many failed; and of the
+    builds that built here and at the point before, how many this figure moved (``moved``), of which
+    ``worse`` and ``better`` by the figure registry's verdict. A build can move while the largest and
+    smallest stay (one of eight builds going from 1 to 2 waves): ``moved`` says so where they cannot."""
 
     max: int | None
     min: int | None
     built: int
     failed: int
+    moved: int = 0
+    worse: int = 0
+    better: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,9 +62,10 @@ class Series:
 
     @property
     def changed(self) -> bool:
-        """Whether the figure moved anywhere along the history (or a build failed)."""
-        seen = {(p.max, p.min) for p in self.points if p.built}
-        return len(seen) > 1 or any(p.failed for p in self.points)
+        """Whether any build's figure moved anywhere along the history, a build failed, or builds came
+        or went; unchanged only when none of the kind's builds changed."""
+        seen = {(p.max, p.min, p.built) for p in self.points}
+        return len(seen) > 1 or any(p.failed or p.moved for p in self.points)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "target": self.target, "figure": self.figure,

@@ -18,7 +18,8 @@ from typing import Any
 
 # Version of the stored JSON and of what it counts; a stored pressure of another version is computed
 # again. 2: AMD SGPR spills to VGPR lanes from VCC's halves counted (before: only from s registers).
-PRESSURE_VERSION = 2
+# 3: the demand before spilling (``demand``).
+PRESSURE_VERSION = 3
 
 Frame = tuple[str, int]  # (path, line)
 
@@ -95,6 +96,11 @@ class Pressure:
 
     ``classes``: the register classes counted, in display order (``vgpr``, ``agpr``, ``sgpr`` on AMD;
     ``gpr``, ``ugpr`` on NVIDIA). ``peaks``: per class, the first instruction where the most are live.
+    These are the registers the compiler allocated, counted after spilling: a value spilled is not in a
+    register while it waits for its reload. ``demand``: per class whose values were spilled, the first
+    instruction where the most values are live counting those held in spill slots (a scratch or local
+    slot, an AGPR or a VGPR lane, from its spill store to its last reload), with those counts as its
+    ``live``: the registers the code would want had nothing been spilled.
     ``series``: per class, the live count at every instruction, in code order. ``lines``: per source
     line. ``spills``: every spill store and reload, in code order. ``method``: how the live counts were
     found (our liveness over the amdgcn CFG; nvdisasm's life ranges).
@@ -110,6 +116,13 @@ class Pressure:
     lines: tuple[LineStats, ...]
     spills: tuple[Spill, ...]
     files: tuple[str, ...] = ()  # every source file named, innermost frames first seen first
+    demand: dict[str, Site] = field(default_factory=dict)
+
+    def demand_peak(self, name: str) -> int | None:
+        """The most values of class ``name`` live at once, spilled ones included (None: none spilled, or
+        not known)."""
+        site = self.demand.get(name)
+        return site.live[name] if site is not None else None
 
     def spill_total(self, kind: str) -> int:
         return sum(s.size for s in self.spills if s.kind == kind)
@@ -137,7 +150,7 @@ class Pressure:
                 "peaks": {k: v.to_dict() for k, v in self.peaks.items()},
                 "series": {k: list(v) for k, v in self.series.items()},
                 "lines": [line.to_dict() for line in self.lines], "spills": [s.to_dict() for s in self.spills],
-                "files": list(self.files)}
+                "files": list(self.files), "demand": {k: v.to_dict() for k, v in self.demand.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pressure:
@@ -147,7 +160,8 @@ class Pressure:
                    int(data["instructions"]), {k: Site.from_dict(v) for k, v in data["peaks"].items()},
                    {k: [int(x) for x in v] for k, v in data["series"].items()},
                    tuple(LineStats.from_dict(x) for x in data["lines"]),
-                   tuple(Spill.from_dict(x) for x in data["spills"]), tuple(data.get("files", ())))
+                   tuple(Spill.from_dict(x) for x in data["spills"]), tuple(data.get("files", ())),
+                   {k: Site.from_dict(v) for k, v in data["demand"].items()})
 
 
 @functools.cache

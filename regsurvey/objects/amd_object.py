@@ -311,7 +311,8 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
       the latter rounded up to the allocation block (512 B gfx942, 1280 B gfx950; LLVM itself skips
       this rounding, the hardware does not), at most max_blocks_per_cu and at most what the register
       limit leaves room for; times num_warps waves each, spread over the 4 SIMDs (rounded up, as
-      LLVM does).
+      LLVM does: where they do not divide evenly, the SIMD that holds the most; 3 workgroups of 2
+      waves are 2, 2, 1 and 1 waves a SIMD, so 2).
 
     LLVM's own ``; Occupancy`` comment never sees Triton's LDS: Triton allocates it dynamically, so
     LLVM counts 0 bytes and assumes workgroups of one wave. It equals this function with

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from ..model.names import BuildName
 from ..model.pressure import LineStats, Pressure, Site, attribution
 from ..model.results import Row
+from .markdown import escape as md_escape
 
 
 class SourcePaths(Protocol):
@@ -36,6 +37,22 @@ class Explained:
     row: Row
     pressure: Pressure
     name: BuildName
+
+
+def failure_text(row: Row) -> str:
+    """Why a selected build is not explained: the one line ``run`` shows for its error (a compile error's
+    cause, not its location), else its status (``skipped: why``, or an object the store lacks)."""
+    if row.skipped:
+        return "skipped" + (f": {row.skip_reason}" if row.skip_reason else "")
+    if row.ok:
+        return "its object is not in the store"
+    return ("flaky: " if row.is_flaky else "") + (row.error_line or row.status.value)
+
+
+def _failed_lines(failed: list[Row]) -> list[str]:
+    """``key launch N on target (kernel): error`` for each build that did not build."""
+    return [f"{r.key}{f' launch {r.launch}' if r.launch else ''} on {r.target}"
+            f"{f' ({r.kernel})' if r.kernel else ''}: {failure_text(r)}" for r in failed]
 
 
 def class_label(name: str) -> str:
@@ -67,6 +84,8 @@ def spill_summary(pressure: Pressure) -> str:
 
 
 def _peak_sentences(pressure: Pressure, row: Row, paths: SourcePaths) -> list[str]:
+    """Per class its peak; where the kernel spills, the demand before spilling beside it, and what the
+    peak is (registers after allocation and spilling: it can sit below the allocation beside many spills)."""
     out = []
     for c in pressure.classes:
         site = pressure.peaks.get(c)
@@ -75,6 +94,15 @@ def _peak_sentences(pressure: Pressure, row: Row, paths: SourcePaths) -> list[st
         limit = _allocated(row, c)
         of = f" of {limit} allocated" if limit is not None else ""
         out.append(f"{class_label(c)} peak {site.live[c]}{of} at {site_text(site, paths)}: `{site.text}`")
+        wanted = pressure.demand.get(c)
+        if wanted is not None:
+            out.append(f"{class_label(c)} demand before spilling: {wanted.live[c]} at {site_text(wanted, paths)}: "
+                       f"`{wanted.text}` (the values live at once, those waiting in spill slots too; the peak "
+                       "counts registers after allocation and spilling)")
+        elif c == pressure.classes[0] and pressure.spills and not pressure.demand:
+            # NVIDIA only: SASS that calls, returns or branches indirectly has no CFG for its local slots.
+            out.append(f"{class_label(c)} demand before spilling: not known (the code calls, returns or branches "
+                       "indirectly: its spill slots' lives cannot be followed)")
     return out
 
 
@@ -92,7 +120,9 @@ def _title(item: Explained) -> str:
 
 # -- text ---------------------------------------------------------------------------------------------
 
-def format_text(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+def format_text(items: list[Explained], paths: SourcePaths, top: int = 12, failed: list[Row] | None = None) -> str:
+    """Per build: its peaks and spills, the lines holding the most registers, the annotated source; then
+    the selected builds that did not build, with their error."""
     out: list[str] = []
     for item in items:
         p = item.pressure
@@ -107,6 +137,9 @@ def format_text(items: list[Explained], paths: SourcePaths, top: int = 12) -> st
         out.append("")
         out.extend(_annotated(p, paths))
         out.append("")
+    if failed:
+        out.append(f"did not build ({len(failed)}):")
+        out.extend(f"  {line}" for line in _failed_lines(failed))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -160,7 +193,10 @@ def _annotated(p: Pressure, paths: SourcePaths) -> list[str]:
 
 # -- Markdown -------------------------------------------------------------------------------------------
 
-def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12,
+                    failed: list[Row] | None = None) -> str:
+    """The text report's first part per build (peaks, spills, the hottest lines' table), and the builds
+    that did not build."""
     out: list[str] = []
     for item in items:
         p = item.pressure
@@ -180,7 +216,12 @@ def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12) -
                 cells = [label, *_counts(p, stats), f"`{source}`" if source else ""]
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")
+    if failed:
+        out.append(f"Did not build ({len(failed)}):")
+        out.append("")
+        out.extend(f"- {md_escape(line)}" for line in _failed_lines(failed))  # compiler text: escaped
     return "\n".join(out).rstrip() + "\n"
+
 
 
 # -- JSON -------------------------------------------------------------------------------------------------
@@ -192,8 +233,13 @@ def explained_dict(item: Explained) -> dict[str, Any]:
             "pressure": item.pressure.to_dict()}
 
 
-def format_json(items: list[Explained]) -> str:
-    return json.dumps({"builds": [explained_dict(i) for i in items]}, indent=1)
+def format_json(items: list[Explained], failed: list[Row] | None = None) -> str:
+    """``{"builds": [...], "failed": [...]}``: each explained build, and each selected build that did not
+    build with its one-line error."""
+    return json.dumps({"builds": [explained_dict(i) for i in items],
+                       "failed": [{"key": r.key, "target": r.target, "kernel": r.kernel, "launch": r.launch,
+                                   "status": r.status.value, "error": failure_text(r)} for r in failed or ()]},
+                      indent=1)
 
 
 # -- HTML ---------------------------------------------------------------------------------------------------
@@ -205,7 +251,7 @@ tr.hot td{background:#fde2e1}tr.spill td.sp{color:#b00;font-weight:bold}
 svg{background:#f6f6f6;margin:.5em 0}.note{color:#666}"""
 
 
-def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> str:
+def format_html(items: list[Explained], paths: SourcePaths, top: int = 12, failed: list[Row] | None = None) -> str:
     """One self-contained page: per build, the pressure along the code (a line per class), the peaks and
     spills, the lines holding the most registers, and the annotated source."""
     from html import escape
@@ -234,6 +280,10 @@ def format_html(items: list[Explained], paths: SourcePaths, top: int = 12) -> st
                 row += "".join(f"<td class=sp>{escape(c)}</td>" for c in cells[-2:])
                 parts.append(f"<tr class='{classes}'><td>{n}</td>{row}<td class=src>{escape(text)}</td></tr>")
             parts.append("</table>")
+    if failed:
+        parts.append(f"<h2>did not build ({len(failed)})</h2><ul>")
+        parts.extend(f"<li>{escape(line)}</li>" for line in _failed_lines(failed))
+        parts.append("</ul>")
     return "\n".join(parts) + "\n"
 
 

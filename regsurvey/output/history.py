@@ -4,9 +4,10 @@ inline SVG: no script, no network), Markdown and JSON with the same series."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from html import escape
 
-from ..model.figures import figure, verdict
+from ..model.figures import figure
 from ..model.history import History, HistoryCommit, Point, Series
 from .markdown import code
 from .markdown import escape as md_escape
@@ -39,17 +40,33 @@ def _tone(c: HistoryCommit) -> str:
     return "better" if counts.get("better") or counts.get("fixed") else ""
 
 
-def _point_tone(s: Series, i: int) -> str:
-    """How the ``i``-th point of ``s`` moved from the point before it: ``worse`` or ``better`` (the
-    figure registry's verdict on the largest value, else on the smallest), else empty."""
-    if i == 0:
+def _point_tone(p: Point) -> str:
+    """How a point's builds moved from the point before: ``worse`` where any got worse in its figure
+    (by the figure registry's verdict), ``better`` where some only got better, else empty. Per build: the
+    largest and smallest value may stay while builds between them move."""
+    return "worse" if p.worse else "better" if p.better else ""
+
+
+def _moves_text(p: Point) -> str:
+    """``2 builds worse``, ``3 builds moved: 2 worse, 1 better``: the builds the figure moved since the
+    point before (empty when none did)."""
+    if not p.moved:
         return ""
-    was, now = s.points[i - 1], s.points[i]
-    for before, after in ((was.max, now.max), (was.min, now.min)):
-        if before is not None and after is not None and before != after:
-            v = verdict(s.figure, before, after)
-            return v if v in ("worse", "better") else ""
-    return ""
+    parts = [(n, word) for n, word in ((p.worse, "worse"), (p.better, "better"),
+                                        (p.moved - p.worse - p.better, "changed")) if n]
+    builds = f"{p.moved} build{'s' if p.moved > 1 else ''}"
+    if len(parts) == 1:
+        return f"{builds} {parts[0][1]}"
+    return f"{builds} moved: " + ", ".join(f"{n} {word}" for n, word in parts)
+
+
+def _span_text(h: History, i: int, sha: Callable[[str], str]) -> str:
+    """Where the change the ``i``-th point shows lies: the commit itself, or under --every ``between A and
+    B (N commits)``, A the point before (excluded) and B this one, each sha drawn by ``sha``."""
+    c = h.commits[i]
+    if c.span <= 1:
+        return sha(c.sha[:10])
+    return f"between {sha(h.commits[i - 1].sha[:10])} and {sha(c.sha[:10])} ({c.span} commits)"
 
 
 def _moved(c: HistoryCommit) -> bool:
@@ -66,32 +83,37 @@ def _step_title(c: HistoryCommit) -> str:
 # -- Markdown -----------------------------------------------------------------------------------------------
 
 def format_markdown(h: History) -> str:
-    out = [f"### Registers over `{md_escape(h.spec)}`", ""]
+    """The kinds that changed, a table each (every requested figure a column, a row where a value or a
+    build moved), the unchanged ones named, then each commit's diff summarized."""
+    out = [f"### Registers over {code(h.spec)}", ""]  # a code span: no backslash escapes inside
     out.append(f"{len(h.commits)} commits" + (f" (one in {h.every})" if h.every > 1 else "")
                + ", each against the one before it; a figure is the largest over the kind's builds, with the "
-               "smallest in brackets where they differ.")
+               "smallest in brackets where they differ, and how many builds moved where any did."
+               + (" A change lies somewhere in the commits after the point before, up to the one it is shown at."
+                  if h.every > 1 else ""))
     out.append("")
     for (kind, target), series in _grouped(h).items():
-        moved = [s for s in series if s.changed]
-        if not moved:
+        if not any(s.changed for s in series):
             continue
         out.append(f"#### {kind} on {target}")
         out.append("")
-        heads = ["commit", "subject", *[figure(s.figure).label for s in moved]]
+        heads = ["commit", "subject", *[figure(s.figure).label for s in series]]
         out.append("| " + " | ".join(heads) + " |")
-        out.append("|" + "|".join(["---", "---", *["---:"] * len(moved)]) + "|")
-        # The commits where a shown value moved (and the ends): an unchanged stretch is one line.
+        out.append("|" + "|".join(["---", "---", *["---:"] * len(series)]) + "|")
+        # The commits where a value or a build moved (and the ends): an unchanged stretch is one line.
         previous: list[str] | None = None
         quiet = 0
         for i, c in enumerate(h.commits):
-            values = [_value(s.points[i]) for s in moved]
-            if values == previous and i != len(h.commits) - 1:
+            values = [_value(s.points[i]) for s in series]
+            moves = [_moves_text(s.points[i]) for s in series]
+            if values == previous and not any(moves) and i != len(h.commits) - 1:
                 quiet += 1
                 continue
             if quiet:
-                out.append(f"| | *{quiet} commit{'s' if quiet > 1 else ''} unchanged* |" + " |" * len(moved))
+                out.append(f"| | *{quiet} commit{'s' if quiet > 1 else ''} unchanged* |" + " |" * len(series))
                 quiet = 0
-            out.append("| " + " | ".join([code(c.sha[:10]), md_escape(c.subject), *values]) + " |")
+            cells = [v + (f"; {m}" if m else "") for v, m in zip(values, moves)]
+            out.append("| " + " | ".join([_span_text(h, i, code), md_escape(c.subject), *cells]) + " |")
             previous = values
         out.append("")
     still = [f"{k} on {t}" for (k, t), series in _grouped(h).items() if not any(s.changed for s in series)]
@@ -100,19 +122,23 @@ def format_markdown(h: History) -> str:
         out.append("")
     out.append("#### Commit by commit")
     out.append("")
-    run: list[HistoryCommit] = []
-    for step in [*h.commits[1:], None]:
-        if step is not None and not _moved(step):
-            run.append(step)
+    run: list[int] = []
+    for i in [*range(1, len(h.commits)), None]:
+        step = h.commits[i] if i is not None else None
+        if i is not None and step is not None and not _moved(step):
+            run.append(i)
             continue
         if len(run) == 1:
-            out.append(f"- {code(run[0].sha[:10])} {md_escape(run[0].subject)}: {_step_title(run[0])}")
+            quiet_step = h.commits[run[0]]
+            out.append(f"- {_span_text(h, run[0], code)} {md_escape(quiet_step.subject)}: {_step_title(quiet_step)}")
         elif run:
-            out.append(f"- {code(run[0].sha[:10])} to {code(run[-1].sha[:10])}: {len(run)} commits, every "
-                       "build unchanged")
+            commits = sum(max(1, h.commits[j].span) for j in run)
+            first = (f"between {code(h.commits[run[0] - 1].sha[:10])} and" if h.commits[run[0]].span > 1
+                     else f"{code(h.commits[run[0]].sha[:10])} to")
+            out.append(f"- {first} {code(h.commits[run[-1]].sha[:10])}: {commits} commits, every build unchanged")
         run = []
-        if step is not None:
-            out.append(f"- {code(step.sha[:10])} {md_escape(step.subject)}: {_step_title(step)}")
+        if i is not None and step is not None:
+            out.append(f"- {_span_text(h, i, code)} {md_escape(step.subject)}: {_step_title(step)}")
             out.extend(f"  - {' → '.join(md_escape(part) for part in segments)}" for segments in step.summary[:6])
     return "\n".join(out).rstrip() + "\n"
 
@@ -173,13 +199,14 @@ def _chart(s: Series, h: History) -> str:
         parts.append("<polyline class=line points='" + " ".join(f"{a:.1f},{b:.1f}" for a, b in upper) + "' />")
     for i, p in enumerate(s.points):
         c = h.commits[i]
-        tip = f"{c.sha[:10]} {c.subject}: {f.label} {_value(p)}"
+        moves = _moves_text(p)
+        tip = f"{_span_text(h, i, str)} {c.subject}: {f.label} {_value(p)}" + (f"; {moves}" if moves else "")
         if p.failed:
             cx, cy = x(i), _H - 12
             parts.append(f"<a href='#c-{c.sha}'><path class=fail d='M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8'>"
                          f"<title>{escape(tip)}</title></path></a>")
         if p.max is not None:
-            tone = _point_tone(s, i)
+            tone = _point_tone(p)
             tone = f" class={tone}" if tone else ""
             parts.append(f"<a href='#c-{c.sha}'><circle{tone} cx={x(i):.1f} cy={y(p.max):.1f} r={4 if tone else 3}>"
                          f"<title>{escape(tip)}</title></circle></a>")
@@ -202,7 +229,9 @@ def format_html(h: History) -> str:
            + f" · {len(moved)} of {len(groups)} kinds×targets moved"
            + (f" · {failing} commits with failing builds" if failing else "")
            + " · the line is the largest value over a kind's builds, the band the spread to the smallest;"
-           " a point links to the commit's diff against the one before it</div></header><main>"]
+           " a point links to the commit's diff against the one before it, coloured where builds got worse or"
+           " better" + ("; a change lies in the commits after the point before, up to the one it is shown at"
+                        if h.every > 1 else "") + "</div></header><main>"]
     for title, chosen in (("What moved", moved), ("Unchanged along the range", still)):
         if not chosen:
             continue
@@ -222,7 +251,7 @@ def format_html(h: History) -> str:
         items = "".join(f"<li>{escape(line)}</li>" for line in c.sentences("→")) if step_moved else ""
         failed = f" · {c.failed} of {c.builds} builds fail" if c.failed else ""
         out.append(f"<tr id='c-{c.sha}'" + ("" if step_moved or i == 0 else " class=quiet") + f"><td>{i}</td>"
-                   f"<td class=mono>{c.sha[:10]}</td><td>{escape(c.subject)}</td>"
+                   f"<td class=mono>{escape(_span_text(h, i, str))}</td><td>{escape(c.subject)}</td>"
                    f"<td><span class='{_tone(c)}'>{escape(_step_title(c))}{failed}</span>"
                    + (f"<ul>{items}</ul>" if items else "")
                    + (f"<div class='muted mono'>regsurvey diff {h.commits[i - 1].sha[:10]} {c.sha[:10]}</div>"

@@ -136,10 +136,42 @@ def _cell(builds: list[RowComparison], name: str) -> dict[str, Any] | None:
     return {"text": text, "tone": tone}
 
 
+def _key_verdict(builds: list[RowComparison]) -> tuple[str, str]:
+    """A key's verdict over its builds, whatever figure its cell shows: ``worse`` (a build got worse or
+    fails now), ``better``, ``mixed`` (both, or a build mixed), ``changed`` or ``""``; and the words a cell's
+    tooltip says of it (``2 builds: 1 worse, 1 mixed``; one build: its mark)."""
+    tones = [_MARK_TONE.get(r.mark, "") for r in builds]
+    moved = {t for t in tones if t}
+    verdict = ("mixed" if "mixed" in moved or {"worse", "better"} <= moved
+               else next((t for t in ("worse", "better", "changed") if t in moved), ""))
+    counts = {m.value: n for m in MARK_ORDER if (n := sum(1 for r in builds if r.mark is m))}
+    if len(builds) == 1:
+        return verdict, builds[0].mark.value
+    return verdict, f"{len(builds)} builds: " + ", ".join(f"{n} {mark}" for mark, n in counts.items())
+
+
+def _default_figure(cells: dict[tuple[str, str], dict[str, Any]], builds: list[RowComparison], vendor: str) -> str:
+    """What a grid is coloured by unless another is picked: the figure that made most of its builds worse
+    (the more important one on a tie: spills, then occupancy, then registers ...); where none got worse, its
+    most important figure that moved; where nothing moved, the vendor's spills. A grid coloured by the most
+    important figure that moved hid six of ten worse builds (occupancy 6 → 1) behind one SGPR spill."""
+    worse: dict[str, int] = {}
+    for r in builds:
+        for f in r.figures:
+            if f.verdict == "worse":
+                worse[f.name] = worse.get(f.name, 0) + 1
+    if worse:
+        most = max(worse.values())
+        return next(f.name for f in BY_IMPORTANCE if worse.get(f.name) == most)
+    moved = {n for cell in cells.values() for n, c in cell["f"].items() if c["tone"] not in ("same", "")}
+    return next((f.name for f in BY_IMPORTANCE if f.name in moved), DEFAULT_GRID_FIGURE.get(vendor, ""))
+
+
 def grids(comparison: Comparison) -> list[dict[str, Any]]:
     """Per kind and target, its keys laid out by its axes: the first half of the axes down, the rest
     across (``cells``: a list per label of ``rows``, a cell or None per label of ``cols``). Each cell
-    holds per figure the change's tone and ``before → after`` (see :func:`_cell`), the builds it
+    holds per figure the change's tone and ``before → after`` (see :func:`_cell`), its key's verdict over
+    every figure (``verdict``, marked on the cell whatever figure colours it, and ``title``), the builds it
     holds, and the words the table's notice shows when it is clicked."""
     by_grid: dict[tuple[str, str], dict[str, list[RowComparison]]] = {}
     for r in comparison.rows:
@@ -162,14 +194,13 @@ def grids(comparison: Comparison) -> list[dict[str, Any]]:
             for b in builds:
                 names.update(dict.fromkeys(f.name for f in b.figures))
             figures = {n: c for n in names if (c := _cell(builds, n)) is not None}
+            verdict, title = _key_verdict(builds)
             cells[(row_label, col_label)] = {
-                "key": key, "rows": [b.ref for b in builds], "focus": f"{key} on {target}", "f": figures}
+                "key": key, "rows": [b.ref for b in builds], "focus": f"{key} on {target}", "f": figures,
+                "verdict": verdict, "title": f"{key}: {title}"}
         known = TARGETS.get(target)
         vendor = (AMD if known.is_amd else NVIDIA) if known is not None else None
-        # Coloured by the most important figure that moved in this grid (spills, then occupancy, then
-        # registers ...): a library whose change moves no spill would otherwise show grids of zeros.
-        moved = {n for cell in cells.values() for n, c in cell["f"].items() if c["tone"] not in ("same", "")}
-        default = next((f.name for f in BY_IMPORTANCE if f.name in moved), DEFAULT_GRID_FIGURE.get(vendor or "", ""))
+        default = _default_figure(cells, [b for builds in keys.values() for b in builds], vendor or "")
         ordered: list[str] = sorted(names, key=lambda n: FIGURE_ORDER.get(n, len(FIGURE_ORDER)))
         out.append({"kind": kind, "target": target, "title": f"{kind} on {target}",
                     "axes": " · ".join(t for t in (f"rows {' × '.join(down)}" if down else "",

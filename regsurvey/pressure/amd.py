@@ -15,6 +15,9 @@ Spills are what LLVM marks: stores and loads commented ``N-byte Folded Spill``/`
 the value may sit in ``vcc_lo``/``vcc_hi``, which the allocator hands out once the ``s`` registers run
 out). Their dwords add up to the metadata's ``.vgpr_spill_count`` and ``.sgpr_spill_count``.
 
+The demand before spilling counts, beside the registers, the values waiting in spill slots: each slot is
+live from its spill store to its last reload, by the same liveness (:class:`_SpillSlots`).
+
 Source lines are the ``.loc`` directives LLVM prints before each instruction, with the helpers' call
 sites from its comment (``; kern.py:7:9 @[ kern.py:15:9 ]``).
 """
@@ -25,7 +28,7 @@ import re
 from pathlib import Path
 
 from ..model.pressure import Frame, Pressure
-from ..objects.amdgcn import SGPR_VALUE_FILES, Function, Instruction, parse_functions
+from ..objects.amdgcn import SGPR_VALUE_FILES, Function, Instruction, Register, parse_functions
 from ..objects.amdgcn_effects import defs_and_uses
 from .build import Step, build
 
@@ -47,12 +50,12 @@ def amd_pressure(text: str, target: str) -> Pressure:
     function = functions[0]
     raw = text.splitlines()
     frames = _frames_by_line(raw)
-    live = _liveness(function)
     # VGPRs that SGPR spills write lanes of: a v_readlane_b32 from another VGPR (a reduction's) is no reload.
     slots = {inst.operand_registers(0)[0].index for inst in function.instructions if _lane_spill(inst)}
-    steps = []
-    for inst, counts in zip(function.instructions, live):
-        steps.append(Step(inst.text, frames.get(inst.line, ()), counts, _spill(inst, raw[inst.line - 1], slots)))
+    spills = [_spill(inst, raw[inst.line - 1], slots) for inst in function.instructions]
+    live, demand = _liveness(function, _SpillSlots(function, spills, slots))
+    steps = [Step(inst.text, frames.get(inst.line, ()), counts, spill, wanted)
+             for inst, counts, spill, wanted in zip(function.instructions, live, spills, demand)]
     return build(function.name, target, "liveness over the amdgcn CFG", CLASSES, steps)
 
 
@@ -131,6 +134,94 @@ def _holds_sgpr_value(inst: Instruction, index: int) -> bool:
     return len(regs) == 1 and regs[0].count == 1 and regs[0].file in SGPR_VALUE_FILES
 
 
+# -- spill slots ---------------------------------------------------------------------------------------------
+
+class _SpillSlots:
+    """Where the spilled values live between a spill store and its reloads, as bits of three more masks
+    (their values' classes: VGPR, AGPR, SGPR), so that the liveness that counts registers counts them too:
+
+    - a scratch slot: each dword a ``Folded Spill`` store writes and a ``Folded Reload`` reads, named by the
+      access's base operands and offset; a VGPR's or an AGPR's value, by the register stored;
+    - an AGPR that holds a VGPR's value (``v_accvgpr_write ... ; Reload Reuse``): a VGPR value, counted as the
+      AGPR itself (live as the registers are), moved from the AGPRs' count to the VGPRs';
+    - a VGPR lane that holds an SGPR's value (``v_writelane_b32 vN, sM, L`` / ``v_readlane_b32 sM, vN, L``),
+      its VGPR left out of the VGPRs' count (spill space, not a value the code computes).
+
+    Added to the live registers, they are the demand before spilling: what the code would hold in registers
+    had nothing been spilled."""
+
+    def __init__(self, function: Function, spills: list[tuple[str, str, int] | None], lane_vgprs: set[int]):
+        self.ids: dict[tuple[str, int], int] = {}
+        self.reuse_agprs = 0  # AGPRs written by a Reload Reuse: a VGPR value's spill space
+        self.lane_vgprs = sum(1 << i for i in lane_vgprs)
+        # Each slot bit's class, from the stores that write it (a reload of a slot no store writes, an
+        # access this reading cannot name alike, holds no value here).
+        self.class_of: dict[int, int] = {}
+        for inst, spill in zip(function.instructions, spills):
+            if spill is not None and spill[0] == "store":
+                for bit, slot in self._slots(inst, spill):
+                    self.class_of[bit] = slot
+                if spill[1] == "agpr":
+                    for reg in inst.operand_registers(0):
+                        self.reuse_agprs |= ((1 << reg.count) - 1) << reg.index
+        self.effects = [self._effect(inst, spill) for inst, spill in zip(function.instructions, spills)]
+        # The classes whose values were spilled: their demand is told.
+        self.spilled = {CLASSES[slot] for slot in self.class_of.values()} | ({"vgpr"} if self.reuse_agprs else set())
+
+    @property
+    def any(self) -> bool:
+        """Whether the kernel spills at all (else the demand is the live registers themselves)."""
+        return bool(self.class_of or self.reuse_agprs)
+
+    def _slots(self, inst: Instruction, spill: tuple[str, str, int]) -> list[tuple[int, int]]:
+        """(slot bit, class of the value: 0 VGPR, 1 AGPR, 2 SGPR) of each unit a scratch or lane spill or
+        reload names (none for an AGPR's ``Reload Reuse``: the AGPR is live as registers are)."""
+        kind, medium, _ = spill
+        if medium == "scratch":
+            data, base = _scratch_operands(inst, kind)
+            if data is None:
+                return []
+            first = int(inst.modifier("offset") or 0) // 4
+            return [(self.ids.setdefault((base, first + k), len(self.ids)), _FILE_OF[data.file])
+                    for k in range(data.count)]
+        if medium == "vgpr-lane":
+            lane_vgpr = inst.operand_registers(0 if kind == "store" else 1)[0].index
+            return [(self.ids.setdefault((f"v{lane_vgpr}", int(inst.operands[2].text)), len(self.ids)), 2)]
+        return []
+
+    def _effect(self, inst: Instruction, spill: tuple[str, str, int] | None) -> tuple[Masks, Masks]:
+        """(slot bits written, slot bits read) by ``inst``, per value class."""
+        masks = [0, 0, 0]
+        if spill is None:
+            return (0, 0, 0), (0, 0, 0)
+        for bit, _ in self._slots(inst, spill):
+            slot = self.class_of.get(bit)
+            if slot is not None:
+                masks[slot] |= 1 << bit
+        written = (masks[0], masks[1], masks[2])
+        return (written, (0, 0, 0)) if spill[0] == "store" else ((0, 0, 0), written)
+
+    def demand(self, regs: list[int], slots: list[int]) -> dict[str, int]:
+        """Values live per class whose values were spilled: the registers that hold them, and the slots
+        of the spilled ones."""
+        v, a, s = regs
+        counts = {"vgpr": (v & ~self.lane_vgprs).bit_count() + slots[0].bit_count()
+                          + (a & self.reuse_agprs).bit_count(),
+                  "agpr": (a & ~self.reuse_agprs).bit_count() + slots[1].bit_count(),
+                  "sgpr": s.bit_count() + slots[2].bit_count()}
+        return {c: n for c, n in counts.items() if c in self.spilled}
+
+
+def _scratch_operands(inst: Instruction, kind: str) -> tuple[Register | None, str]:
+    """A scratch spill's register (stored or reloaded) and the text of its address operands: ``scratch_`` and
+    ``global_`` accesses put the data second (after the address) when storing, ``buffer_`` ones first."""
+    at = 1 if kind == "store" and not inst.mnemonic.startswith("buffer_") else 0
+    regs = inst.operand_registers(at)
+    data = regs[0] if len(regs) == 1 and regs[0].file in ("v", "a") else None
+    base = "|".join(op.text for i, op in enumerate(inst.operands) if i != at)
+    return data, base
+
+
 # -- liveness ---------------------------------------------------------------------------------------------
 
 Masks = tuple[int, int, int]  # one bit per register of each class: VGPRs, AGPRs, SGPRs
@@ -168,9 +259,13 @@ def _partial_write(inst: Instruction) -> bool:
     return False
 
 
-def _liveness(function: Function) -> list[dict[str, int]]:
-    """Per instruction (in order), the registers live there, per class."""
-    effects = [_effects(inst) for inst in function.instructions]
+def _liveness(function: Function, slots: _SpillSlots) -> tuple[list[dict[str, int]], list[dict[str, int] | None]]:
+    """Per instruction (in order), the registers live there per class; and, where the kernel spills, the
+    values live there per class, spilled ones included (:class:`_SpillSlots`; None where it does not)."""
+    width = 6 if slots.any else 3  # the registers' three masks, then the slots'
+    effects: list[tuple[tuple[int, ...], tuple[int, ...]]] = [_effects(inst) for inst in function.instructions]
+    if width == 6:
+        effects = [((*d, *sd), (*u, *su)) for (d, u), (sd, su) in zip(effects, slots.effects)]
     index_of = {id(inst): i for i, inst in enumerate(function.instructions)}
     spans = []
     for block in function.blocks:
@@ -180,37 +275,39 @@ def _liveness(function: Function) -> list[dict[str, int]]:
     gen: list[list[int]] = []
     kill: list[list[int]] = []
     for first, last in spans:
-        g, k = [0, 0, 0], [0, 0, 0]
+        g, k = [0] * width, [0] * width
         for i in range(last - 1, first - 1, -1):
-            (dv, da, ds), (uv, ua, us) = effects[i]
-            for slot, d, u in ((0, dv, uv), (1, da, ua), (2, ds, us)):
-                g[slot] = (g[slot] & ~d) | u
-                k[slot] |= d
+            defs, uses = effects[i]
+            for slot in range(width):
+                g[slot] = (g[slot] & ~defs[slot]) | uses[slot]
+                k[slot] |= defs[slot]
         gen.append(g)
         kill.append(k)
-    live_in = [[0, 0, 0] for _ in function.blocks]
-    live_out = [[0, 0, 0] for _ in function.blocks]
+    live_in = [[0] * width for _ in function.blocks]
+    live_out = [[0] * width for _ in function.blocks]
     changed = True
     while changed:
         changed = False
         for b in range(len(function.blocks) - 1, -1, -1):
-            out = [0, 0, 0]
+            out = [0] * width
             for s in function.blocks[b].successors:
-                for slot in range(3):
+                for slot in range(width):
                     out[slot] |= live_in[s][slot]
-            new_in = [gen[b][slot] | (out[slot] & ~kill[b][slot]) for slot in range(3)]
+            new_in = [gen[b][slot] | (out[slot] & ~kill[b][slot]) for slot in range(width)]
             if new_in != live_in[b] or out != live_out[b]:
                 live_in[b], live_out[b] = new_in, out
                 changed = True
     counts: list[dict[str, int]] = [{} for _ in function.instructions]
+    demand: list[dict[str, int] | None] = [None for _ in function.instructions]
     for b, (first, last) in enumerate(spans):
         live = list(live_out[b])
         for i in range(last - 1, first - 1, -1):
-            (dv, da, ds), (uv, ua, us) = effects[i]
-            entry = {}
-            for slot, d, u, name in ((0, dv, uv, "vgpr"), (1, da, ua, "agpr"), (2, ds, us, "sgpr")):
-                after = (live[slot] | d).bit_count()
-                live[slot] = (live[slot] & ~d) | u
-                entry[name] = max(after, live[slot].bit_count())
-            counts[i] = entry
-    return counts
+            defs, uses = effects[i]
+            after = [live[slot] | defs[slot] for slot in range(width)]
+            live = [(live[slot] & ~defs[slot]) | uses[slot] for slot in range(width)]
+            counts[i] = {name: max(after[slot].bit_count(), live[slot].bit_count())
+                         for slot, name in enumerate(CLASSES)}
+            if width == 6:
+                was, now = slots.demand(after[:3], after[3:]), slots.demand(live[:3], live[3:])
+                demand[i] = {name: max(n, now[name]) for name, n in was.items()}
+    return counts, demand

@@ -11,16 +11,19 @@ from ..model.pressure import Frame, LineStats, Pressure, Site, Spill, attributio
 @dataclass(frozen=True)
 class Step:
     """One instruction as an analysis saw it. ``spill``: (kind, medium, size) when it is a spill store
-    or reload."""
+    or reload. ``demand``: where the kernel spills, the values live there per class, those held in spill
+    slots included (None where the analysis cannot tell)."""
 
     text: str
     frames: tuple[Frame, ...]
     live: dict[str, int]
     spill: tuple[str, str, int] | None = None
+    demand: dict[str, int] | None = None
 
 
 def build(kernel: str, target: str, method: str, classes: tuple[str, ...], steps: list[Step]) -> Pressure:
     peaks: dict[str, Site] = {}
+    demand: dict[str, Site] = {}
     series: dict[str, list[int]] = {c: [] for c in classes}
     lines: dict[Frame, LineStats] = {}
     spills: list[Spill] = []
@@ -31,6 +34,9 @@ def build(kernel: str, target: str, method: str, classes: tuple[str, ...], steps
             series[c].append(count)
             if c not in peaks or count > peaks[c].live[c]:
                 peaks[c] = Site(index, step.text, step.frames, dict(step.live))
+            wanted = step.demand.get(c) if step.demand is not None else None
+            if wanted is not None and (c not in demand or wanted > demand[c].live[c]):
+                demand[c] = Site(index, step.text, step.frames, dict(step.demand or {}))
         for path, _ in step.frames:
             files.setdefault(path)
         own, callers = attribution(step.frames)
@@ -44,7 +50,7 @@ def build(kernel: str, target: str, method: str, classes: tuple[str, ...], steps
             _count(lines.setdefault(frame, LineStats(frame)), step, inlined=True)
     ordered = tuple(sorted(lines.values(), key=lambda s: (s.frame[0], s.frame[1])))
     return Pressure(kernel, target, method, classes, len(steps), peaks, series, ordered, tuple(spills),
-                    tuple(files))
+                    tuple(files), demand)
 
 
 def _count(stats: LineStats, step: Step, inlined: bool) -> None:

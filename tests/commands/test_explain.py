@@ -9,8 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from regsurvey.model.pressure import Pressure
 
+from .. import pressure_kernels as pk
+from ..conftest import commit_all, git
 from .conftest import Tiny
 from .runner import assert_one_line_error, invoke
 
@@ -126,3 +130,89 @@ def test_an_amd_builds_pressure_is_kept_by_the_survey_itself(tiny: Tiny, tmp_pat
     explained = invoke("explain", "scale/width2", *args, "--target", "gfx950", "--format", "json")
     assert explained.exit_code == 0, explained.stderr
     assert Pressure.from_dict(json.loads(explained.stdout)["builds"][0]["pressure"]) == stored
+
+
+# A kernel that builds at one block size and not at the other (tl.arange wants a power of two), and one that
+# spills (tests/pressure_kernels.py: a tile kept across a loop by one wave held to 64 VGPRs by waves_per_eu=8).
+BLOCKS_KEYS = '''
+import regsurvey as rs
+from kernels import peak_kernel, spill_kernel
+
+matrix = rs.Matrix(targets=["gfx950"], block=[1024, 1000, 2048])
+
+
+@matrix.kind(axes=["block"], block=[1024, 1000])
+def peak(block):
+    x, y, out = rs.tensor((1024,), "fp32"), rs.tensor((1024,), "fp32"), rs.tensor((1024,), "fp32")
+    peak_kernel[(1,)](x, y, out, BLOCK=block, num_warps=1)
+
+
+@matrix.kind(axes=["block"], block=[2048])
+def spill(block):
+    x, y, out = rs.tensor((block,), "fp32"), rs.tensor((4 * block,), "fp32"), rs.tensor((block,), "fp32")
+    spill_kernel[(1,)](x, y, out, BLOCK=block, N=4, num_warps=1, waves_per_eu=8)
+'''
+
+
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory: pytest.TempPathFactory) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """A project of two keys, one that builds and one whose compile fails; its survey args and run's JSON."""
+    root = tmp_path_factory.mktemp("blocks")
+    repo = root / "proj"
+    (repo / "keys").mkdir(parents=True)
+    (repo / "keys" / "k.py").write_text(BLOCKS_KEYS)
+    shutil.copy(pk.__file__, repo / "kernels.py")
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "the kernels")
+    args = ("-C", str(repo), "--store", str(root / "store"), "-q")
+    run = invoke("run", *args, "--format", "json")
+    assert run.exit_code == 0, run.stderr
+    return args, json.loads(run.stdout)
+
+
+def test_a_failed_build_says_why_as_run_does(blocks: tuple[tuple[str, ...], dict[str, Any]]) -> None:
+    """Not the compile error's location (``CompilationError: at 4:8:``) but its cause, the line ``run``
+    shows."""
+    args, survey = blocks
+    failed = next(r for r in survey["rows"] if r["key"] == "peak/block1000")
+    assert failed["status"] == "error" and failed["error"].startswith("CompilationError: at ")
+    table = invoke("run", *args)
+    (shown,) = [line for line in table.stdout.splitlines() if "peak/block1000" in line]
+    assert "arange's range must be a power of 2" in shown
+    assert_one_line_error(invoke("explain", "peak/block1000", *args),
+                          "peak/block1000 (gfx950) did not build: arange's range must be a power of 2")
+
+
+def test_a_glob_explains_what_built_and_lists_what_did_not(blocks: tuple[tuple[str, ...], dict[str, Any]]) -> None:
+    args, _ = blocks
+    text = invoke("explain", "peak/*", *args)
+    assert text.exit_code == 0, text.stderr
+    assert text.stdout.startswith("peak/block1024 on gfx950: kernel peak_kernel, ")
+    assert text.stdout.endswith("did not build (1):\n  peak/block1000 on gfx950 (peak_kernel): "
+                                "arange's range must be a power of 2\n")
+    data = json.loads(invoke("explain", "peak/*", *args, "--format", "json").stdout)
+    assert [b["key"] for b in data["builds"]] == ["peak/block1024"]
+    assert data["failed"] == [{"key": "peak/block1000", "target": "gfx950", "kernel": "peak_kernel", "launch": 0,
+                               "status": "error", "error": "arange's range must be a power of 2"}]
+    markdown = invoke("explain", "peak/*", *args, "--format", "markdown").stdout
+    assert markdown.endswith("\n\nDid not build (1):\n\n- peak/block1000 on gfx950 (peak_kernel): arange's range "
+                             "must be a power of 2\n")
+
+
+def test_beside_spills_the_peak_says_what_it_counts_and_the_demand_before_spilling(
+        blocks: tuple[tuple[str, ...], dict[str, Any]]) -> None:
+    """A wave held to 64 VGPRs spills 4 dwords of the kept tile: the VGPR peak (registers after allocation and
+    spilling) is 63, and the demand before spilling 67, the peak and the 4 dwords waiting in scratch."""
+    args, survey = blocks
+    (row,) = [r for r in survey["rows"] if r["key"] == "spill/block2048"]
+    assert (row["resources"]["vgpr"], row["resources"]["vgpr_spill"]) == (64, 4)
+    out = invoke("explain", "spill/block2048", *args).stdout.splitlines()
+    loop = f"kernels.py:{pk.marked_line('LOOP')}"
+    assert out[1].startswith(f"  VGPR peak 63 of 64 allocated at {loop}: ")
+    assert out[2].startswith(f"  VGPR demand before spilling: 67 at {loop}: ")
+    assert out[2].endswith("(the values live at once, those waiting in spill slots too; the peak counts registers "
+                           "after allocation and spilling)")
+    assert out[4] == "  1 spill stores, 1 reloads (4 dwords to scratch)"
+    data = json.loads(invoke("explain", "spill/block2048", *args, "--format", "json").stdout)
+    demand = Pressure.from_dict(data["builds"][0]["pressure"]).demand
+    assert set(demand) == {"vgpr"} and demand["vgpr"].live["vgpr"] == 67

@@ -183,7 +183,11 @@ def test_history_draws_every_commit(project: tuple[Path, list[str]], env: dict[s
     spills = series[("spill", "gfx950", "vgpr_spill")]
     assert [p["max"] for p in spills[:SPILLS_AT + 1]] == [0] * (SPILLS_AT + 1)  # the base and indices 0..11
     assert spills[SPILLS_AT + 1]["max"] > 0 and spills[BROKEN_AT + 1] == {"max": None, "min": None, "built": 0,
-                                                                           "failed": 1}
+                                                                           "failed": 1, "moved": 0, "worse": 0,
+                                                                           "better": 0}
+    # The build's own move, counted where it happened: 0 -> N spills, worse.
+    assert [i for i, p in enumerate(spills) if p["moved"]] == [SPILLS_AT + 1]
+    assert (spills[SPILLS_AT + 1]["worse"], spills[SPILLS_AT + 1]["better"]) == (1, 0)
     assert spills[-1]["max"] == spills[SPILLS_AT + 1]["max"]
     steady = series[("steady", "gfx950", "vgpr")]
     assert len({p["max"] for p in steady}) == 1 and all(p["failed"] == 0 for p in steady)
@@ -202,6 +206,7 @@ def test_history_draws_every_commit(project: tuple[Path, list[str]], env: dict[s
     every = json.loads(regsurvey(repo, env, "history", "HEAD~20..HEAD", "--every", "5", "--format", "json",
                                  "-q").stdout)
     assert [c["sha"] for c in every["commits"]] == [base, shas[4], shas[9], shas[14], shas[19]]
+    assert [c["span"] for c in every["commits"]] == [0, 5, 5, 5, 5]  # a change lies in one of 5 commits
     # The page: drawn, points link to the commit's diff, failures marked, nothing fetched.
     page = tmp_path / "history.html"
     assert regsurvey(repo, env, "history", "HEAD~20..HEAD", "-o", str(page), "-q").returncode == 0
@@ -233,3 +238,16 @@ def test_history_draws_every_commit(project: tuple[Path, list[str]], env: dict[s
         tab.screenshot(tmp_path / "history.png")
     finally:
         browser.close()
+
+
+def test_the_default_page_name_says_what_was_drawn(project: tuple[Path, list[str]], env: dict[str, str]) -> None:
+    """Two histories of one range over other selections or figures are two pages: the second no longer
+    overwrites the first."""
+    repo, _ = project
+    runs = {"": (), ".kind-steady": ("--kind", "steady"),
+            ".key-spill_.figure-vgpr_spill.every-2": ("--key", "spill/*", "--figure", "vgpr_spill", "--every", "2")}
+    for part, args in runs.items():
+        out = regsurvey(repo, env, "history", "HEAD~2..HEAD", *args, "-q")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == f"wrote {repo / 'reports' / f'HEAD_2..HEAD{part}.history.html'}\n"
+    assert len(list((repo / "reports").glob("*.history.html"))) == 3

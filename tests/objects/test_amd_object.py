@@ -50,6 +50,9 @@ CASES = {
     # 4 waves by registers, but two 32 KiB workgroups of 4 waves fill gfx942's 64 KiB LDS: 2 waves.
     "waves4-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2), ("waves_per_eu", 4)),
                              MATMUL),
+    # 2-wave workgroups of 20 KiB LDS: 3 fit in gfx942's 64 KiB, 6 waves over 4 SIMDs (README's worked case).
+    "uneven-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 2), ("num_stages", 2)),
+                             {"BM": 128, "BN": 32, "BK": 64}),
     # A 256x256 fp32 accumulator over 4 waves: 256 arch VGPRs and 256 AGPRs, the whole unified file.
     "agpr-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2)),
                            {"BM": 256, "BN": 256, "BK": 64}),
@@ -215,6 +218,24 @@ def test_lds_binds_the_pipelined_gemm_on_gfx950() -> None:
     # Two stages of 128x64 + 64x128 fp16 tiles: about 66 KiB, so 2 workgroups of 4 waves per CU.
     assert 64 * 1024 < res.lds_bytes < 80 * 1024
     assert res.occupancy == 2 < comment(text, "Occupancy")
+
+
+def test_waves_that_do_not_spread_evenly_count_on_the_busiest_simd() -> None:
+    """README's rule ("What is measured, and from where", occupancy): where whole workgroups leave a CU
+    waves that do not divide over its 4 SIMDs, occupancy is the most waves one SIMD holds when they are
+    spread as evenly as they go, rounded up as LLVM's getOccupancyWithWorkGroupSizes rounds; never more
+    than the registers allow. Worked here on a real compile: 3 workgroups of 2 waves are 6 waves a CU,
+    2, 2, 1 and 1 a SIMD, so 2 (not 1.5, not 1)."""
+    ck, _ = compiled("uneven-matmul-gfx942")
+    res, text = read("uneven-matmul-gfx942")
+    assert (ck.metadata.num_warps, ck.metadata.shared) == (2, 20 * 1024)
+    # The rule, counted from the LDS block (512 B on gfx942) and the CU's 64 KiB, not from regsurvey.
+    workgroups = (64 * 1024) // (-(-ck.metadata.shared // 512) * 512)
+    waves = workgroups * ck.metadata.num_warps
+    per_simd = [waves // 4 + (simd < waves % 4) for simd in range(4)]
+    registers = comment(text, "Occupancy")  # LLVM's: the register limit alone (3 waves at 152 VGPRs)
+    assert (workgroups, waves, per_simd, registers) == (3, 6, [2, 2, 1, 1], 3)
+    assert res.occupancy == min(max(per_simd), registers) == 2
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -125,6 +125,71 @@ def test_each_grid_is_coloured_by_what_moved_most_in_it(layer: Survey) -> None:
         ("attn", "gfx950")] == "occupancy"
 
 
+# vLLM's MoE on gfx942, in small: one build spills SGPRs, six others fall to one wave per SIMD.
+WORSE_OCCUPANCY = ("attn/tp4/w2/bf16", "attn/tp4/w2/e4m3", "attn/tp4/w8/bf16", "attn/tp4/w8/e4m3",
+                   "attn/tp8/w2/bf16", "attn/tp8/w2/e4m3")
+
+
+def fewer_waves(layer: Survey) -> Comparison:
+    """Six attn matmul builds on gfx950 fall from 7 waves to 1, one spills 4 SGPRs (a more important
+    figure, moved by fewer builds), one scale build takes a VGPR less; on sm90 one proj build takes more
+    registers."""
+    edits: dict = {(key, "gfx950"): {"occupancy": 1} for key in WORSE_OCCUPANCY}
+    edits[("attn/tp8/w8/e4m3", "gfx950")] = {"sgpr_spill": 4}
+    edits[("attn/tp8/w8/bf16#1", "gfx950")] = {"vgpr": base_figure(layer, "attn/tp8/w8/bf16#1", "gfx950", "vgpr") - 1}
+    edits[("proj/tp4/w2", "sm90")] = {"regs": base_figure(layer, "proj/tp4/w2", "sm90", "regs") + 8}
+    return compare(replace(layer, commit="a" * 40, label="main (aaaaaaaaaa)"),
+                   edited(layer, edits, commit="b" * 40, label="HEAD (bbbbbbbbbb)"))
+
+
+def test_a_grid_is_coloured_by_what_made_most_builds_worse(layer: Survey) -> None:
+    """Not by the most important figure that moved: one build's SGPR spills would hide six builds' fall
+    to one wave per SIMD behind zeros."""
+    from regsurvey.output.html import grids
+
+    attn = next(g for g in grids(fewer_waves(layer)) if (g["kind"], g["target"]) == ("attn", "gfx950"))
+    assert attn["default"] == "occupancy"
+    cells = {c["key"]: c for row in attn["cells"] for c in row if c is not None}
+    assert {k: c["verdict"] for k, c in cells.items()} == {
+        **dict.fromkeys(WORSE_OCCUPANCY, "worse"), "attn/tp8/w8/e4m3": "worse", "attn/tp8/w8/bf16": "better"}
+    assert cells["attn/tp4/w2/bf16"]["title"] == "attn/tp4/w2/bf16: 2 builds: 1 worse, 1 unchanged"
+
+
+@needs_chromium
+def test_every_cell_shows_its_keys_verdict_whatever_figure_colours_it(browser: Chromium, layer: Survey,
+                                                                     tmp_path: Path) -> None:
+    page = open_report(browser, tmp_path / "verdicts.html", get_format("html").format(fewer_waves(layer)))
+    assert page.errors() == []
+    grid = "#grids table.keys[data-kind=attn][data-target=gfx950]"
+
+    def cells() -> dict[str, list[str]]:
+        return page.evaluate(f"Object.fromEntries(Array.from(document.querySelectorAll('{grid} td.cell')).map(td =>"
+                             " [td.dataset.key, [td.textContent, td.className, td.dataset.verdict]]))")
+
+    # By default coloured by the occupancy that six builds lost.
+    assert page.evaluate(f"document.querySelector('{grid}').previousSibling.textContent").startswith("occupancy")
+    assert cells()["attn/tp4/w2/bf16"] == ["7 → 1", "cell worse v-worse", "worse"]
+    # Coloured by SGPR spills, the six still say they got worse, the one better build better.
+    page.evaluate("(() => { const s = document.getElementById('grid-figure'); s.value = 'sgpr_spill';"
+                  " s.dispatchEvent(new Event('change')); })()")
+    shown = cells()
+    assert {k: v for k, v in shown.items() if k in WORSE_OCCUPANCY} == dict.fromkeys(
+        WORSE_OCCUPANCY, ["0", "cell same v-worse", "worse"])
+    assert shown["attn/tp8/w8/e4m3"] == ["0 → 4", "cell worse v-worse", "worse"]
+    assert shown["attn/tp8/w8/bf16"] == ["0", "cell same v-better", "better"]
+    # An sm90 grid has no SGPR spills to show: its worse key is marked all the same.
+    assert page.evaluate("Array.from(document.querySelectorAll('#grids table.keys[data-kind=proj][data-target=sm90] "
+                         "td')).map(td => [td.className, td.title])") == [
+        ["v-worse", "proj/tp4/w2: worse"], ["", "proj/tp4/w8: unchanged"], ["", "proj/tp8/w2: unchanged"],
+        ["", "proj/tp8/w8: unchanged"]]
+    # Drawn: a worse key's marker is the worse colour, an unchanged key has none.
+    marker = page.evaluate(f"getComputedStyle(document.querySelector('{grid} td[data-key=\"attn/tp4/w2/bf16\"]'),"
+                           " '::after').content")
+    assert marker == '"\u25b2"'  # ▲
+    page.screenshot(tmp_path / "verdicts.png")
+    assert page.errors() == []
+
+
 def test_page_data_names_every_figure_and_tells_the_rebuild_check(layer: Survey) -> None:
     comparison = changed(layer)
     difference = RebuildDifference("gfx950", "attn/tp4/w2/bf16", "attn/tp4/w2/bf16", None, "a" * 64, "b" * 64,
@@ -307,14 +372,14 @@ def test_keys_by_axes_and_the_change_column(browser: Chromium, layer: Survey, tm
                                    ["tp8 w8", "0|same", "0 → 12|worse"]]
     proj = page.evaluate("document.querySelector('#grids table.keys[data-kind=proj][data-target=sm90] "
                          "td[data-key=\"proj/tp4/w2\"]').className")
-    assert proj == "cell worse"
+    assert proj == "cell worse v-worse"
     # Another figure: the mixed build's occupancy fell, its VGPRs fell.
     page.evaluate("(() => { const s = document.getElementById('grid-figure'); s.value = 'occupancy';"
                   " s.dispatchEvent(new Event('change')); })()")
     waves = mixed.resources["occupancy"]
     cell = page.evaluate("(() => { const td = document.querySelector('#grids table.keys[data-target=gfx950] "
                          "td[data-key=\"attn/tp4/w8/bf16\"]'); return [td.textContent, td.className]; })()")
-    assert cell == [f"{waves} → {waves - 1}", "cell worse"]
+    assert cell == [f"{waves} → {waves - 1}", "cell worse v-mixed"]  # the key: VGPRs fell too
     # The table's change column: only what moved, and what the build was made with.
     spill_row = visible(page, "[tr.dataset.ref, tr.cells[0].textContent, tr.cells[4].textContent]")
     vgpr = spilled.resources["vgpr"]

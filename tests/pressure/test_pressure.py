@@ -177,6 +177,71 @@ def test_the_peak_is_within_what_was_allocated(target: str, kernel: str) -> None
             assert res.regs - peak["gpr"] <= 8
 
 
+def slot_words(p: Pressure) -> list[int]:
+    """A second count of the spilled values waiting at each instruction, for straight-line code (the spilling
+    kernels' loops are unrolled): each word of a spill slot (an AMD scratch offset, an NVIDIA ``[R1+offset]``)
+    holds a value from a store to the last reload before the slot's next store, read off the spill list in
+    code order."""
+    ranges: list[list[int]] = []
+    held: dict[int, list[int]] = {}
+    for spill in p.spills:
+        if spill.medium == "local":
+            at = re.search(r"\[R1(?:\+0x([0-9a-f]+))?\]", spill.site.text)
+            assert at, spill.site.text
+            offset, words = int(at[1] or "0", 16), spill.size // 4
+        else:
+            assert spill.medium == "scratch", spill  # these kernels spill no SGPR and keep no VGPR in an AGPR
+            at = re.search(r"offset:(\d+)", spill.site.text)
+            offset, words = int(at[1]) if at else 0, spill.size
+        for word in range(offset, offset + 4 * words, 4):
+            if spill.kind == "store":
+                if word in held and len(held[word]) == 2:
+                    ranges.append(held[word])
+                held[word] = [spill.site.index]
+            elif word in held:
+                held[word][1:] = [spill.site.index]
+    ranges += [r for r in held.values() if len(r) == 2]
+    waiting = [0] * p.instructions
+    for first, last in ranges:
+        for i in range(first, last + 1):
+            waiting[i] += 1
+    return waiting
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_the_demand_before_spilling_counts_the_spilled_values(target: str) -> None:
+    """The peak counts registers after allocation and spilling; the demand adds the values waiting in spill
+    slots. On AMD the kept tile's 38 dwords wait in scratch across the loop where the VGPRs peak: the demand
+    is the peak plus all of them. On NVIDIA it passes what any allocation could hold (255 registers). Both
+    equal a second count of the slots' lives added to the live registers."""
+    kernel, block = spilling(target)
+    p = pressure(kernel, target, block)
+    first = p.classes[0]
+    peak, demand = p.peaks[first].live[first], p.demand_peak(first)
+    assert demand is not None and set(p.demand) == {first}
+    assert demand == max(n + w for n, w in zip(p.series[first], slot_words(p)))
+    assert p.demand[first].live[first] == demand
+    ck = compiled(kernel, target, block)
+    if target.startswith("gfx"):
+        res = amd_resources(ck, target)
+        assert res.vgpr_spill == 38 and demand == peak + res.vgpr_spill
+    else:
+        res = read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=1, target=get_target(target))
+        assert peak <= res.regs == 255 < demand
+    # A kernel that does not spill has no demand apart from its peak.
+    assert pressure("peak_kernel", target, 1024).demand == {}
+
+
+def test_the_demand_of_sgprs_spilled_to_vgpr_lanes() -> None:
+    """conch's varlen attention on gfx942 (27 SGPR values spilled to VGPR lanes): its SGPR demand is above
+    the SGPR peak, by no more than the values spilled; the VGPRs that hold the lanes are spill space."""
+    text = gzip.decompress((FIXTURES / "conch-varlen-gfx942.amdgcn.gz").read_bytes()).decode()
+    p = amd_pressure(text, "gfx942")
+    peak, demand = p.peaks["sgpr"].live["sgpr"], p.demand_peak("sgpr")
+    assert set(p.demand) == {"sgpr"} and demand is not None
+    assert (peak, demand) == (99, 126) and peak < demand <= peak + 27
+
+
 @pytest.mark.parametrize("target", ["sm90", "sm100"])
 def test_nvidia_counts_are_nvdisasms(target: str) -> None:
     """The live counts are nvdisasm's: checked against a run of it here (on a kernel under 255
