@@ -649,6 +649,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
     warned: set[str] = set()
+    shown_notes: set[str] = set()  # the workers' warnings shown so far
     copies = KeyCopies()
     launches: dict[tuple[str, str], int] = {}  # each key's launches, as its first copy captured them
 
@@ -730,7 +731,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     def heard(w: _Worker, message: Answer) -> None:
         w.heard = time.monotonic()
         for line in getattr(message, "notes", ()):  # the worker's warnings: its stderr may be a server's log
-            print(line, file=sys.stderr)
+            if line not in shown_notes:  # several workers of a target may say the same
+                shown_notes.add(line)
+                print(line, file=sys.stderr)
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code
