@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What this session ran on the H200 device machine (16 cores, Triton 3.6 there), in one call:
-# the GPU fidelity check on the demo, the LLD study of issue #10 item 10, the isolation cost, and the
+# NVML's answers against the stand-in's (step `nvml`), the GPU fidelity check on the demo, the LLD study of issue #10 item 10, the isolation cost, and the
 # fidelity check on the real-world corpus's sm90 keys (step `corpus`; its wheels: tests/realworld/requirements.txt's
 # libraries and pyelftools, in .whl/ too). Step `speed11` (not in `all`): issue #11's speed criterion, 4faced4
 # against this tree side by side (benchmarks/before_after.py; ~7 minutes).
@@ -16,6 +16,13 @@ fi
 nproc; python3 -c 'import triton, torch; print("triton", triton.__version__, "torch", torch.__version__)'
 steps=" ${*:-all} "
 want() { [[ "$steps" == *" $1 "* ]]; }  # a step named on the command line (several may be)
+if want all || want nvml; then
+  # NVML and nvidia-smi on the H200 against regsurvey's stand-in for sm90 (tests/gpu/nvml_answers.py):
+  # the machine's answers become the fixture tests/compile/test_management.py holds the stand-in to.
+  echo "== nvml"
+  timeout 60 python3 tests/gpu/nvml_answers.py > "$OUT/nvml-h200.json"
+  timeout 60 python3 tests/gpu/nvml_answers.py --compare > "$OUT/nvml-compare.json"; echo "nvml differences: rc $?"
+fi
 if want all || want fidelity; then
   echo "== fidelity (demo, sm90)"
   timeout 300 python3 tests/gpu/fidelity.py --jobs 16 --out "$OUT/fidelity-results.json" 2>&1 | tail -40

@@ -46,6 +46,7 @@ from typing import Any
 from ..capture import session as capture_mod
 from ..capture.session import CapturedLaunch, CaptureSession
 from ..model.targets import TARGETS, Target
+from . import management
 
 # Each target gets its own fake device index: JITFunction caches binder, backend and target per
 # device, so a per-target index keeps one worker from reusing gfx950's binder for sm90.
@@ -579,7 +580,8 @@ _original_bench: Any = None
 @contextlib.contextmanager
 def device_as(target: Target) -> Iterator[Target]:
     """Make the device look like ``target`` to Triton (the active driver) and to the project's code
-    (``torch.cuda`` device queries, ``torch.version.hip``/``cuda``) until the block ends.
+    (``torch.cuda`` device queries, ``torch.version.hip``/``cuda``, the vendor's management library and
+    commands: :mod:`.management`) until the block ends.
 
     Keys files are imported inside this (a library may ask for the device at import), and every kind
     body runs inside it, under :func:`capturing`.
@@ -593,6 +595,7 @@ def device_as(target: Target) -> Iterator[Target]:
     driver.set_active(StubDriver(target))
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(management.standing_in(target))  # NVML, AMD SMI, nvidia-smi ...
             stack.enter_context(_patched(torch.version, "hip", target.torch_hip_version))
             stack.enter_context(_patched(torch.version, "cuda", None if target.is_amd else "13.0"))
             cuda = torch.cuda

@@ -661,6 +661,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     results: dict[tuple[str, str], list[Row]] = {}
     resent: set[tuple[str, str]] = set()
     warned: set[str] = set()
+    shown_notes: set[str] = set()  # the workers' warnings shown so far
     copies = KeyCopies()
     launches: dict[tuple[str, str], int] = {}  # each key's launches, as its first copy captured them
 
@@ -744,7 +745,9 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
     def heard(w: _Worker, message: Answer) -> None:
         w.heard = time.monotonic()
         for line in getattr(message, "notes", ()):  # the worker's warnings: its stderr may be a server's log
-            print(line, file=sys.stderr)
+            if line not in shown_notes:  # several workers of a target may say the same
+                shown_notes.add(line)
+                print(line, file=sys.stderr)
         if on_said is not None and isinstance(message, KeyCompiled | KeyFinished) and message.said_once:
             on_said(message.said_once)
         match message:

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..analysis import analyze
 from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
-from ..compile import toolchain
+from ..compile import management, toolchain
 from ..compile.toolchain import PTXAS_LOG
 from ..errors import CorruptObjectError
 from ..explaining import keep_pressure
@@ -174,6 +174,7 @@ class Worker:
         self._in_flight: dict[str, BuildLock | None] = {}
         self._in_flight_lock = threading.Lock()  # the compiling thread adds, the relay thread releases
         self._finished: dict[str, Row] = {}  # rows of the kernels finished here, by Triton hash
+        self._warned: set[tuple[str, str]] = set()  # (kind, sign) of no-GPU signs already noted
         self.ready_at: float | None = None  # time.time() when the keys were loaded
         self.started = time.time()  # builds that failed since (in any process) are not compiled again
 
@@ -193,8 +194,11 @@ class Worker:
     def kinds(self) -> dict[str, Kind]:
         """Load the keys files once, with this worker's target as the device (raises KeysFileError)."""
         if self._kinds is None:
-            with toolchain.device_as(get_target(self.target)):
+            target = get_target(self.target)
+            with toolchain.device_as(target):
                 self._kinds = {k.name: k for k in load_kinds(self.root, self.keys_dir)}
+            for sign in management.no_gpu_signs(target):
+                self.note(f"warning: importing the keys files for {target.name}: {sign}")
             self.ready_at = time.time()
         return self._kinds
 
@@ -260,6 +264,11 @@ class Worker:
         with self._notes_lock:
             self._said_once.extend(SaidOnce(key.kind, key.target, line) for line in once)
         base["messages"] = run.said.lines_without(once)
+        for sign in management.no_gpu_signs(target):  # what the library concluded: said on every row of the key
+            base["messages"].append(f"regsurvey: {sign}")
+            if (kind.name, sign) not in self._warned:  # once per kind and worker; the survey shows it once
+                self._warned.add((kind.name, sign))
+                self.note(f"warning: kind {kind.name} on {target.name}: {sign}")
         if skipped is not None:
             return [Row(**base, kernel=None, status=Status.SKIPPED, skip_reason=skipped)]
         if raised is None and not session.launches:

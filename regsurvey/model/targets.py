@@ -52,6 +52,21 @@ class DeviceProperties:
 
 
 @dataclass(frozen=True)
+class ManagementFacts:
+    """What the vendor's management interface reports about one GPU of a target, beyond the driver's
+    device properties: NVML (``pynvml``, ``nvidia-smi``) on NVIDIA, AMD SMI (``amdsmi``, ``amd-smi``,
+    ``rocm-smi``) on AMD. Libraries that pick their platform, tuned configs or memory budget through these
+    instead of torch read them (vLLM: NVML and amdsmi). README's "What a launcher sees" gives the sources.
+    """
+
+    pci_device_id: int  # the PCI device ID (vendor 0x10de or 0x1002): 0x2335 H200 SXM, 0x74a1 MI300X
+    memory_total: int  # bytes; NVML's total counts what the driver reserves, torch's total_memory does not
+    driver_version: str  # nvmlSystemGetDriverVersion; "" where not known (AMD: not answered)
+    cuda_driver_version: int = 0  # nvmlSystemGetCudaDriverVersion (13000 = CUDA 13.0); 0 on AMD
+    subsystem_id: int = 0  # NVML's pciSubSystemId (board vendor and model); 0 where not read
+
+
+@dataclass(frozen=True)
 class Target:
     """One compile target, e.g. ``gfx950`` (MI355X) or ``sm90`` (H100/H200, compiled as sm_90a)."""
 
@@ -68,6 +83,7 @@ class Target:
     shared_bytes_per_cu: int  # LDS per CU or shared memory per SM usable by blocks
     sgprs_per_simd: int = 0  # AMD only: SGPRs per SIMD (800 on CDNA3/4)
     torch_hip_version: str | None = None  # what torch.version.hip reports on such a machine
+    management: ManagementFacts | None = None  # what NVML / AMD SMI report (compile.management answers it)
 
     @property
     def device_name(self) -> str:
@@ -141,6 +157,17 @@ _MI355X = DeviceProperties(
     gcnArchName="gfx950:sramecc+:xnack-",
 )
 
+# What NVML and AMD SMI report. H200: read through libnvidia-ml on the H200 of the device machine (driver
+# 580.159.04, December 2026; benchmarks/nvml_probe.py). B200: nvidia-smi printouts of B200 machines (183359 MiB),
+# the same driver assumed. MI300X and MI355X: the PCI device IDs amdgpu and vLLM's device table name, the
+# VRAM torch reports (HIP and AMD SMI read it from the same KFD figure).
+_H200_MANAGEMENT = ManagementFacts(pci_device_id=0x2335, memory_total=150_754_820_096, driver_version="580.159.04",
+                                   cuda_driver_version=13000, subsystem_id=0x18BF10DE)
+_B200_MANAGEMENT = ManagementFacts(pci_device_id=0x2901, memory_total=183_359 * _MIB, driver_version="580.159.04",
+                                   cuda_driver_version=13000)
+_MI300X_MANAGEMENT = ManagementFacts(pci_device_id=0x74A1, memory_total=_MI300X.total_memory, driver_version="")
+_MI355X_MANAGEMENT = ManagementFacts(pci_device_id=0x75A3, memory_total=_MI355X.total_memory, driver_version="")
+
 # Occupancy facts: AMD CDNA3/CDNA4 ISA guides and ROCm docs (512 unified VGPRs+AGPRs per lane,
 # 8 waves per SIMD, 4 SIMDs per CU, LDS 64 KiB on MI300X and 160 KiB on MI355X); NVIDIA's CUDA
 # occupancy tables for cc 9.0 and 10.0 (64K registers, 64 warps, 32 blocks, 228 KiB shared per SM).
@@ -151,21 +178,23 @@ TARGETS: dict[str, Target] = {
             name="gfx942", backend="hip", arch="gfx942", warp_size=64, device=_MI300X,
             regs_per_lane=512, max_waves_per_simd=8, simds_per_cu=4, max_blocks_per_cu=32,
             shared_bytes_per_cu=64 * 1024, sgprs_per_simd=800, torch_hip_version="6.4.43482",
+            management=_MI300X_MANAGEMENT,
         ),
         Target(
             name="gfx950", backend="hip", arch="gfx950", warp_size=64, device=_MI355X,
             regs_per_lane=512, max_waves_per_simd=8, simds_per_cu=4, max_blocks_per_cu=32,
             shared_bytes_per_cu=160 * 1024, sgprs_per_simd=800, torch_hip_version="7.0.51831",
+            management=_MI355X_MANAGEMENT,
         ),
         Target(
             name="sm90", backend="cuda", arch=90, warp_size=32, device=_H200,
             regs_per_lane=65536, max_waves_per_simd=64, simds_per_cu=1, max_blocks_per_cu=32,
-            shared_bytes_per_cu=228 * 1024,
+            shared_bytes_per_cu=228 * 1024, management=_H200_MANAGEMENT,
         ),
         Target(
             name="sm100", backend="cuda", arch=100, warp_size=32, device=_B200,
             regs_per_lane=65536, max_waves_per_simd=64, simds_per_cu=1, max_blocks_per_cu=32,
-            shared_bytes_per_cu=228 * 1024,
+            shared_bytes_per_cu=228 * 1024, management=_B200_MANAGEMENT,
         ),
     )
 }
