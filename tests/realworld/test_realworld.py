@@ -2,10 +2,11 @@
 
 Each directory beside this file is a project whose ``keys/`` call one installed library's public
 launchers (``liger_kernel``, ``fla``, ``gemlite``, ``flag_gems``, ``conch``, ``triton_kernels``, ``torchao``;
-install them with ``pip install --no-deps -r tests/realworld/requirements.txt``). Each is surveyed for gfx942,
-gfx950, sm90 and sm100 (torchao: not gfx942, see its keys file) in one ``regsurvey run`` from a copy outside
-any git repository (inside this one, ``-C`` would find the repository root's ``keys/``), with a Triton cache
-of its own so that Triton's metadata of every build can be read back. Then:
+install them with ``pip install --no-deps -r tests/realworld/requirements.txt``; and vLLM, ``vllm``, installed
+into a directory of its own and put on ``PYTHONPATH``: see ``vllm/requirements.txt``). Each is surveyed for
+gfx942, gfx950, sm90 and sm100 (torchao: not gfx942, see its keys file) in one ``regsurvey run`` from a copy
+outside any git repository (inside this one, ``-C`` would find the repository root's ``keys/``), with a
+Triton cache of its own so that Triton's metadata of every build can be read back. Then:
 
 * every key builds (a real launch would build each one: the keys leave out launchers that cannot be
   surveyed at all, see each keys file), except the builds the installed toolchain is known to fail on
@@ -60,7 +61,7 @@ HERE = Path(__file__).parent
 TARGETS = ("gfx942", "gfx950", "sm90", "sm100")
 # project directory -> the module its keys import
 LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems",
-             "conch": "conch", "triton_kernels": "triton_kernels", "torchao": "torchao"}
+             "conch": "conch", "triton_kernels": "triton_kernels", "torchao": "torchao", "vllm": "vllm"}
 # Libraries whose kinds name fewer targets (the keys file says why).
 LIBRARY_TARGETS = {"torchao": ("gfx950", "sm90", "sm100")}
 # Builds the installed toolchain fails on (as it would on a GPU): (library, key pattern, target, kernel

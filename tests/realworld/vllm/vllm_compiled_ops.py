@@ -11,6 +11,13 @@ the fp8 activation quantizer (``per_token_group_fp8_quant``, else its Triton fal
 is a Triton kernel, and on meta tensors none has anything to compute: each is defined here with a
 ``Meta`` implementation that does nothing, only where vLLM's own op is missing (on a GPU, with the
 extension loaded, vLLM's are used and nothing is defined).
+
+One more is asked at import on a CUDA platform: ``fp8_utils`` asks the extension whether its CUTLASS
+block-fp8 GEMM supports the device (``cutlass_scaled_mm_supports_block_fp8(capability)``); the stand-in
+answers as vLLM's extension does for the capabilities surveyed here (Hopper and up: yes), so that the
+module's choices are those of a GPU machine.
+
+Importing this module defines them: import it before vLLM's modules.
 """
 
 import torch
@@ -29,6 +36,13 @@ _SCHEMAS = {
             "Tensor(b!) experts_ids, Tensor(c!) num_tokens_post_pad, Tensor? expert_map, "
             "Tensor(d!)? scatter_idx) -> ()"),
     },
+}
+
+# Ops answering a question rather than computing on tensors: (namespace, name) -> (schema, implementation).
+_ANSWERS = {
+    ("_C", "cutlass_scaled_mm_supports_block_fp8"): (
+        "cutlass_scaled_mm_supports_block_fp8(int cuda_device_capability) -> bool",
+        lambda capability: capability >= 90),
 }
 
 _libraries = []  # kept alive: a Library's registrations go when it is collected
@@ -51,4 +65,14 @@ def define_missing() -> list[str]:
             library.impl(name, _nothing, "Meta")
             defined.append(f"{namespace}::{name}")
         _libraries.append(library)
+    for (namespace, name), (schema, answer) in _ANSWERS.items():
+        if not hasattr(getattr(torch.ops, namespace), name):
+            library = torch.library.Library(namespace, "FRAGMENT")
+            library.define(schema)
+            library.impl(name, answer, "CompositeExplicitAutograd")
+            defined.append(f"{namespace}::{name}")
+            _libraries.append(library)
     return defined
+
+
+DEFINED = define_missing()

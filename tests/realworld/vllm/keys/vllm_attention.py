@@ -26,6 +26,7 @@ context per sequence.
 import types
 
 import torch
+import vllm_compiled_ops  # noqa: F401  (defines vLLM's missing compiled ops: before vLLM's modules)
 from vllm.platforms import current_platform
 from vllm.v1.attention.backends.mla.triton_mla import _compute_num_kv_splits
 from vllm.v1.attention.backends.triton_attn import (
@@ -38,7 +39,7 @@ from vllm.v1.attention.ops.triton_decode_attention import decode_attention_fwd
 
 import regsurvey as rs
 
-matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], tp=[4, 8], width=[4, 16, 64, 256],
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90", "sm100"], tp=[4, 8], width=[4, 16, 64, 256],
                    cache=["bf16", "fp8"], labels={"width": "w"})
 
 BLOCKS = 65536  # KV-cache blocks per layer

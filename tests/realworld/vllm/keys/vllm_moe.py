@@ -20,15 +20,13 @@ shape-only stand-ins here (``vllm_compiled_ops``: vLLM's CUDA extension needs a 
 
 import os
 
-import vllm_compiled_ops
+import vllm_compiled_ops  # noqa: F401  (defines vLLM's missing compiled ops: before vLLM's modules)
 from vllm.model_executor.layers.fused_moe import fused_moe
 from vllm.platforms import current_platform
 
 import regsurvey as rs
 
-vllm_compiled_ops.define_missing()
-
-matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90"], model=["dsv3", "qwen3"], tp=[4, 8], width=[4, 64],
+matrix = rs.Matrix(targets=["gfx942", "gfx950", "sm90", "sm100"], model=["dsv3", "qwen3"], tp=[4, 8], width=[4, 64],
                    labels={"width": "w"})
 
 # experts, experts per token, hidden, expert intermediate (before TP), fp8 weight blocks (None: bf16)
