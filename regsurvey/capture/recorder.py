@@ -8,6 +8,7 @@ capture file, flushed at once, so a program that crashes loses nothing it launch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pprint
@@ -40,6 +41,13 @@ def start() -> None:
         out.write(json.dumps(describe_launch(fn, args, kwargs, specialization)) + "\n")
 
     toolchain.install_launch_recorder(record, get_target(offline) if offline else None)
+    if offline:  # NVML, AMD SMI and the smi commands answer as the target's GPU, as under a survey
+        from ..compile import management
+
+        _KEPT.enter_context(management.standing_in(get_target(offline)))
+
+
+_KEPT = contextlib.ExitStack()  # what stands in for the offline target's GPU, for the program's whole life
 
 
 def _device_target() -> str | None:

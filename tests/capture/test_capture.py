@@ -116,3 +116,36 @@ def test_offline_warmup_returns_the_compiled_kernel_and_is_captured(tmp_path: Pa
     assert survey.returncode == 0, survey.stderr
     (row,) = json.loads(survey.stdout)["rows"]
     assert row["resources"]["regs"] == int(words[1])
+
+
+def test_offline_capture_answers_nvml_and_amdsmi_as_the_targets_gpu(tmp_path: Path) -> None:
+    # A program that finds its GPU through the vendors' management libraries (as vLLM picks its platform)
+    # sees the offline target's GPU; before, NVML was missing and amdsmi not importable.
+    (tmp_path / "prog.py").write_text(
+        "import ctypes\n"
+        "try:\n"
+        "    import amdsmi\n"
+        "    amdsmi.amdsmi_init()\n"
+        "    (handle,) = amdsmi.amdsmi_get_processor_handles()\n"
+        "    print('amd', amdsmi.amdsmi_get_gpu_asic_info(handle)['target_graphics_version'])\n"
+        "except ImportError:\n"
+        "    nvml = ctypes.CDLL('libnvidia-ml.so.1')\n"
+        "    assert nvml.nvmlInit_v2() == 0\n"
+        "    count = ctypes.c_uint()\n"
+        "    assert nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) == 0\n"
+        "    handle = ctypes.c_void_p()\n"
+        "    assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0\n"
+        "    name = ctypes.create_string_buffer(96)\n"
+        "    assert nvml.nvmlDeviceGetName(handle, name, 96) == 0\n"
+        "    print('nvidia', count.value, name.value.decode())\n"
+        "    import subprocess\n"
+        "    print(subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True).stdout.split(' (UUID')[0])\n")
+    said = {}
+    for target in ("sm90", "gfx942"):
+        out = subprocess.run([sys.executable, "-m", "regsurvey", "capture", "--offline", target, "--records",
+                              str(tmp_path / f"{target}.jsonl"), "--", sys.executable, "prog.py"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        said[target] = out.stdout.splitlines()
+    assert said["sm90"] == ["nvidia 1 NVIDIA H200", "GPU 0: NVIDIA H200"]
+    assert said["gfx942"] == ["amd gfx942"]
