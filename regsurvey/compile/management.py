@@ -135,13 +135,26 @@ def command_facts(target: Target) -> dict[str, Any]:
 
 _COMMANDS = ("nvidia-smi", "amd-smi", "rocm-smi")
 _command_dirs: dict[str, str] = {}
+_command_parent: str | None = None  # where the directories go; None: the temporary directory
+
+
+def keep_commands_in(directory: str | None) -> None:
+    """Make this process's command stand-ins under ``directory`` (a Ray actor's own directory, removed when
+    the actor ends, or swept when it was killed), not in the temporary directory."""
+    global _command_parent
+    _command_parent = directory
+    _command_dirs.clear()
 
 
 def _command_dir(target: Target) -> str:
-    """A directory of this process holding the command stand-ins for ``target`` (made once)."""
+    """A directory of this process holding the command stand-ins for ``target`` (made once;
+    ``regsurvey-smi-TARGET-PID-*``, removed at exit, and by the next process to make one if this one was
+    killed first)."""
     if target.name in _command_dirs and os.path.isdir(_command_dirs[target.name]):
         return _command_dirs[target.name]
-    directory = tempfile.mkdtemp(prefix=f"regsurvey-smi-{target.name}-")
+    parent = _command_parent or tempfile.gettempdir()
+    _sweep_commands(parent)
+    directory = tempfile.mkdtemp(prefix=f"regsurvey-smi-{target.name}-{os.getpid()}-", dir=parent)
     logic = os.path.join(os.path.dirname(os.path.abspath(__file__)), "smi_commands.py")
     data = json.dumps(command_facts(target))
     for tool in _COMMANDS:
@@ -154,6 +167,25 @@ def _command_dir(target: Target) -> str:
     import atexit
     atexit.register(shutil.rmtree, directory, True)
     return directory
+
+
+def _sweep_commands(parent: str) -> None:
+    """Remove the command stand-ins of processes gone (killed at a time-out: their exit handlers never ran)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")  # regsurvey-smi-TARGET-PID-RANDOM
+        if len(parts) != 5 or parts[:2] != ["regsurvey", "smi"] or not parts[3].isdigit():
+            continue
+        pid = int(parts[3])
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        except (PermissionError, OverflowError):
+            continue
 
 
 # ---------------------------------------------------------------------------------------------------------

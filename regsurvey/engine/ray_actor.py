@@ -334,6 +334,9 @@ class SurveyActor:
         (self.shared / "actors").mkdir(parents=True, exist_ok=True)
         self.marker = self.shared / "actors" / f"{os.getpid()}-{self.dir.name}"
         self.marker.touch()
+        from ..compile import management
+
+        management.keep_commands_in(str(self.dir))  # the smi stand-ins go when the directory goes
         root = self.dir / "tree"
         unpack_tree(tree, root)
         os.environ.update(environ)

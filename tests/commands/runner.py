@@ -29,7 +29,7 @@ def assert_one_line_error(result: Result, message: str, *, before: str = "") -> 
     ``before`` says the command printed first), exit status 2."""
     assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
     assert result.stdout == ""
-    assert result.stderr == f"{before}regsurvey: error: {message}\n"
+    assert result.stderr == f"{before}regsurvey: error: {message}\n", result.stderr
 
 
 def assert_usage_error(result: Result, usage: str, error: str) -> None:

@@ -180,7 +180,7 @@ def test_a_failed_build_says_why_as_run_does(blocks: tuple[tuple[str, ...], dict
     (shown,) = [line for line in table.stdout.splitlines() if "peak/block1000" in line]
     assert "arange's range must be a power of 2" in shown
     assert_one_line_error(invoke("explain", "peak/block1000", *args),
-                          "peak/block1000 (gfx950) did not build: arange's range must be a power of 2")
+                          "peak/block1000 peak_kernel (gfx950) did not build: arange's range must be a power of 2")
 
 
 def test_a_glob_explains_what_built_and_lists_what_did_not(blocks: tuple[tuple[str, ...], dict[str, Any]]) -> None:

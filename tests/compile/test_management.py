@@ -119,6 +119,26 @@ def test_the_smi_commands_answer_the_targets_gpu() -> None:
     assert not any(directory in os.environ["PATH"] for directory in management._command_dirs.values())
 
 
+def test_the_stand_ins_of_a_process_killed_go_with_the_next_one_made(tmp_path: Path) -> None:
+    """A worker killed at a time-out (or a Ray actor killed) never runs its exit handlers: the next
+    process to make the smi stand-ins in that directory removes the dead one's, and only those."""
+    made = textwrap.dedent(f"""
+        import os, sys
+        from regsurvey.compile import management
+        from regsurvey.model.targets import get_target
+        management.keep_commands_in({str(tmp_path)!r})
+        with management.standing_in(get_target("sm90")):
+            print(os.path.basename(management._command_dirs["sm90"]), flush=True)
+        os._exit(0)  # as if killed: no exit handler runs
+    """)
+    first = subprocess.run([sys.executable, "-c", made], capture_output=True, text=True, check=True).stdout.strip()
+    assert first.startswith("regsurvey-smi-sm90-") and (tmp_path / first / "nvidia-smi").is_file()
+    alive = tmp_path / f"regsurvey-smi-gfx942-{os.getpid()}-kept"  # a live process's: left alone
+    alive.mkdir()
+    second = subprocess.run([sys.executable, "-c", made], capture_output=True, text=True, check=True).stdout.strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([second, alive.name])
+
+
 def test_an_extension_that_needs_a_gpu_machines_library_imports_as_a_stand_in(tmp_path: Path) -> None:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
