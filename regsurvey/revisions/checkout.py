@@ -64,11 +64,22 @@ def repo_root(start: Path) -> Path | None:
     return Path(out.stdout.strip()) if out.returncode == 0 else None
 
 
-def resolve_commit(repo: Path, rev: str) -> str:
-    """Full sha of ``rev``; CheckoutError naming the revision when git does not know it."""
+def check_revision(rev: str) -> str:
+    """``rev`` if git can only read it as a revision; CheckoutError for one starting with ``-`` (git would
+    read ``--upload-pack=...`` or ``--output=...`` as an option) or holding a control character."""
     if rev.startswith("-"):
-        raise CheckoutError(f"unknown revision {rev!r}")
-    out = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        raise CheckoutError(f"revision {rev!r} starts with '-': git would read it as an option")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in rev):
+        raise CheckoutError(f"revision {rev!r} holds a control character")
+    return rev
+
+
+def resolve_commit(repo: Path, rev: str) -> str:
+    """Full sha of ``rev``; CheckoutError naming the revision when git does not know it, or when it is
+    not one (:func:`check_revision`). Every git command given a revision gets it after
+    ``--end-of-options``, whatever its source (a stored survey's commit too)."""
+    check_revision(rev)
+    out = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
     if out.returncode != 0:
         raise CheckoutError(f"unknown revision {rev!r} in {repo}")
     return out.stdout.strip()
@@ -82,7 +93,8 @@ def file_at(repo: Path, commit: str | None, path: str) -> str | None:
             return (repo / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
-    out = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, check=False)
+    out = subprocess.run(["git", "-C", str(repo), "show", "--end-of-options", f"{commit}:{path}"],
+                         capture_output=True, check=False)
     return out.stdout.decode("utf-8", errors="replace") if out.returncode == 0 else None
 
 
@@ -119,7 +131,7 @@ class _Terminated(KeyboardInterrupt):
 
 def commit_message(repo: Path, sha: str) -> str:
     """The whole message of commit ``sha`` (its first line is the subject), or "" if git cannot say."""
-    return _git(repo, "log", "-1", "--format=%B", sha, check=False).stdout.strip()
+    return _git(repo, "log", "-1", "--format=%B", "--end-of-options", sha, check=False).stdout.strip()
 
 
 def revision_label(rev: str, sha: str) -> str:
@@ -156,7 +168,8 @@ def commit_checkout(start: Path, rev: str) -> Iterator[Checkout]:
     worktree = tmp / "tree"
     with _sigterm_unwinds():
         try:
-            out = _git_to_the_end(repo, "worktree", "add", "--detach", "--quiet", str(worktree), sha)
+            out = _git_to_the_end(repo, "worktree", "add", "--detach", "--quiet", "--end-of-options", str(worktree),
+                                  sha)
             if out.returncode != 0:
                 said = out.stderr.strip().splitlines()
                 raise CheckoutError(f"git worktree add failed for {rev}: {said[-1] if said else 'no message'}")

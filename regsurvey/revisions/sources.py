@@ -39,8 +39,8 @@ class SourcePaths:
         """The repository's files at the revision."""
         if self.root is None:
             return frozenset()
-        args = ["ls-tree", "-r", "--name-only", self.commit] if self.commit else ["ls-files", "-co",
-                                                                                  "--exclude-standard"]
+        args = (["ls-tree", "-r", "--name-only", "--end-of-options", self.commit] if self.commit
+                else ["ls-files", "-co", "--exclude-standard"])
         out = subprocess.run(["git", "-C", str(self.root), *args], capture_output=True, text=True, check=False)
         return frozenset(out.stdout.splitlines()) if out.returncode == 0 else frozenset()
 

@@ -185,6 +185,8 @@ def test_bad_input_is_one_line(toy: dict[str, Any]) -> None:
                    f"unknown revision 'no-such-branch' in {repo}")
     one_line_error(check(repo, "--base", "HEAD~1", "--reason", "why", *SURVEY),
                    "--reason goes with --update-baseline")
+    one_line_error(check(repo, "--base=--output=/tmp/regsurvey-planted", *SURVEY, *toy["store"]),
+                   "revision '--output=/tmp/regsurvey-planted' starts with '-': git would read it as an option")
 
 
 def test_pre_commit_hook_definition() -> None:

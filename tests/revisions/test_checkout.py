@@ -70,12 +70,24 @@ def test_resolve_commit(repo: Path) -> None:
         resolve_commit(repo, tree)  # an object that is not a commit
 
 
-@pytest.mark.parametrize("rev", ["nosuchbranch", "HEAD~9", "0123456789abcdef", "main..HEAD", "--all", "-h"])
+@pytest.mark.parametrize("rev", ["nosuchbranch", "HEAD~9", "0123456789abcdef", "main..HEAD"])
 def test_an_unknown_revision_is_a_one_line_error(repo: Path, rev: str) -> None:
     with pytest.raises(CheckoutError) as raised:
         resolve_commit(repo, rev)
     assert str(raised.value).startswith(f"unknown revision {rev!r}")
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("rev", "problem"), [
+    ("--all", "starts with '-': git would read it as an option"),
+    ("-h", "starts with '-': git would read it as an option"),
+    ("--output=/tmp/x", "starts with '-': git would read it as an option"),
+    ("HEAD\n--all", "holds a control character"),
+])
+def test_a_revision_git_would_misread_is_refused_in_one_line(repo: Path, rev: str, problem: str) -> None:
+    with pytest.raises(CheckoutError) as raised:
+        resolve_commit(repo, rev)
+    assert str(raised.value) == f"revision {rev!r} {problem}"
 
 
 def test_a_commit_is_checked_out_apart_and_removed_afterwards(repo: Path) -> None:
