@@ -48,6 +48,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..secret_vars import without_secrets
 from .protocol import WorkerExited, WorkerStarted
 
 DEFAULT_IDLE_S = 30 * 60.0  # `regsurvey server start`
@@ -192,9 +193,11 @@ def launch(idle_s: float) -> subprocess.Popen:
     _retire_superseded(path)
     log = open(_log(path), "ab")  # noqa: SIM115 - handed to the server process
     with log:
+        # Without secret variables: its workers import projects' code, and it outlives the survey that
+        # started it (a later job's survey on the same host must not find this one's tokens in it).
         return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), str(idle_s)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                cwd=directory, close_fds=True)
+                                cwd=directory, close_fds=True, env=without_secrets(os.environ))
 
 
 def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = START_WAIT_S) -> dict[str, Any]:

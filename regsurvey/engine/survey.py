@@ -37,6 +37,7 @@ from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
+from ..secret_vars import without_secrets
 from ..store.files import atomic_write
 from .deferred_lint import DeferredLint
 from .launcher_messages import survey_said_once
@@ -188,8 +189,9 @@ class _Pool:
 
     def spawn(self, target: str) -> _Worker:
         """A new worker for ``target``'s keys: it imports the checkout with that target as the device."""
+        # The worker imports the project's code (a merge request's, in CI): it gets no secret variable.
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                self.triton_cache_dir, dict(os.environ), target)
+                self.triton_cache_dir, without_secrets(os.environ), target)
         self.started += 1
         if self.target is None and _worker_start() == "server":
             from . import server

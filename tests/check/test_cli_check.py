@@ -189,6 +189,55 @@ def test_bad_input_is_one_line(toy: dict[str, Any]) -> None:
                    "revision '--output=/tmp/regsurvey-planted' starts with '-': git would read it as an option")
 
 
+LEAKING_KEYS = '''"""A kind body that reports its environment and raises with a token found in a file."""
+
+import os
+from pathlib import Path
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def leak(width):
+    names = sorted(name for name in os.environ if name.startswith(("SERVICE_", "PLAIN_", "GITHUB_", "VENDOR_")))
+    raise RuntimeError(f"env {names} found {Path(os.environ['PLAIN_SOURCE_FILE']).read_text()}")
+'''
+
+
+def test_the_projects_code_sees_no_secret_and_the_reports_hold_none(toy: dict[str, Any]) -> None:
+    """A kind body runs without the secret variables of the check's environment (those the rules name and
+    those REGSURVEY_SECRET_VARS adds); a value it finds elsewhere (here a file) and raises with is
+    replaced by the variable's name in the Markdown, the job summary and the SARIF."""
+    repo, root = toy["repo"], toy["root"]
+    git(repo, "checkout", "-q", "-b", "leaky", "main")
+    try:
+        (repo / "keys" / "leak.py").write_text(LEAKING_KEYS)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "a kind body that leaks")
+    finally:
+        git(repo, "checkout", "-q", "main")
+    token_file = root / "token.txt"
+    token_file.write_text("svc-0123456789abcdef")
+    summary = root / "leak-summary.md"
+    env = {"SERVICE_TOKEN": "svc-0123456789abcdef", "VENDOR_LICENSE": "svc-0123456789abcdef",
+           "REGSURVEY_SECRET_VARS": "VENDOR_*", "GITHUB_TOKEN": "ghs_0123456789abcdef", "PLAIN_SETTING": "1",
+           "PLAIN_SOURCE_FILE": str(token_file), "GITHUB_STEP_SUMMARY": str(summary)}
+    out = check(repo, "--base", "main", "--head", "leaky", "--sarif", str(root / "leak.sarif"), *SURVEY,
+                *toy["store"], env=env)
+    assert out.returncode == 1, out.stderr
+    said = ("leak/width2 on sm90 (no kernel) is new and fails to build: kind body raised at keys/leak.py:14: "
+            "RuntimeError: env {} found [secret SERVICE_TOKEN]")
+    names = "['GITHUB_STEP_SUMMARY', 'PLAIN_SETTING', 'PLAIN_SOURCE_FILE']"
+    assert "- " + said.format(names.replace("[", "\\[").replace("]", "\\]")) + "\n" in out.stdout
+    assert summary.read_text() == out.stdout + "\n"
+    (result,) = json.loads((root / "leak.sarif").read_text())["runs"][0]["results"]
+    assert result["message"]["text"] == said.format(names)
+    for text in (out.stdout, out.stderr, (root / "leak.sarif").read_text()):
+        assert "svc-0123456789abcdef" not in text and "ghs_0123456789abcdef" not in text
+
+
 def test_pre_commit_hook_definition() -> None:
     text = (REPO_ROOT / ".pre-commit-hooks.yaml").read_text()
     try:

@@ -93,6 +93,18 @@ def test_an_idle_server_exits(env: dict[str, str]) -> None:
     assert not list(Path(env["REGSURVEY_SERVER_DIR"]).rglob("*.sock"))
 
 
+def test_the_server_holds_no_secret_variable(env: dict[str, str]) -> None:
+    """The server outlives the survey that started it and forks workers that import projects' code: it is
+    started without the secret variables (a later job's code on the host cannot read this job's tokens
+    from its /proc/PID/environ)."""
+    started = cli("server", "start", env={**env, "GITHUB_TOKEN": "ghs_server-0123456789", "PLAIN_SETTING": "1"})
+    assert started.returncode == 0 and started.stdout.startswith("regsurvey server running (pid "), started.stderr
+    pid = int(started.stdout.split("pid ")[1].split(",")[0].rstrip(")"))
+    environ = dict(entry.split("=", 1) for entry in Path(f"/proc/{pid}/environ").read_text().split("\0") if entry)
+    assert "GITHUB_TOKEN" not in environ and environ["PLAIN_SETTING"] == "1"
+    assert environ["REGSURVEY_SERVER_DIR"] == env["REGSURVEY_SERVER_DIR"]
+
+
 def test_a_directory_others_can_enter_is_refused(toy_repo: Path, env: dict[str, str]) -> None:
     """A socket directory anyone could have made is never used: a survey would hand a stranger's
     server its environment."""
