@@ -4,6 +4,8 @@ real survey the comparison, report and gate tests start from (tests/layer_survey
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +21,8 @@ from regsurvey.model.results import Survey
 # Surveys the tests make (in this process and in the CLIs they run) start their own forkserver rather
 # than a background worker server that would outlive the test run; tests/engine/test_server.py opts in.
 os.environ["REGSURVEY_SERVER"] = "off"
+# Stores and caches in tests are signed only where a test sets a key.
+os.environ.pop("REGSURVEY_CACHE_KEY", None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOY = FIXTURES / "toy"
@@ -37,6 +41,16 @@ def commit_all(repo: Path, message: str) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD")
+
+
+def reseal(path: Path) -> None:
+    """Recompute the sha256 in a stored survey's seal (``<name>.sha256`` beside it), as anyone who can write
+    the store can; what it answers, and any signature, left as they are. What a test damaging a survey
+    does to reach the survey's own checks."""
+    seal = path.with_name(path.name + ".sha256")
+    data = json.loads(seal.read_text())
+    data["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    seal.write_text(json.dumps(data))
 
 
 @contextlib.contextmanager

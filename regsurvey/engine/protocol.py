@@ -21,6 +21,7 @@ from typing import Any
 
 from ..model.keys import Key
 from ..model.results import Row, SaidOnce
+from ..store.signing import Unsigned
 
 # -- a survey's requests to a worker ------------------------------------------------------------------
 
@@ -90,6 +91,7 @@ class KeyCompiled:
     key: Key
     notes: tuple[str, ...] = ()  # warnings for the user (a damaged cache entry ...), one line each
     said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
+    unsigned: tuple[Unsigned, ...] = ()  # cache entries ignored for their signature (one warning per survey)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class KeyFinished:
     preloaded: bool = False  # the worker was forked with torch and Triton already imported
     notes: tuple[str, ...] = ()  # warnings for the user, one line each: the survey prints them
     said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
+    unsigned: tuple[Unsigned, ...] = ()  # cache entries ignored for their signature (one warning per survey)
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ class _WithSurveyStore(ResultCache):
     answer of the node that compiled it."""
 
     def __init__(self, own: ResultCache, known: dict[str, CachedResult]):
-        super().__init__(own.objects, own.warn)
+        super().__init__(own.objects, own.warn, own.unsigned)
         self.known = known
 
     def get(self, triton_hash: str) -> CachedResult | None:

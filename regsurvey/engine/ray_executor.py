@@ -46,6 +46,7 @@ from ..model.results import Row, SaidOnce, Survey
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
+from ..store.signing import CACHE_KEY_VAR, Unsigned, unsigned_warning
 from .launcher_messages import survey_said_once
 from .protocol import Failed, KeyFinished
 from .ray_actor import KeyShipped, SurveyActor, claims_class, pack_tree
@@ -54,10 +55,11 @@ from .ray_keys import first_line, run_keys
 ENV_VAR = "REGSURVEY_RAY"
 
 # Environment variables the actors take from the survey's environment (Triton's settings, regsurvey's);
-# paths that mean something only here stay here.
+# paths that mean something only here stay here, and so does the cache's signing key: this store signs
+# what the nodes send back, and the nodes' own stores live only as long as the survey.
 _ENV_PREFIXES = ("TRITON_", "REGSURVEY_")
 _ENV_LOCAL = frozenset({"TRITON_CACHE_DIR", "TRITON_HOME", "REGSURVEY_RESULTS", ENV_VAR, "REGSURVEY_SERVER",
-                        "REGSURVEY_SERVER_DIR", "REGSURVEY_WORKER_START"})
+                        "REGSURVEY_SERVER_DIR", "REGSURVEY_WORKER_START", CACHE_KEY_VAR})
 
 
 def ray_address(options: SurveyOptions) -> str | None:
@@ -98,13 +100,16 @@ class RaySurvey:
         self.options = options
         self.progress = progress
         self.objects = ObjectStore(objects_dir)
-        self.cache = ResultCache(self.objects)
+        unsigned: list[Unsigned] = []
+        self.cache = ResultCache(self.objects, unsigned=unsigned.append)
         self.actor_class = _actor_class()
         environ = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) and k not in _ENV_LOCAL}
         self.tree = ray.put(pack_tree(checkout.root))
         # The results of identical kernels this store holds (any commit's): a node reuses them rather than
         # compiling (it sends back a row naming the object here, not the object).
         known = self.cache.entries() if options.reuse_results else {}
+        if unsigned:  # (not sent: the nodes compile them again)
+            print(unsigned_warning(unsigned), file=sys.stderr)
         survey = self.survey = uuid.uuid4().hex[:16]  # names the store this survey's actors share on each node
         # The builds in flight across nodes: an actor waits for a kernel another node compiles.
         self.claims = claims_class().remote()

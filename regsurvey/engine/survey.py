@@ -39,6 +39,7 @@ from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
 from ..secret_vars import without_secrets
 from ..store.files import atomic_write
+from ..store.signing import Unsigned, unsigned_warning
 from .deferred_lint import DeferredLint
 from .launcher_messages import survey_said_once
 from .protocol import (
@@ -402,6 +403,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     deferred: DeferredLint | None = None
     results: dict[tuple[str, str], list[Row]] | None = None
     said_once: set[SaidOnce] = set()
+    unsigned: set[Unsigned] = set()  # cache entries ignored for their signature, by any worker
     try:
         # Every worker imports the checkout for one target (see worker.Worker). The first lists the
         # keys, with the first target asked for as the device (else the first the keys files name,
@@ -431,7 +433,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             pool.spawn(_wanted_target(ordered, pool.workers, costs.estimate))
         deferred = DeferredLint(objects_dir, options.jobs)
         results = _run_keys(pool, ordered, options, progress, timing, costs.estimate, on_rows=deferred.add,
-                            on_said=said_once.update)
+                            on_said=said_once.update, on_unsigned=unsigned.update)
         timing.mark("keys done")
         costs.update(r for rows in results.values() for r in rows)
         ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
@@ -440,6 +442,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         pool.close()
         if deferred is not None and results is None:
             deferred.close()
+        if unsigned:  # one line for them all (a key newly set on a cache of unsigned entries: every build)
+            print(unsigned_warning(unsigned), file=sys.stderr)
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
     rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
     assert deferred is not None
@@ -637,9 +641,11 @@ def run_keys(keys: list[Key], checkout: Checkout, objects_dir: Path, options: Su
 def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
               timing: SurveyTiming, cost: Callable[[Key], float] = lambda key: 1.0,
               on_rows: Callable[[list[Row], bool], None] | None = None,
-              on_said: Callable[[tuple[SaidOnce, ...]], None] | None = None) -> dict[tuple[str, str], list[Row]]:
+              on_said: Callable[[tuple[SaidOnce, ...]], None] | None = None,
+              on_unsigned: Callable[[tuple[Unsigned, ...]], None] | None = None) -> dict[tuple[str, str], list[Row]]:
     """Send keys to workers as they become free, collect their rows, enforce the time-out; ``on_said`` is
-    given what the workers' kind bodies said once per process.
+    given what the workers' kind bodies said once per process, ``on_unsigned`` the cache entries they
+    ignored for their signature.
 
     A worker says KeyCaptured once a key's body ran (with its number of launches), KeyCompiled once its
     launches are compiled, and answers KeyFinished with the rows once their objects are read, stored and
@@ -752,6 +758,8 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 print(line, file=sys.stderr)
         if on_said is not None and isinstance(message, KeyCompiled | KeyFinished) and message.said_once:
             on_said(message.said_once)
+        if on_unsigned is not None and isinstance(message, KeyCompiled | KeyFinished) and message.unsigned:
+            on_unsigned(message.unsigned)
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code

@@ -62,6 +62,7 @@ from ..store.files import WriteError, out_of_space
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
+from ..store.signing import Unsigned
 from . import launcher_messages
 from .protocol import (
     Answer,
@@ -164,7 +165,8 @@ class Worker:
         # What kind bodies said once per process, for the survey (sent with the next answer, as notes are).
         self._said_once: list[SaidOnce] = []
         self._heard = launcher_messages.Heard()
-        self.results = ResultCache(self.objects, warn=self.note)
+        self._unsigned: list[Unsigned] = []  # cache entries ignored for their signature (counted by the survey)
+        self.results = ResultCache(self.objects, warn=self.note, unsigned=self._ignored_unsigned)
         self.inflight = InFlight(self.objects.root)
         self._kinds: dict[str, Kind] | None = None
         self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
@@ -212,6 +214,17 @@ class Worker:
         with self._notes_lock:
             notes, self._notes = tuple(self._notes), []
         return notes
+
+    def _ignored_unsigned(self, entry: Unsigned) -> None:
+        with self._notes_lock:
+            self._unsigned.append(entry)
+
+    def take_unsigned(self) -> tuple[Unsigned, ...]:
+        """The cache entries ignored for their signature since the last call (the survey names them in
+        one warning)."""
+        with self._notes_lock:
+            taken, self._unsigned = tuple(self._unsigned), []
+        return taken
 
     def take_said_once(self) -> tuple[SaidOnce, ...]:
         """What kind bodies said once per process since the last call (see launcher_messages.Heard)."""
@@ -608,7 +621,7 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                         except Exception as exc:
                             send(_failure(exc, key))
                             continue
-                        send(KeyCompiled(key, worker.take_notes(), worker.take_said_once()))
+                        send(KeyCompiled(key, worker.take_notes(), worker.take_said_once(), worker.take_unsigned()))
                         finishing.submit(key, items)
                     case _:
                         send(Failed(f"unknown request {request!r}"))
@@ -634,7 +647,7 @@ def _rows_answer(worker: Worker, finish: Callable[[list[Item]], list[Row]], key:
     it failed."""
     try:
         rows = tuple(finish(items))
-        return KeyFinished(key, rows, notes=worker.take_notes())
+        return KeyFinished(key, rows, notes=worker.take_notes(), unsigned=worker.take_unsigned())
     except Exception as exc:
         return _failure(exc, key)
 
