@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +39,7 @@ from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
 from ..secret_vars import without_secrets
 from ..store.files import atomic_write
-from ..store.signing import Unsigned, unsigned_warning
+from ..store.signing import CACHE_KEY_VAR, Unsigned, unsigned_warning
 from .deferred_lint import DeferredLint
 from .launcher_messages import survey_said_once
 from .protocol import (
@@ -69,6 +69,17 @@ class SurveyError(Exception):
     def __init__(self, message: str, traceback: str | None = None):
         super().__init__(message)
         self.traceback = traceback
+
+
+def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """What a worker runs with: ``env`` without its secret variables, but for ``REGSURVEY_CACHE_KEY``,
+    with which workers sign the results they store. That key belongs only in jobs that survey trusted
+    revisions (README, "Trust"): a merge request's job never holds it, so no project's code it runs
+    could read it there."""
+    clean = without_secrets(env)
+    if env.get(CACHE_KEY_VAR):
+        clean[CACHE_KEY_VAR] = env[CACHE_KEY_VAR]
+    return clean
 
 
 @dataclass
@@ -190,9 +201,10 @@ class _Pool:
 
     def spawn(self, target: str) -> _Worker:
         """A new worker for ``target``'s keys: it imports the checkout with that target as the device."""
-        # The worker imports the project's code (a merge request's, in CI): it gets no secret variable.
+        # The worker imports the project's code (a merge request's, in CI): it gets no secret variable
+        # but the results cache's signing key, with which it signs what it stores (see worker_environment).
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                self.triton_cache_dir, without_secrets(os.environ), target)
+                self.triton_cache_dir, worker_environment(os.environ), target)
         self.started += 1
         if self.target is None and _worker_start() == "server":
             from . import server
