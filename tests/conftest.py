@@ -28,6 +28,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TOY = FIXTURES / "toy"
 
 
+def privileged_or_skip(why_not: str | None) -> None:
+    """Skip a test that needs root (a tmpfs, network namespaces) where ``why_not`` says it cannot run;
+    fail instead under ``REGSURVEY_PRIVILEGED_TESTS`` (``.ci/run`` sets it when CI runs as root, so that
+    these tests never go unrun unseen)."""
+    if why_not is None:
+        return
+    if os.environ.get("REGSURVEY_PRIVILEGED_TESTS"):
+        pytest.fail(f"{why_not}, and REGSURVEY_PRIVILEGED_TESTS is set")
+    pytest.skip(why_not)
+
+
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` with a fixed identity; return stdout."""
     out = subprocess.run(

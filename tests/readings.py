@@ -180,3 +180,24 @@ def check_row(store: Path, row: dict[str, Any]) -> None:
     else:
         reading = ptxas_reading(store, row)
     assert {k: res[k] for k in reading} == reading, row["key"]
+
+
+def nop_parameter_reads(cubin: bytes, bank_offset: int) -> tuple[bytes, int]:
+    """``cubin`` with every SASS instruction that reads ``c[0x0][bank_offset]`` replaced by the NOP its own
+    code pads with (the miscompile class "loaded in the PTX, never read in the SASS", made in the object
+    itself), and how many were replaced. The addresses and encodings come from ``nvdisasm -hex``."""
+    from regsurvey.objects.nvidia_object import nvdisasm
+
+    sass = nvdisasm(cubin, ["-c", "-hex"])
+    words = re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\* (0x[0-9a-f]{16}) \*/\s*\n\s*/\* (0x[0-9a-f]{16}) \*/",
+                       sass)
+    nop = next(struct.pack("<QQ", int(lo, 16), int(hi, 16)) for _, text, lo, hi in words if text.strip() == "NOP")
+    elf = ELFFile(io.BytesIO(cubin))
+    (text_section,) = [s for s in elf.iter_sections() if s.name.startswith(".text.")]
+    patched, count = bytearray(cubin), 0
+    for address, text, _, _ in words:
+        if f"c[0x0][{bank_offset:#x}]" in text:
+            at = text_section["sh_offset"] + int(address, 16)
+            patched[at:at + 16] = nop
+            count += 1
+    return bytes(patched), count
