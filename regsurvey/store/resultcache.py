@@ -20,8 +20,10 @@ from typing import Any
 from ..errors import CorruptObjectError
 from ..model.results import ObjectRef, ObjectReport
 from ..model.version import READER_REVISION
-from .files import atomic_write
+from .files import MiB, atomic_write, read_regular
 from .objectstore import ObjectStore
+
+MAX_ENTRY_BYTES = 64 * MiB  # an entry larger than this (or not a regular file) was not written here
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class ResultCache:
         """The stored result, or None (absent, or corrupt: then a warning, and the caller recompiles)."""
         path = self._path(triton_hash)
         try:
-            text = path.read_bytes().decode()
+            text = read_regular(path, MAX_ENTRY_BYTES).decode()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -94,12 +96,12 @@ class ResultCache:
         out = {}
         for path in self.root.glob("*/*.json"):
             try:
-                entry = json.loads(path.read_bytes())
+                entry = json.loads(read_regular(path, MAX_ENTRY_BYTES))
                 payload = entry["payload"]
                 if payload.get("reader") != READER_REVISION or entry["sha256"] != _checksum(payload):
                     continue
                 ref = ObjectRef(**payload["object"])
-                if not (self.objects.root.parent / ref.path).is_file():
+                if not self.objects.path(ref.path).is_file():
                     continue
                 out[str(payload["triton_hash"])] = _result(payload, ref)
             except (OSError, ValueError, KeyError, TypeError):

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from ..model.results import Survey, SurveyFormatError, default_target_list
 from ..model.targets import get_target
-from .files import WriteError, atomic_write
+from .files import MiB, WriteError, atomic_write, read_regular
 from .objectstore import ObjectStore
+
+MAX_SURVEY_BYTES = 1024 * MiB  # a stored file larger than this (or not a regular file) was not written here
 
 
 class StoreError(Exception):
@@ -110,7 +112,7 @@ class Store:
         """The matrices' targets of ``commit`` (what a survey without ``--target`` covers), if a survey of
         it said them."""
         try:
-            data = json.loads((self._dir(commit) / "index.json").read_text())
+            data = json.loads(read_regular(self._dir(commit) / "index.json", MAX_SURVEY_BYTES))
             return [str(t) for t in data["default_targets"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -119,7 +121,7 @@ class Store:
         """Each kind's own targets at ``commit`` (see ``Survey.declared``), if a survey of it recorded them;
         else {}."""
         try:
-            data = json.loads((self._dir(commit) / "index.json").read_text())
+            data = json.loads(read_regular(self._dir(commit) / "index.json", MAX_SURVEY_BYTES))
             return {str(kind): tuple(str(t) for t in targets) for kind, targets in data["declared"].items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return {}
@@ -162,7 +164,7 @@ def target_part(survey: Survey, target: str) -> Survey:
 
 
 def _read(path: Path) -> Survey:
-    data = path.read_bytes()
+    data = read_regular(path, MAX_SURVEY_BYTES)
     _verify(path, data)
     return Survey.from_json(data.decode())
 
@@ -194,7 +196,7 @@ def _verify(path: Path, data: bytes) -> None:
     """SurveyFormatError when ``path``'s checksum (if it has one: surveys stored before had none) does
     not match ``data``."""
     try:
-        expected = _checksum_path(path).read_text().strip()
+        expected = read_regular(_checksum_path(path), MiB).decode(errors="replace").strip()
     except FileNotFoundError:
         return
     if hashlib.sha256(data).hexdigest() != expected:
