@@ -231,7 +231,7 @@ class _ClaimedLock(BuildLock):
     node's result cache holds of the kernel (or the failure recorded)."""
 
     def __init__(self, local: BuildLock, cluster: ClusterInFlight, triton_hash: str):
-        super().__init__(local.fd, local.base, local.waited)  # type: ignore[arg-type]
+        super().__init__(local.fd, local.base, local.waited, local.began)  # type: ignore[arg-type]
         local.fd = None  # this lock owns the descriptor now
         self.cluster = cluster
         self.triton_hash = triton_hash

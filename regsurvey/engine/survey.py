@@ -24,7 +24,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,6 +47,7 @@ from .protocol import (
     KeyCompiled,
     KeyFinished,
     KeysListed,
+    KeyWaiting,
     ListKeys,
     Request,
     SurveyKey,
@@ -81,6 +82,16 @@ class _Worker:
     spawned: float = field(default_factory=time.time)
     ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
     succeeded: bool = False  # a worker for another target was started to take its place (see _run_keys)
+    waiting: str | None = None  # who holds the build lock its key's compile waits for ("" unknown), if it waits
+
+    def timed_out(self, timeout: float) -> str:
+        """Why its key failed at the time-out: what it was doing then."""
+        why = f"timed out after {timeout:g} s (--timeout)"
+        if self.waiting is None:
+            return why
+        return (f"{why} while waiting for the build lock of one of its kernels, held by "
+                f"{self.waiting or 'another process'} (compiling that kernel for another key, or another "
+                "survey on this store)")
 
     def deadline(self, timeout: float) -> float:
         """When it has taken too long: the key it compiles has ``timeout`` seconds from being sent;
@@ -439,7 +450,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         if deferred is not None and results is None:
             deferred.close()
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
-    rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
+    rows = settled_failures(sorted((r for rs in results.values() for r in rs),
+                                   key=lambda r: (order[(r.key, r.target)], r.launch)))
     assert deferred is not None
     timing.mark("workers closed")
     rows, lint_s = deferred.finish(rows)
@@ -456,6 +468,17 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"), timing=figures,
                   reader=READER_REVISION, declared=dict(listed.declared),
                   said_once=survey_said_once(said_once, rows, targets))
+
+
+def settled_failures(rows: list[Row]) -> list[Row]:
+    """``rows`` with the failures a worker took from another's ``.failed`` record (transient: a record is a
+    hint, see store.inflight) settled where this survey compiled the kernel itself and it failed the same
+    way: then they are the kernel's failure, not one of the moment. Those left transient make the stored
+    survey be surveyed again rather than reused."""
+    compiled = {(r.triton_hash, r.error) for r in rows
+                if r.status is Status.ERROR and not r.transient and r.triton_hash is not None}
+    return [replace(r, transient=False) if r.transient and r.status is Status.ERROR and r.triton_hash is not None
+            and (r.triton_hash, r.error) in compiled else r for r in rows]
 
 
 def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts) -> tuple[str, list[str]]:
@@ -736,7 +759,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         return best[1] if best is not None else None
 
     def send(w: _Worker, key: Key) -> None:
-        w.key, w.started = key, time.monotonic()
+        w.key, w.started, w.waiting = key, time.monotonic(), None
         w.heard = timing.last_dispatch = w.started
         timing.mark("sent", w, key)
         copies.sent(key, w)
@@ -753,6 +776,10 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code
+                return
+            case KeyWaiting(key=key, holder=holder):
+                if w.key == key:
+                    w.waiting = holder
                 return
             case KeyCaptured(key=key, launches=n):
                 launches.setdefault((key.id, key.target), n)
@@ -833,7 +860,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                     else:
                         lose(w, f"worker process died while surveying the key (exit code {w.process.exitcode})")
             elif time.monotonic() >= w.deadline(options.timeout):
-                lose(w, f"timed out after {options.timeout:g} s (--timeout)")
+                lose(w, w.timed_out(options.timeout))
     timing.keys_shared, timing.launches_shared = copies.keys_shared, copies.launches_shared
     return results
 
