@@ -37,7 +37,7 @@ from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
-from ..store.files import atomic_write
+from ..store.files import MiB, atomic_write, read_regular
 from .deferred_lint import DeferredLint
 from .launcher_messages import survey_said_once
 from .protocol import (
@@ -490,6 +490,9 @@ def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts
     return (asked[0] if asked else costs.usual_target() or DEFAULT_LIST_TARGET), asked
 
 
+MAX_KEY_SECONDS = 1e7  # what costs.json may say a key took (a hundred days); anything else is damage
+
+
 class KeyCosts:
     """Compile seconds per (key, target) from earlier surveys (of any commit), to schedule the slowest keys
     first.
@@ -506,12 +509,15 @@ class KeyCosts:
         self.seconds: dict[str, float] = {}  # none yet, or damaged: scheduling order is only an optimisation
         self._means: tuple[tuple[int, int], dict[tuple[str, str], float]] | None = None
         try:
-            known = json.loads(path.read_text())
+            known = json.loads(read_regular(path, 256 * MiB))
         except (OSError, ValueError):
             return
         if isinstance(known, dict):
+            # Seconds only: Python's JSON reads NaN and Infinity, on which sorting and sharing workers out
+            # fail (int(nan) raised); a negative time, or one that overflows a sum, is as damaged.
             self.seconds = {k: float(v) for k, v in known.items()
-                            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)}
+                            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                            and 0 <= v <= MAX_KEY_SECONDS}
 
     def estimate(self, key: Key) -> float:
         """The key's compile seconds last time. A key never surveyed: the mean of its kind's keys surveyed
