@@ -44,9 +44,13 @@ def nv_info_entries(cubin: bytes) -> list[tuple[int, bytes]]:
 
 
 def stored_text(store: Path, row: dict[str, Any], name: str) -> str:
-    """An IR text stored beside the row's object."""
+    """An IR text stored beside the row's object (read here, not by the store: its first line names the
+    object and the text, the rest is the text)."""
     obj = store / row["object"]["path"]
-    return gzip.decompress(obj.with_name(f"{obj.name.rsplit('.', 1)[0]}.{name}.gz").read_bytes()).decode()
+    sha = obj.name.rsplit(".", 1)[0]
+    header, _, text = gzip.decompress(obj.with_name(f"{sha}.{name}.gz").read_bytes()).decode().partition("\n")
+    assert header == f"regsurvey-text 1 {sha} {name}", header
+    return text
 
 
 def note_metadata(hsaco: bytes) -> dict[str, Any]:

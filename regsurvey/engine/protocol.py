@@ -85,6 +85,16 @@ class KeyCaptured:
 
 
 @dataclass(frozen=True)
+class KeyWaiting:
+    """The key's compile waits for a build lock that another process holds (``holder``: who, as the lock
+    file says: ``process 1234``, "" when it does not say), or (``holder`` None) the wait is over: what the
+    survey's time-out says the key was doing."""
+
+    key: Key
+    holder: str | None
+
+
+@dataclass(frozen=True)
 class KeyCompiled:
     """The key's launches are compiled (its objects are being read): the worker takes the next key."""
 
@@ -127,7 +137,7 @@ class WorkerExited:
     code: int
 
 
-Answer = KeysListed | ToolchainInfo | KeyCaptured | KeyCompiled | KeyFinished | Failed | WorkerExited
+Answer = KeysListed | ToolchainInfo | KeyCaptured | KeyWaiting | KeyCompiled | KeyFinished | Failed | WorkerExited
 
 # -- a worker the server forks -------------------------------------------------------------------------
 

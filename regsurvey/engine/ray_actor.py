@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CorruptObjectError
 from ..model.keys import Key
-from ..store.files import atomic_write
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
@@ -107,18 +107,13 @@ def store_objects(shipped: tuple[ShippedObject, ...], objects: ObjectStore) -> N
         sha, rel = objects.put(obj.binary, obj.ext)
         if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
             raise ValueError(f"object {obj.sha256} arrived altered")
-        path = objects.root.parent / rel
         for name, data in obj.texts.items():
-            beside = path.with_name(f"{sha}.{name}.gz")
-            if not beside.exists():
-                atomic_write(beside, data)
+            objects.put_packed(rel, name, data)  # (checked: a text that is not this object's is refused)
 
 
 def _shipped(objects: ObjectStore, rel: str, sha: str) -> ShippedObject:
     """The stored object ``rel`` and the texts kept beside it, to send."""
-    path = objects.root.parent / rel
-    texts = {p.name[len(sha) + 1:-3]: p.read_bytes() for p in path.parent.glob(f"{sha}.*.gz")}
-    return ShippedObject(sha, path.suffix[1:], objects.get(rel, sha), texts)
+    return ShippedObject(sha, objects.path(rel).suffix[1:], objects.get(rel, sha), objects.packed(rel))
 
 
 # -- the actor --------------------------------------------------------------------------------------------
@@ -236,7 +231,7 @@ class _ClaimedLock(BuildLock):
     node's result cache holds of the kernel (or the failure recorded)."""
 
     def __init__(self, local: BuildLock, cluster: ClusterInFlight, triton_hash: str):
-        super().__init__(local.fd, local.base, local.waited)  # type: ignore[arg-type]
+        super().__init__(local.fd, local.base, local.waited, local.began)  # type: ignore[arg-type]
         local.fd = None  # this lock owns the descriptor now
         self.cluster = cluster
         self.triton_hash = triton_hash
@@ -309,8 +304,15 @@ class ClusterInFlight(InFlight):
 
 
 def _ship_from(objects: ObjectStore, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
-    return tuple(_shipped(objects, path, sha) for sha, path in wanted.items()
-                 if (objects.root.parent / path).is_file())
+    return tuple(_shipped(objects, path, sha) for sha, path in wanted.items() if _held(objects, path))
+
+
+def _held(objects: ObjectStore, rel: str) -> bool:
+    """Whether the object ``rel`` is in ``objects`` (a path that is none of its objects' is not)."""
+    try:
+        return objects.path(rel).is_file()
+    except CorruptObjectError:
+        return False
 
 
 class SurveyActor:
@@ -396,7 +398,7 @@ class SurveyActor:
         for row in rows:
             if row.object is None or row.object.sha256 in objects:
                 continue
-            path = worker.objects.root.parent / row.object.path
+            path = worker.objects.path(row.object.path)
             sha = row.object.sha256
             if not path.is_file():  # reused from the survey's store (_WithSurveyStore): it is there already
                 continue

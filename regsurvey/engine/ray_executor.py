@@ -243,7 +243,7 @@ def survey_on_ray(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
 
 def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
     from .deferred_lint import DeferredLint
-    from .survey import IMPORT_TIMEOUT_S, KeyCosts, SurveyError, _selected, starting_targets
+    from .survey import IMPORT_TIMEOUT_S, KeyCosts, SurveyError, _selected, settled_failures, starting_targets
 
     options = state.options
     start, driver_cpu = time.monotonic(), time.thread_time()
@@ -282,7 +282,8 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
         if deferred is not None and results is None:
             deferred.close()
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
-    rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
+    rows = settled_failures(sorted((r for rs in results.values() for r in rs),
+                                   key=lambda r: (order[(r.key, r.target)], r.launch)))
     rows, lint_s = deferred.finish(rows)
     phases = dict(state.phases)
     if lint_s:

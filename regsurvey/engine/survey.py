@@ -24,7 +24,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +38,7 @@ from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
 from ..secret_vars import without_secrets
-from ..store.files import atomic_write
+from ..store.files import MiB, atomic_write, read_regular
 from ..store.signing import CACHE_KEY_VAR, Unsigned, unsigned_warning
 from .deferred_lint import DeferredLint
 from .launcher_messages import survey_said_once
@@ -49,6 +49,7 @@ from .protocol import (
     KeyCompiled,
     KeyFinished,
     KeysListed,
+    KeyWaiting,
     ListKeys,
     Request,
     SurveyKey,
@@ -94,6 +95,16 @@ class _Worker:
     spawned: float = field(default_factory=time.time)
     ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
     succeeded: bool = False  # a worker for another target was started to take its place (see _run_keys)
+    waiting: str | None = None  # who holds the build lock its key's compile waits for ("" unknown), if it waits
+
+    def timed_out(self, timeout: float) -> str:
+        """Why its key failed at the time-out: what it was doing then."""
+        why = f"timed out after {timeout:g} s (--timeout)"
+        if self.waiting is None:
+            return why
+        return (f"{why} while waiting for the build lock of one of its kernels, held by "
+                f"{self.waiting or 'another process'} (compiling that kernel for another key, or another "
+                "survey on this store)")
 
     def deadline(self, timeout: float) -> float:
         """When it has taken too long: the key it compiles has ``timeout`` seconds from being sent;
@@ -457,7 +468,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         if unsigned:  # one line for them all (a key newly set on a cache of unsigned entries: every build)
             print(unsigned_warning(unsigned), file=sys.stderr)
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
-    rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
+    rows = settled_failures(sorted((r for rs in results.values() for r in rs),
+                                   key=lambda r: (order[(r.key, r.target)], r.launch)))
     assert deferred is not None
     timing.mark("workers closed")
     rows, lint_s = deferred.finish(rows)
@@ -476,6 +488,17 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
                   said_once=survey_said_once(said_once, rows, targets))
 
 
+def settled_failures(rows: list[Row]) -> list[Row]:
+    """``rows`` with the failures a worker took from another's ``.failed`` record (transient: a record is a
+    hint, see store.inflight) settled where this survey compiled the kernel itself and it failed the same
+    way: then they are the kernel's failure, not one of the moment. Those left transient make the stored
+    survey be surveyed again rather than reused."""
+    compiled = {(r.triton_hash, r.error) for r in rows
+                if r.status is Status.ERROR and not r.transient and r.triton_hash is not None}
+    return [replace(r, transient=False) if r.transient and r.status is Status.ERROR and r.triton_hash is not None
+            and (r.triton_hash, r.error) in compiled else r for r in rows]
+
+
 def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts) -> tuple[str, list[str]]:
     """Before the keys are listed: the target the listing worker imports the checkout for, and the
     targets to start the other workers for (none: wait for the list). The targets asked for; else
@@ -483,6 +506,9 @@ def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts
     then the first of them, else the one earlier surveys used most, else sm90."""
     asked = [get_target(t).name for t in options.targets or ()] or declared_targets(checkout.root / "keys")
     return (asked[0] if asked else costs.usual_target() or DEFAULT_LIST_TARGET), asked
+
+
+MAX_KEY_SECONDS = 1e7  # what costs.json may say a key took (a hundred days); anything else is damage
 
 
 class KeyCosts:
@@ -501,12 +527,15 @@ class KeyCosts:
         self.seconds: dict[str, float] = {}  # none yet, or damaged: scheduling order is only an optimisation
         self._means: tuple[tuple[int, int], dict[tuple[str, str], float]] | None = None
         try:
-            known = json.loads(path.read_text())
+            known = json.loads(read_regular(path, 256 * MiB))
         except (OSError, ValueError):
             return
         if isinstance(known, dict):
+            # Seconds only: Python's JSON reads NaN and Infinity, on which sorting and sharing workers out
+            # fail (int(nan) raised); a negative time, or one that overflows a sum, is as damaged.
             self.seconds = {k: float(v) for k, v in known.items()
-                            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)}
+                            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                            and 0 <= v <= MAX_KEY_SECONDS}
 
     def estimate(self, key: Key) -> float:
         """The key's compile seconds last time. A key never surveyed: the mean of its kind's keys surveyed
@@ -756,7 +785,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         return best[1] if best is not None else None
 
     def send(w: _Worker, key: Key) -> None:
-        w.key, w.started = key, time.monotonic()
+        w.key, w.started, w.waiting = key, time.monotonic(), None
         w.heard = timing.last_dispatch = w.started
         timing.mark("sent", w, key)
         copies.sent(key, w)
@@ -775,6 +804,10 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code
+                return
+            case KeyWaiting(key=key, holder=holder):
+                if w.key == key:
+                    w.waiting = holder
                 return
             case KeyCaptured(key=key, launches=n):
                 launches.setdefault((key.id, key.target), n)
@@ -855,7 +888,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                     else:
                         lose(w, f"worker process died while surveying the key (exit code {w.process.exitcode})")
             elif time.monotonic() >= w.deadline(options.timeout):
-                lose(w, f"timed out after {options.timeout:g} s (--timeout)")
+                lose(w, w.timed_out(options.timeout))
     timing.keys_shared, timing.launches_shared = copies.keys_shared, copies.launches_shared
     return results
 

@@ -71,6 +71,7 @@ from .protocol import (
     KeyCompiled,
     KeyFinished,
     KeysListed,
+    KeyWaiting,
     ListKeys,
     Request,
     Stop,
@@ -396,7 +397,10 @@ class Worker:
                         lock.release()
                     self._spent("hash_s", phase)
                     if failure is not None:  # it failed there, and would fail here the same way
-                        return Row(**common, status=Status.ERROR, triton_hash=cache_hash, error=failure)
+                        # A record is a hint anyone writing the store can plant: of the moment until the
+                        # survey compiles the kernel itself (survey.settled_failures).
+                        return Row(**common, status=Status.ERROR, triton_hash=cache_hash, error=failure,
+                                   transient=True)
                     assert cached is not None
                     return _reused_row(common, cache_hash, cached)
                 start_hash = phase
@@ -615,6 +619,11 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                     case SurveyKey(key=key, reuse=reuse):
                         def captured(launches: int, key: Key = key) -> None:
                             send(KeyCaptured(key, launches))
+
+                        def waiting(_: str, holder: str | None, key: Key = key) -> None:
+                            send(KeyWaiting(key, holder))
+
+                        worker.inflight.on_wait = waiting
 
                         try:
                             items = worker.compile_key(key, reuse=reuse, captured=captured)

@@ -24,9 +24,11 @@ from typing import Any
 from ..errors import CorruptObjectError
 from ..model.results import ObjectRef, ObjectReport
 from ..model.version import READER_REVISION
-from .files import atomic_write
+from .files import MiB, atomic_write, read_regular
 from .objectstore import ObjectStore
 from .signing import Unsigned, cache_key, sign, signature_holds, unsigned_warning
+
+MAX_ENTRY_BYTES = 64 * MiB  # an entry larger than this (or not a regular file) was not written here
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class ResultCache:
         """The stored result, or None (absent, or unusable: then a warning, and the caller recompiles)."""
         path = self._path(triton_hash)
         try:
-            text = path.read_bytes().decode()
+            text = read_regular(path, MAX_ENTRY_BYTES).decode()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -127,9 +129,9 @@ class ResultCache:
         out = {}
         for path in self.root.glob("*/*.json"):
             try:
-                payload = self._payload(json.loads(path.read_bytes()), path.name)
+                payload = self._payload(json.loads(read_regular(path, MAX_ENTRY_BYTES)), path.name)
                 ref = ObjectRef(**payload["object"])
-                if not (self.objects.root.parent / ref.path).is_file():
+                if not self.objects.path(ref.path).is_file():
                     continue
                 out[str(payload["triton_hash"])] = _result(payload, ref)
             except _NotSigned as exc:

@@ -25,9 +25,11 @@ from pathlib import Path
 
 from ..model.results import Survey, SurveyFormatError, default_target_list
 from ..model.targets import get_target
-from .files import WriteError, atomic_write
+from .files import MiB, WriteError, atomic_write, read_regular
 from .objectstore import ObjectStore
 from .signing import CACHE_KEY_VAR, cache_key, sign, signature_holds
+
+MAX_SURVEY_BYTES = 1024 * MiB  # a stored file larger than this (or not a regular file) was not written here
 
 
 class StoreError(Exception):
@@ -106,9 +108,9 @@ class Store:
     def _read_sealed(self, path: Path, question: str) -> bytes:
         """The bytes of ``path`` once its seal vouches for them as the answer to ``question``;
         SurveyFormatError naming what is wrong (OSError when the file cannot be read)."""
-        data = path.read_bytes()
+        data = read_regular(path, MAX_SURVEY_BYTES)
         try:
-            seal = json.loads(_checksum_path(path).read_bytes())
+            seal = json.loads(read_regular(_checksum_path(path), MiB))
         except FileNotFoundError:
             raise SurveyFormatError(f"no checksum file beside it ({_checksum_path(path).name}): not trusted") from None
         except OSError as exc:

@@ -292,6 +292,39 @@ def test_garbled_code_is_refused_by_the_disassembler() -> None:
     assert expected in str(raised.value) and "\n" not in str(raised.value)
 
 
+def test_a_section_claiming_gigabytes_is_refused_before_nvdisasm_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: a real sm90 cubin whose (empty) ``.nv.shared.reserved.0`` is made to claim 4 GiB: nvdisasm
+    allocated and zeroed it (13 s and 4 GB of memory here, 33.6 s on a loaded machine, where README
+    promises a damaged object's answer within 5 s) and then printed the SASS as if nothing were wrong.
+    Now it is a one-line CorruptObjectError before nvdisasm starts, for the SASS and for the pressure's
+    life ranges alike."""
+    from regsurvey.objects import nvidia_object
+    from regsurvey.pressure.nvidia import nvidia_pressure
+
+    ck, _ = compiled("add-sm90")
+    good: bytes = ck.asm["cubin"]
+    elf = ELFFile(io.BytesIO(good))
+    (index,) = [i for i, s in enumerate(elf.iter_sections()) if s.name == ".nv.shared.reserved.0"]
+    assert elf.get_section(index)["sh_type"] == "SHT_NOBITS"
+    size_at = elf.header["e_shoff"] + index * elf.header["e_shentsize"] + 32  # Elf64_Shdr.sh_size
+    damaged = good[:size_at] + (0xFFFFFFFF).to_bytes(8, "little") + good[size_at + 8:]
+    runs: list[list[str]] = []
+    real = nvidia_object.run_tool
+
+    def counted(name: str, args: list[str], path: str) -> str:
+        runs.append(args)
+        return real(name, args, path)
+
+    monkeypatch.setattr(nvidia_object, "run_tool", counted)
+    for read in (lambda: disassemble(damaged), lambda: nvidia_pressure(damaged, "sm90", ck.asm["ptx"])):
+        with pytest.raises(CorruptObjectError) as raised:
+            read()
+        assert str(raised.value).endswith("cubin section .nv.shared.reserved.0 claims 4294967295 bytes, more "
+                                          "than any GPU's memory of its kind (damaged); not disassembled")
+    assert runs == []  # nvdisasm never started
+    assert "add_kernel" in nvidia_object.nvdisasm(good, ["-c"]) and len(runs) == 1  # (the same cubin undamaged)
+
+
 @pytest.mark.parametrize("name", ["empty", "garbage", "truncated", "truncated-by-one", "hsaco"])
 def test_corrupt_objects_raise_one_line(name: str) -> None:
     data, expected = _corrupt_cases()[name]
