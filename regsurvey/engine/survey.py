@@ -189,7 +189,7 @@ class _Pool:
     def spawn(self, target: str) -> _Worker:
         """A new worker for ``target``'s keys: it imports the checkout with that target as the device."""
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                self.triton_cache_dir, dict(os.environ), target)
+                self.triton_cache_dir, dict(os.environ), target, os.getpid())  # the worker ends with this process
         self.started += 1
         if self.target is None and _worker_start() == "server":
             from . import server

@@ -151,7 +151,7 @@ def test_an_unknown_setting_is_one_line(toy_repo: Path, tmp_path: Path, env: dic
 
 
 def _server_process(path: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), "600"],
+    return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server_process", str(path), "600"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
