@@ -17,8 +17,8 @@ One server per identity: the Python interpreter, regsurvey's own sources and the
 torch. A survey uses only a server of its own identity; starting a server retires the servers of the
 same interpreter and regsurvey installation whose identity is older (an upgrade, or an edit of
 regsurvey's sources): each exits once the surveys still using it are done. The socket lives in a
-directory only its user can enter; a lock file there makes two servers of one identity started at once
-end up as one.
+directory only its user can enter (itself, not a symbolic link to one); a lock file there makes two
+servers of one identity started at once end up as one.
 
 The server's own process is :mod:`.server_process`: it outlives surveys by design, their workers do not.
 
@@ -39,6 +39,7 @@ import hashlib
 import importlib.metadata
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -78,20 +79,37 @@ def socket_dir() -> Path:
     return Path(base) / f"regsurvey-{os.getuid()}"
 
 
-def _private(directory: Path) -> bool:
-    """Whether ``directory`` is this user's own and closed to everyone else (else its sockets could be
+def _directory_problem(directory: Path) -> str | None:
+    """Why ``directory`` may not hold this user's sockets, or None when it may: it must be a directory
+    itself, not a symbolic link (in a shared ``/tmp`` another user can plant one where it would be made,
+    pointing where they choose), this user's, and closed to everyone else (else its sockets could be
     anyone's: a survey would hand its environment to a stranger's server)."""
     try:
-        st = directory.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
+        st = os.lstat(directory)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        with contextlib.suppress(OSError):
+            return f"is a symbolic link (to {os.readlink(directory)}), not a directory of this user's"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.getuid():
+        return f"belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o077:
+        return "is not a directory of this user's alone (mode 700)"
+    return None
+
+
+def _private(directory: Path) -> bool:
+    """Whether ``directory`` is this user's own directory, closed to everyone else
+    (:func:`_directory_problem`)."""
+    return _directory_problem(directory) is None
 
 
 def _trusted_socket(path: Path) -> bool:
     """Whether a server may be listening on ``path`` that a survey can trust: it exists, in this
     user's private directory."""
-    return path.exists() and _private(path.parent)
+    return _private(path.parent) and path.exists()
 
 
 @functools.cache
@@ -184,10 +202,11 @@ def launch(idle_s: float) -> subprocess.Popen:
     if len(os.fsencode(path)) > 100:  # sun_path holds 104 to 108 bytes, depending on the system
         raise ServerError(f"socket path {path} is too long for a Unix socket: set REGSURVEY_SERVER_DIR shorter")
     directory = path.parent
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not _private(directory):
-        raise ServerError(f"{directory} is not a directory of this user's alone (mode 700): "
-                          "not starting a server there")
+    with contextlib.suppress(FileExistsError):  # a directory, or whatever else is there, is judged below
+        directory.mkdir(mode=0o700, parents=True)
+    problem = _directory_problem(directory)
+    if problem is not None:
+        raise ServerError(f"{directory} {problem}: not starting a server there")
     _retire_superseded(path)
     log = open(_log(path), "ab")  # noqa: SIM115 - handed to the server process
     with log:
