@@ -10,6 +10,7 @@ their result-cache entries. Nothing here imports ray at module level.
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import io
 import os
@@ -33,14 +34,52 @@ from .ray_node import leave_node, node_store, pinned_actor, sweep_node
 # -- what travels ---------------------------------------------------------------------------------------
 
 
-def tree_files(root: Path) -> list[str]:
-    """The files of ``root`` a survey reads, relative to it: git's tracked and untracked-not-ignored files
-    (as they are in the working tree), else every file but caches and the store."""
-    out = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
-                         capture_output=True, check=False)
-    if out.returncode == 0:
-        names = [n for n in out.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
-        return sorted(n for n in set(names) if os.path.lexists(root / n))
+class TreeError(ValueError):
+    """A checkout that cannot travel to the cluster as it is; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What of a checkout travels to the cluster: ``files`` (relative to its root), and the untracked
+    files of its working tree that stay here (``left_out``: the survey says so, since a local survey would
+    read them)."""
+
+    files: tuple[str, ...]
+    left_out: tuple[str, ...] = ()
+
+
+def tree_files(root: Path, include: tuple[str, ...] = ()) -> Tree:
+    """The files of ``root`` that travel: those git tracks (as they are in the working tree), and the
+    untracked or ignored files that a pattern of ``include`` matches (a glob on the path relative to
+    ``root``; ``*`` crosses ``/``). An untracked file is not sent by default: a working tree holds
+    secrets git is not told of (``.env``, a key), and every node would receive them. Outside git: every
+    file but caches and the store."""
+    tracked = _git_files(root, "ls-files", "-z")
+    if tracked is None:
+        return Tree(tuple(_walked(root)))
+    untracked = _git_files(root, "ls-files", "-z", "--others", "--exclude-standard") or []
+    extra: list[str] = []
+    if include:
+        others = _git_files(root, "ls-files", "-z", "--others") or []  # ignored ones too
+        extra = [n for n in others if any(fnmatch.fnmatchcase(n, p) for p in include)]
+    files = sorted(n for n in {*tracked, *extra} if os.path.lexists(root / n))
+    shipped = set(files)
+    return Tree(tuple(files), tuple(sorted(n for n in untracked if n not in shipped and not _cache(n))))
+
+
+def _git_files(root: Path, *args: str) -> list[str] | None:
+    out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
+    if out.returncode != 0:
+        return None
+    return [n for n in out.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+
+
+def _cache(name: str) -> bool:
+    """Python's bytecode caches: written by importing the project, never an input."""
+    return "__pycache__" in name.split("/") or name.endswith((".pyc", ".pyo"))
+
+
+def _walked(root: Path) -> list[str]:
     skipped = {"__pycache__", ".git", ".regsurvey"}
     found = []
     for directory, dirs, files in os.walk(root):
@@ -49,14 +88,31 @@ def tree_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def pack_tree(root: Path) -> bytes:
-    """The checkout's files as a gzipped tar (what each actor unpacks)."""
+def pack_tree(root: Path, files: tuple[str, ...]) -> bytes:
+    """``files`` of ``root`` as a gzipped tar (what each actor unpacks). A symbolic link stays one when it
+    points inside the checkout (made relative, if it was absolute); TreeError for one pointing outside it,
+    which a node need not have (and which tar's safe extraction refuses, unsaid, on the node)."""
     buffer = io.BytesIO()
     with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in tree_files(root):
-            tar.add(root / name, arcname=name, recursive=False)
+        for name in files:
+            tar.add(root / name, arcname=name, recursive=False, filter=lambda member: _within(root, member))
     return buffer.getvalue()
+
+
+def _within(root: Path, member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """``member`` as it travels: a symbolic link names a place inside the checkout, relative to the link;
+    TreeError otherwise. (A hard link names another member of the archive.)"""
+    if not member.issym():
+        return member
+    here = root / member.name
+    pointed = Path(os.path.normpath(here.parent / member.linkname))  # an absolute linkname replaces the base
+    top = Path(os.path.normpath(root))
+    if pointed != top and top not in pointed.parents:
+        raise TreeError(f"{member.name} is a symbolic link to {member.linkname}, outside the checkout: a Ray node "
+                        "would not have it (make it point inside the checkout, or stop tracking it)")
+    member.linkname = os.path.relpath(pointed, here.parent)
+    return member
 
 
 def unpack_tree(data: bytes, into: Path) -> None:

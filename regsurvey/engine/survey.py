@@ -215,7 +215,7 @@ class _Pool:
         # The worker imports the project's code (a merge request's, in CI): it gets no secret variable
         # but the results cache's signing key, with which it signs what it stores (see worker_environment).
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                self.triton_cache_dir, worker_environment(os.environ), target)
+                self.triton_cache_dir, worker_environment(os.environ), target, os.getpid())  # ends with this process
         self.started += 1
         if self.target is None and _worker_start() == "server":
             from . import server

@@ -1,19 +1,26 @@
 """Which tree a survey reads: the working tree as it is, or a commit checked out in a temporary
-git worktree that is removed afterwards (also on Ctrl-C or SIGTERM). The user's working tree is
-never touched.
+git worktree that is removed afterwards (also on Ctrl-C or SIGTERM; after ``kill -9``, by the next
+run in the repository: :func:`prune_abandoned`). The user's working tree is never touched.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..processes import ProcessId
+
+# Beside a temporary worktree (in the directory made for it): the process that made it, so that a later
+# run can tell a worktree whose survey was killed outright from one a running survey reads.
+OWNER = "owner"
 
 class CheckoutError(Exception):
     """A revision or repository problem, with a one-line message."""
@@ -104,6 +111,7 @@ def working_tree(start: Path) -> Checkout:
     if repo is None:
         return Checkout(root=start.resolve(), repo=start.resolve(), commit=None,
                         label="working tree", dirty=True)
+    prune_abandoned(repo)
     head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).stdout.strip() or None
     dirty = _modified(repo)
     return Checkout(root=repo, repo=repo, commit=None if dirty else head,
@@ -164,10 +172,12 @@ def commit_checkout(start: Path, rev: str) -> Iterator[Checkout]:
     if repo is None:
         raise CheckoutError(f"--commit needs a git repository, and {start} is not in one")
     sha = resolve_commit(repo, rev)
+    prune_abandoned(repo)
     tmp = Path(tempfile.mkdtemp(prefix=f"regsurvey-{sha[:10]}-"))
     worktree = tmp / "tree"
     with _sigterm_unwinds():
         try:
+            (tmp / OWNER).write_text(ProcessId.this().to_json())
             out = _git_to_the_end(repo, "worktree", "add", "--detach", "--quiet", "--end-of-options", str(worktree),
                                   sha)
             if out.returncode != 0:
@@ -189,3 +199,36 @@ def _remove_worktree(repo: Path, worktree: Path, tmp: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         finally:
             _git_to_the_end(repo, "worktree", "prune")
+
+
+def prune_abandoned(repo: Path) -> list[Path]:
+    """Remove the temporary worktrees of ``repo`` whose survey was killed outright (``kill -9``, the OOM
+    killer: none of its cleanup ran), and git's entries for them; the worktrees removed. A worktree is
+    abandoned when the process named beside it (:data:`OWNER`) has ended on this host; one without that
+    name, or not in a directory of this user's, is left alone."""
+    out = _git(repo, "worktree", "list", "--porcelain", check=False)
+    removed = []
+    for line in out.stdout.splitlines() if out.returncode == 0 else ():
+        if not line.startswith("worktree "):
+            continue
+        worktree = Path(line[len("worktree "):])
+        tmp = worktree.parent
+        if worktree.name != "tree" or not tmp.name.startswith("regsurvey-") or not _ours(tmp):
+            continue
+        try:
+            owner = ProcessId.from_json((tmp / OWNER).read_text())
+        except (OSError, UnicodeDecodeError):
+            continue
+        if owner is not None and owner.gone():
+            _remove_worktree(repo, worktree, tmp)
+            removed.append(worktree)
+    return removed
+
+
+def _ours(directory: Path) -> bool:
+    """Whether ``directory`` is a directory (not a link to one) of this user's: only those are removed."""
+    try:
+        st = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()

@@ -118,6 +118,35 @@ def test_a_directory_others_can_enter_is_refused(toy_repo: Path, env: dict[str, 
     assert cli("server", "status", env=env).returncode == 1
 
 
+def test_a_socket_directory_that_is_a_symbolic_link_is_refused(env: dict[str, str]) -> None:
+    """In a shared /tmp another user can plant a link where the directory would be made, pointing at a
+    directory of ours (mode 700, so it passed) or anywhere: the server's socket, lock and log would go
+    there, and surveys would follow the link wherever it pointed next."""
+    base = Path(env["REGSURVEY_SERVER_DIR"])
+    elsewhere = base / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    directory = base / f"regsurvey-{os.getuid()}"
+    directory.symlink_to(elsewhere)
+    out = cli("server", "start", env=env)
+    assert (out.returncode, out.stderr) == (2, f"regsurvey: error: {directory} is a symbolic link (to {elsewhere}), "
+                                               "not a directory of this user's: not starting a server there\n")
+    assert list(elsewhere.iterdir()) == []
+    directory.unlink()
+    directory.symlink_to(base / "nothing")  # dangling: not made through either
+    out = cli("server", "start", env=env)
+    assert out.returncode == 2 and " is a symbolic link (to " in out.stderr and not (base / "nothing").exists()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+def test_another_users_socket_directory_is_refused(env: dict[str, str]) -> None:
+    directory = Path(env["REGSURVEY_SERVER_DIR"]) / f"regsurvey-{os.getuid()}"
+    directory.mkdir(mode=0o700)
+    os.chown(directory, 4321, 4321)
+    out = cli("server", "start", env=env)
+    assert (out.returncode, out.stderr) == (2, f"regsurvey: error: {directory} belongs to another user (uid 4321): "
+                                               "not starting a server there\n")
+
+
 def test_a_socket_path_too_long_is_one_line(env: dict[str, str]) -> None:
     out = cli("server", "start", env={**env, "REGSURVEY_SERVER_DIR": env["REGSURVEY_SERVER_DIR"] + "/" + "d" * 90})
     assert out.returncode == 2 and out.stderr.startswith("regsurvey: error: socket path ")
@@ -163,7 +192,7 @@ def test_an_unknown_setting_is_one_line(toy_repo: Path, tmp_path: Path, env: dic
 
 
 def _server_process(path: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), "600"],
+    return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server_process", str(path), "600"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
