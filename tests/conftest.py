@@ -115,6 +115,20 @@ def layer_store(layer: Survey) -> Path:
     return layer_survey(Path("unused"))[1]
 
 
+@pytest.fixture(scope="session")
+def layer_readings(layer: Survey, layer_store: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """Every figure of every layer row as read without regsurvey (tests/readings.independent_reading), by
+    (row id, target): the figures the comparison and report tests expect, whatever the toolchain."""
+    from .readings import independent_reading
+
+    by_object: dict[str, dict[str, int]] = {}
+    for row in layer.rows:
+        assert row.object is not None, row
+        if row.object.sha256 not in by_object:
+            by_object[row.object.sha256] = independent_reading(layer_store, row.to_dict())
+    return {(row.row_id, row.target): by_object[row.object.sha256] for row in layer.rows if row.object}
+
+
 @pytest.fixture(scope="module")
 def ops() -> Iterator[Any]:
     """The toy project's ``toykernels.ops`` module (its kernels), imported from tests/fixtures/toy."""
