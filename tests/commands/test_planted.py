@@ -8,7 +8,6 @@ written outside the store. On the tiny project's real sm90 survey (tests/command
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from click.testing import Result
 from regsurvey.store.inflight import InFlight
 from regsurvey.store.objectstore import ObjectStore
 
+from ..conftest import reseal
 from .conftest import Tiny
 from .runner import invoke
 
@@ -74,9 +74,8 @@ def edit_survey(store: Path, sha: str, edit: Any) -> None:
     path = store / "surveys" / sha / "sm90.json"
     data = json.loads(path.read_text())
     edit(data)
-    text = json.dumps(data).encode()
-    path.write_bytes(text)
-    path.with_name("sm90.json.sha256").write_text(hashlib.sha256(text).hexdigest())
+    path.write_bytes(json.dumps(data).encode())
+    reseal(path)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
