@@ -14,14 +14,21 @@ from ..model.results import Survey
 from ..model.targets import get_target
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
+from .helptext import examples
 from .options import survey_options
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey run --target gfx950,sm90 --kind 'mla_*'", "survey the working tree's MLA kinds for gfx950 and sm90"),
+    ("regsurvey run --commit HEAD~1 --format json > base.json",
+     "survey the parent commit, as a file that diff takes in place of a revision"),
+))
 @click.option("--commit", "rev", metavar="REV", help="Survey this git revision (in a temporary worktree). "
               "Default: the working tree as it is.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table: a table per vendor and a summary line; json: the survey itself (diff and check "
+                   "take such a file in place of a revision).")
 @click.option("--strict", is_flag=True, help="Exit 1 if any key fails to build.")
 @click.option("--force", is_flag=True, help="Compile every key again: reuse neither a stored survey of this "
               "commit nor stored results of identical kernels, and have Triton compile every launch (warmups "
