@@ -203,7 +203,9 @@ def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = START_WAIT_S, keep_idl
         if keep_idle:
             return {**status, "started": False}
         answer = _ask(path, {"op": "idle", "idle_s": idle_s})
-        if answer is not None and answer.get("ok"):
+        if answer is not None:
+            if not answer.get("ok"):
+                raise ServerError(f"the running worker server refused the idle time {idle_s:g} s")
             return {**status, "idle_s": answer["idle_s"], "idle_was_s": status["idle_s"], "started": False}
         # No answer: it exited since the ping (its idle time was up); a new one starts.
     return {**wait_until_up(path, launch(idle_s), wait_s), "started": True}
