@@ -253,6 +253,19 @@ def test_the_schema_versions_the_docs_state_are_the_codes() -> None:
     assert stack and {int(v) for v in stack} == {DIFF_SCHEMA_VERSION}
 
 
+def test_regsurvey_is_installed_from_a_clone_with_declared_extras() -> None:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    text = "\n".join(doc.read_text() for doc in DOCS)
+    # regsurvey is on no package index: `pip install 'regsurvey[ray]'` fails from a clone.
+    assert not re.search(r"pip install[^\n`]*\bregsurvey\[", text)
+    extras = re.findall(r"pip install[^\n`]*-e\s+['\"]?\.\[([\w,]+)\]", text)
+    assert extras and {extra for group in extras for extra in group.split(",")} <= declared
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces to hyphens."""
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
