@@ -429,7 +429,7 @@ class Worker:
             except Exception as exc:
                 if not toolchain.is_flaky_failure(exc):
                     raise
-                # The in-process linker's intermittent failure (README, "Flaky builds"): once more.
+                # The in-process linker's intermittent failure (docs/commands.md, "Flaky builds"): once more.
                 flaky = f"first attempt failed, built on retry: {one_line(exc)}"
                 compiled = toolchain.compile_launch(launch, target)
         except Exception as exc:

@@ -205,7 +205,7 @@ def test_a_privileged_event_runs_no_code_of_the_pull_request(project: Project, t
         check = done.step("check")
         assert check.outputs == {"status": "2"}
         why = (f"refusing to run on {event_name}: its job holds the base repository's write token and secrets, "
-               "and the check runs the pull request's code; run it on pull_request (README.md, \"CI: GitHub "
+               "and the check runs the pull request's code; run it on pull_request (docs/ci.md, \"CI: GitHub "
                "Actions and GitLab\")")
         assert check.stderr == f"regsurvey_check: error: {why}\n"
         assert (tmp_path / "regsurvey.md").read_text() == f"### regsurvey check could not run\n\n{why}\n"

@@ -50,7 +50,7 @@ CASES = {
     # 4 waves by registers, but two 32 KiB workgroups of 4 waves fill gfx942's 64 KiB LDS: 2 waves.
     "waves4-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2), ("waves_per_eu", 4)),
                              MATMUL),
-    # 2-wave workgroups of 20 KiB LDS: 3 fit in gfx942's 64 KiB, 6 waves over 4 SIMDs (README's worked case).
+    # 2-wave workgroups of 20 KiB LDS: 3 fit in gfx942's 64 KiB, 6 waves over 4 SIMDs (docs/figures.md's worked case).
     "uneven-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 2), ("num_stages", 2)),
                              {"BM": 128, "BN": 32, "BK": 64}),
     # A 256x256 fp32 accumulator over 4 waves: 256 arch VGPRs and 256 AGPRs, the whole unified file.
@@ -221,7 +221,7 @@ def test_lds_binds_the_pipelined_gemm_on_gfx950() -> None:
 
 
 def test_waves_that_do_not_spread_evenly_count_on_the_busiest_simd() -> None:
-    """README's rule ("What is measured, and from where", occupancy): where whole workgroups leave a CU
+    """docs/figures.md's rule ("What is measured, and from where", occupancy): where whole workgroups leave a CU
     waves that do not divide over its 4 SIMDs, occupancy is the most waves one SIMD holds when they are
     spread as evenly as they go, rounded up as LLVM's getOccupancyWithWorkGroupSizes rounds; never more
     than the registers allow. Worked here on a real compile: 3 workgroups of 2 waves are 6 waves a CU,
