@@ -209,10 +209,14 @@ _SIMDS_PER_CU = 4
 
 
 def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
-    """The row's AMD figures as LLVM's amdgcn text and Triton's metadata give them."""
+    """The row's AMD figures as LLVM's amdgcn text gives them; the LDS from the kept TTGIR's buffers, and
+    the occupancy from LLVM told that LDS and the note's workgroup size (not from Triton's metadata)."""
+    from ..readings import amd_lds_reading, amd_occupancy_reading, note_waves
+
     text = stored_text(corpus.store, row, "amdgcn")
-    note = note_metadata((corpus.store / row["object"]["path"]).read_bytes())
-    lds = int(corpus.triton_metadata(row)["shared"])
+    hsaco = (corpus.store / row["object"]["path"]).read_bytes()
+    note = note_metadata(hsaco)
+    lds = amd_lds_reading(stored_text(corpus.store, row, "ttgir"), hsaco)
     reading = {
         "vgpr": asm_comment(text, "NumVgprs"),
         "agpr": asm_comment(text, "NumAgprs"),
@@ -222,18 +226,12 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "lds_bytes": lds,
+        "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"]),
     }
     # The object's own note says what the text says (else the stored text is not this object's).
     assert note[".vgpr_count"] == asm_comment(text, "TotalNumVgprs"), row["key"]
     assert note[".sgpr_count"] == reading["sgpr"] and note[".sgpr_spill_count"] == reading["sgpr_spill"], row["key"]
     assert note[".private_segment_fixed_size"] == reading["scratch_bytes"], row["key"]
-    # LLVM's occupancy assumes no LDS (Triton's is dynamic) and workgroups of one wave: it is the
-    # occupancy only where the kernel's LDS leaves room for it and its waves split evenly over the SIMDs.
-    occupancy = asm_comment(text, "Occupancy")
-    warps = int(corpus.triton_metadata(row)["num_warps"])
-    lds_room = _LDS_PER_CU[row["target"]] // lds * warps if lds else None
-    if (lds_room is None or lds_room >= occupancy * _SIMDS_PER_CU) and occupancy * _SIMDS_PER_CU % warps == 0:
-        reading["occupancy"] = occupancy
     return reading
 
 
