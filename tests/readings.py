@@ -342,4 +342,5 @@ def check_row(store: Path, row: dict[str, Any]) -> None:
         reading = amd_second_reading(store, row)
     else:
         reading = ptxas_reading(store, row)
-    assert {k: res[k] for k in reading} == reading, row["key"]
+    differ = {figure: (res[figure], value) for figure, value in reading.items() if res[figure] != value}
+    assert not differ, f"{row['key']} {row['target']} {row['kernel']}: (survey, reading) {differ}"
