@@ -137,7 +137,7 @@ def _allocated_ttgir(ttgir: str) -> str:
     else:  # Triton before 3.9 (not run here): make_llir lowered the LDS use first, and its passes took no arch
         amd.passes.ttgpuir.add_optimize_lds_usage(passes, arch.group(1), 0)
         amd.passes.ttgpuir.add_allocate_shared_memory(passes)
-        passes.run(module)
+        passes.run(module, "lds_reading")
     return str(module)
 
 
