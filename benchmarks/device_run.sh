@@ -23,6 +23,11 @@ if want all || want nvml; then
   timeout 60 python3 tests/gpu/nvml_answers.py > "$OUT/nvml-h200.json"
   timeout 60 python3 tests/gpu/nvml_answers.py --compare > "$OUT/nvml-compare.json"; echo "nvml differences: rc $?"
 fi
+if want all || want facts; then
+  # The H200 driver's figures the offline tests hold regsurvey to (tests/gpu/h200-driver-facts.json).
+  echo "== driver facts"
+  timeout 120 python3 tests/gpu/driver_facts.py --out "$OUT/h200-driver-facts.json"
+fi
 if want all || want fidelity; then
   echo "== fidelity (demo, sm90)"
   timeout 300 python3 tests/gpu/fidelity.py --jobs 16 --out "$OUT/fidelity-results.json" 2>&1 | tail -40

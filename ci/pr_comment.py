@@ -22,9 +22,13 @@ else ``CI_JOB_TOKEN`` (sent as ``JOB-TOKEN``, where the instance lets a job toke
 listed with ``GET /projects/:id/merge_requests/:iid/notes`` (every page), then edited with ``PUT .../notes/:id``
 or created with ``POST``.
 
+Nothing secret is posted or printed: the body, and any message, have the value of every secret variable
+of the environment (the token in use among them; ``secret_vars.py`` says which variables are secret)
+replaced by ``[secret NAME]``. The body is the report of a job that ran the request's code: it is read as
+text (at most the forge's limit, four bytes a character) and never run.
+
 Exit status: 0 when the comment was created or updated; 2 with one line on stderr when the environment
-lacks what is needed, the body cannot be read, or the API refuses (its status and message). The token is
-never printed.
+lacks what is needed, the body cannot be read, or the API refuses (its status and message).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import argparse
 import json
 import os
 import re
+import stat
 import sys
 import urllib.error
 import urllib.parse
@@ -40,6 +45,8 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from secret_vars import Scrubber
 
 MARKER = "<!-- regsurvey -->"
 # GitHub refuses a comment over 65536 characters; GitLab's limit (1,000,000) is far above any report.
@@ -65,7 +72,7 @@ class Api:
     item_url: str  # with {id}: PATCH (GitHub) or PUT (GitLab) to update
     update_method: str
     headers: dict[str, str]
-    token: str  # kept only to make sure no message ever shows it
+    scrub: Scrubber  # the environment's secrets and the token in use: no body or message shows them
 
 
 def _need(env: Mapping[str, str], name: str, what: str) -> str:
@@ -100,7 +107,7 @@ def github_api(env: Mapping[str, str], number: str | None) -> Api:
     number = number or _event_number(env)
     root = f"{base.rstrip('/')}/repos/{repo}/issues"
     return Api(forge="github", list_url=f"{root}/{number}/comments", item_url=root + "/comments/{id}",
-               update_method="PATCH", token=token,
+               update_method="PATCH", scrub=Scrubber.of(env, also={"GITHUB_TOKEN": token}),
                headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
                         "X-GitHub-Api-Version": "2022-11-28"})
 
@@ -110,14 +117,15 @@ def gitlab_api(env: Mapping[str, str], number: str | None) -> Api:
     project = _need(env, "CI_PROJECT_ID", "the project's id")
     number = number or _need(env, "CI_MERGE_REQUEST_IID",
                              "the merge request's iid: run in a merge-request pipeline, or pass --number N")
-    found = [(env.get(name, "").strip(), header) for name, header in GITLAB_TOKENS if env.get(name, "").strip()]
+    found = [(name, env.get(name, "").strip(), header) for name, header in GITLAB_TOKENS
+             if env.get(name, "").strip()]
     if not found:
         raise Failure("no token: set REGSURVEY_GITLAB_TOKEN (an access token with the api scope) "
                       "or run in a GitLab job (CI_JOB_TOKEN)")
-    token, header = found[0]
+    name, token, header = found[0]
     root = f"{base.rstrip('/')}/projects/{urllib.parse.quote(project, safe='')}/merge_requests/{number}/notes"
-    return Api(forge="gitlab", list_url=root, item_url=root + "/{id}", update_method="PUT", token=token,
-               headers={header: token})
+    return Api(forge="gitlab", list_url=root, item_url=root + "/{id}", update_method="PUT",
+               scrub=Scrubber.of(env, also={name: token}), headers={header: token})
 
 
 def _next_page(headers: Mapping[str, str], url: str) -> str | None:
@@ -147,17 +155,17 @@ def _request(api: Api, method: str, url: str, payload: dict[str, Any] | None = N
             raw = response.read()
             answer_headers = dict(response.headers.items())
     except urllib.error.HTTPError as exc:
-        raise Failure(f"{method} {url}: HTTP {exc.code} {_message(exc, api.token)}") from None
+        raise Failure(f"{method} {url}: HTTP {exc.code} {_message(exc, api.scrub)}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise Failure(f"{method} {url}: {_scrub(str(reason), api.token)}") from None
+        raise Failure(f"{method} {url}: {api.scrub.text(str(reason))}") from None
     try:
         return (json.loads(raw) if raw.strip() else None), answer_headers
     except ValueError:
         raise Failure(f"{method} {url}: the answer is not JSON") from None
 
 
-def _message(error: urllib.error.HTTPError, token: str) -> str:
+def _message(error: urllib.error.HTTPError, scrub: Scrubber) -> str:
     """The API's own words for a refusal (GitHub's and GitLab's ``message``/``error``), on one line."""
     try:
         body = error.read().decode("utf-8", "replace")
@@ -173,11 +181,7 @@ def _message(error: urllib.error.HTTPError, token: str) -> str:
     except ValueError:
         pass
     text = " ".join(text.split())[:300] or (error.reason or "")
-    return _scrub(f"({text})" if text else "", token)
-
-
-def _scrub(text: str, token: str) -> str:
-    return text.replace(token, "***") if token else text
+    return scrub.text(f"({text})" if text else "")
 
 
 def find_comment(api: Api) -> dict[str, Any] | None:
@@ -227,6 +231,19 @@ def post(api: Api, body: str) -> tuple[str, Any]:
     return "created", created.get("id") if isinstance(created, dict) else None
 
 
+def read_body(path: str, limit: int) -> str:
+    """The report at ``path``, at most ``limit`` characters and what follows to cut it there: a job that
+    ran the request's code wrote it, and a file of gigabytes is cut, not read whole. Only a regular
+    file: a FIFO left in its place would block the job."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without a writer, then is refused
+    with open(fd, "rb", buffering=0) as raw:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        data = raw.read(4 * limit + 4)
+    cut = len(data) > 4 * limit
+    return data.decode("utf-8", errors="ignore" if cut else "strict")  # cut: a character split at the end
+
+
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -240,14 +257,13 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
         if args.number is not None and not args.number.isdigit():
             raise Failure(f"--number must be a pull or merge request's number, not {args.number!r}")
         try:
-            with open(args.body, encoding="utf-8") as handle:
-                markdown = handle.read()
+            markdown = read_body(args.body, MAX_BODY[forge])
         except (OSError, UnicodeDecodeError) as exc:
             raise Failure(f"cannot read {args.body}: {getattr(exc, 'strerror', None) or exc}") from None
         if not markdown.strip():
             raise Failure(f"{args.body} is empty: nothing to post")
         api = (gitlab_api if forge == "gitlab" else github_api)(env, args.number)
-        done, ident = post(api, comment_body(markdown, forge, env))
+        done, ident = post(api, comment_body(api.scrub.text(markdown), forge, env))
     except Failure as exc:
         print(f"pr_comment: error: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,8 @@ real survey the comparison, report and gate tests start from (tests/layer_survey
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -19,9 +21,22 @@ from regsurvey.model.results import Survey
 # Surveys the tests make (in this process and in the CLIs they run) start their own forkserver rather
 # than a background worker server that would outlive the test run; tests/engine/test_server.py opts in.
 os.environ["REGSURVEY_SERVER"] = "off"
+# Stores and caches in tests are signed only where a test sets a key.
+os.environ.pop("REGSURVEY_CACHE_KEY", None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOY = FIXTURES / "toy"
+
+
+def privileged_or_skip(why_not: str | None) -> None:
+    """Skip a test that needs root (a tmpfs, network namespaces) where ``why_not`` says it cannot run;
+    fail instead under ``REGSURVEY_PRIVILEGED_TESTS`` (``.ci/run`` sets it when CI runs as root, so that
+    these tests never go unrun unseen)."""
+    if why_not is None:
+        return
+    if os.environ.get("REGSURVEY_PRIVILEGED_TESTS"):
+        pytest.fail(f"{why_not}, and REGSURVEY_PRIVILEGED_TESTS is set")
+    pytest.skip(why_not)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -37,6 +52,16 @@ def commit_all(repo: Path, message: str) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD")
+
+
+def reseal(path: Path) -> None:
+    """Recompute the sha256 in a stored survey's seal (``<name>.sha256`` beside it), as anyone who can write
+    the store can; what it answers, and any signature, left as they are. What a test damaging a survey
+    does to reach the survey's own checks."""
+    seal = path.with_name(path.name + ".sha256")
+    data = json.loads(seal.read_text())
+    data["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    seal.write_text(json.dumps(data))
 
 
 @contextlib.contextmanager
@@ -88,6 +113,20 @@ def layer_store(layer: Survey) -> Path:
     from .layer_survey import layer_survey
 
     return layer_survey(Path("unused"))[1]
+
+
+@pytest.fixture(scope="session")
+def layer_readings(layer: Survey, layer_store: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """Every figure of every layer row as read without regsurvey (tests/readings.independent_reading), by
+    (row id, target): the figures the comparison and report tests expect, whatever the toolchain."""
+    from .readings import independent_reading
+
+    by_object: dict[str, dict[str, int]] = {}
+    for row in layer.rows:
+        assert row.object is not None, row
+        if row.object.sha256 not in by_object:
+            by_object[row.object.sha256] = independent_reading(layer_store, row.to_dict())
+    return {(row.row_id, row.target): by_object[row.object.sha256] for row in layer.rows if row.object}
 
 
 @pytest.fixture(scope="module")

@@ -157,3 +157,45 @@ def compile_kernel(kernel: str, target: str, *, options: tuple[tuple[str, int], 
             attrs[(index,)] = [["tt.divisibility", 16]]
     source = ASTSource(globals()[kernel], signature, constexprs, attrs)
     return triton.compile(source, target=TARGETS[target], options=dict(options))
+
+
+# A kernel with a real static array (Triton never emits one): 4096 bytes of .shared, and dynamic shared
+# memory beside it. ptxas gives .nv.shared.k 5120 bytes (the reserve, then the array at 0x400).
+STATIC_SHARED_PTX = """
+.version 8.7
+.target {arch}
+.address_size 64
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry k(.param .u64 p)
+{{
+ .shared .align 16 .b8 buf[4096];
+ .reg .b32 %r<5>; .reg .b64 %rd<4>;
+ ld.param.u64 %rd1, [p];
+ mov.u32 %r1, %tid.x; shl.b32 %r2, %r1, 2;
+ mov.u32 %r3, buf; add.u32 %r3, %r3, %r2; mov.u32 %r0, dyn; st.shared.u32 [%r0], %r2;
+ st.shared.u32 [%r3], %r1; bar.sync 0;
+ ld.shared.u32 %r1, [%r3+4];
+ cvta.to.global.u64 %rd2, %rd1; st.global.u32 [%rd2], %r1;
+ ret;
+}}
+"""
+
+
+def static_shared_cubin(target: str) -> tuple[bytes, dict[str, int]]:
+    """STATIC_SHARED_PTX compiled by the ptxas Triton uses for ``target``, and that run's ``-v`` figures."""
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from regsurvey.compile.toolchain import ptxas_path
+
+    arch = int(target[2:])
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        src.write_text(STATIC_SHARED_PTX.format(arch=f"sm_{arch}a"))
+        done = subprocess.run([ptxas_path(arch), "-v", f"--gpu-name=sm_{arch}a", str(src), "-o", str(out)],
+                              capture_output=True, text=True, check=True, timeout=120)
+        smem = re.search(r"(\d+) bytes smem", done.stdout + done.stderr)
+        assert smem
+        return out.read_bytes(), {"static_shared": int(smem[1])}

@@ -8,13 +8,18 @@ the compile's TTGIR, its buffers allocated again and sized here from their types
 the workgroup's size.
 NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX, and the cubin's own ``.nv.info.<kernel>``
 walked here with struct.
+Both: Triton's own record of the kernel (the metadata JSON in its cache: the LDS or shared memory it
+allocates at launch, its warps per block), read from Triton's file rather than through regsurvey, with
+each vendor's occupancy rules written here (:func:`independent_reading`: every figure of a row).
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
 import io
+import json
 import os
 import re
 import struct
@@ -49,9 +54,13 @@ def nv_info_entries(cubin: bytes) -> list[tuple[int, bytes]]:
 
 
 def stored_text(store: Path, row: dict[str, Any], name: str) -> str:
-    """An IR text stored beside the row's object."""
+    """An IR text stored beside the row's object (read here, not by the store: its first line names the
+    object and the text, the rest is the text)."""
     obj = store / row["object"]["path"]
-    return gzip.decompress(obj.with_name(f"{obj.name.rsplit('.', 1)[0]}.{name}.gz").read_bytes()).decode()
+    sha = obj.name.rsplit(".", 1)[0]
+    header, _, text = gzip.decompress(obj.with_name(f"{sha}.{name}.gz").read_bytes()).decode().partition("\n")
+    assert header == f"regsurvey-text 1 {sha} {name}", header
+    return text
 
 
 def note_metadata(hsaco: bytes) -> dict[str, Any]:
@@ -344,3 +353,108 @@ def check_row(store: Path, row: dict[str, Any]) -> None:
         reading = ptxas_reading(store, row)
     differ = {figure: (res[figure], value) for figure, value in reading.items() if res[figure] != value}
     assert not differ, f"{row['key']} {row['target']} {row['kernel']}: (survey, reading) {differ}"
+
+
+def nop_parameter_reads(cubin: bytes, bank_offset: int) -> tuple[bytes, int]:
+    """``cubin`` with every SASS instruction that reads ``c[0x0][bank_offset]`` replaced by the NOP its own
+    code pads with (the miscompile class "loaded in the PTX, never read in the SASS", made in the object
+    itself), and how many were replaced. The addresses and encodings come from ``nvdisasm -hex``."""
+    from regsurvey.objects.nvidia_object import nvdisasm
+
+    sass = nvdisasm(cubin, ["-c", "-hex"])
+    words = re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\* (0x[0-9a-f]{16}) \*/\s*\n\s*/\* (0x[0-9a-f]{16}) \*/",
+                       sass)
+    nop = next(struct.pack("<QQ", int(lo, 16), int(hi, 16)) for _, text, lo, hi in words if text.strip() == "NOP")
+    elf = ELFFile(io.BytesIO(cubin))
+    (text_section,) = [s for s in elf.iter_sections() if s.name.startswith(".text.")]
+    patched, count = bytearray(cubin), 0
+    for address, text, _, _ in words:
+        if f"c[0x0][{bank_offset:#x}]" in text:
+            at = text_section["sh_offset"] + int(address, 16)
+            patched[at:at + 16] = nop
+            count += 1
+    return bytes(patched), count
+
+
+def triton_metadata(row: dict[str, Any], cache: Path | None = None) -> dict[str, Any]:
+    """Triton's own metadata of the row's kernel (``shared``, ``num_warps`` ...): the JSON its cache keeps
+    under the row's Triton hash, in ``cache`` or else the cache Triton uses in this environment (where a
+    survey run here compiled it, or found it already compiled)."""
+    if cache is None:
+        from triton import knobs
+
+        cache = Path(knobs.cache.dir)
+    digest = bytes.fromhex(row["triton_hash"])
+    for name in (base64.b32encode(digest).decode().rstrip("="), row["triton_hash"]):  # Triton 3.9 / older
+        found = [p for p in (cache / name).glob("*.json") if not p.name.startswith("__grp__")]
+        if found:
+            return json.loads(found[0].read_text())
+    raise AssertionError(f"no Triton cache entry for {row['key']} {row['target']} ({row['triton_hash']}) in {cache}")
+
+
+# CUDA's occupancy rules for sm_90 and sm_100, which are alike (cuda_occupancy.h; the CUDA Occupancy
+# Calculator; the programming guide's table per compute capability, 9.0 and 10.0): 64 warps and 32
+# blocks per SM; 65536 registers in 4 sub-partitions, given to warps in units of 256; 228 KiB of shared
+# memory per SM, given in units of 128 bytes, 1 KiB of it reserved per block by the driver.
+_CUDA_SM = {"warps": 64, "blocks": 32, "regs": 65536, "sub_partitions": 4, "reg_unit": 256,
+            "smem": 228 * 1024, "smem_unit": 128, "smem_reserved": 1024}
+
+
+def cuda_blocks_per_sm(*, regs: int, shared: int, warps: int) -> int:
+    """Resident blocks per SM of a kernel using ``regs`` registers a thread, ``shared`` bytes of shared
+    memory a block (without the driver's reserve) and blocks of ``warps`` warps."""
+    sm = _CUDA_SM
+    regs_per_warp = -(-max(regs, 1) * 32 // sm["reg_unit"]) * sm["reg_unit"]
+    warps_by_regs = sm["regs"] // sm["sub_partitions"] // regs_per_warp * sm["sub_partitions"]
+    smem_per_block = -(-(shared + sm["smem_reserved"]) // sm["smem_unit"]) * sm["smem_unit"]
+    return min(sm["blocks"], sm["warps"] // warps, warps_by_regs // warps, sm["smem"] // smem_per_block)
+
+
+def independent_reading(store: Path, row: dict[str, Any], cache: Path | None = None) -> dict[str, int]:
+    """Every figure of an ``ok`` row, none of them through regsurvey's readers: the compiler's own texts
+    and re-runs (:func:`amd_second_reading`, :func:`ptxas_reading`), the LDS or shared memory and the
+    warps of a block from Triton's metadata (:func:`triton_metadata`; the warps checked against the block
+    size the object itself declares), and the occupancy from each vendor's rules as written here.
+    Triton's ``shared`` is the number Triton also hands regsurvey: read from Triton's own file, it checks
+    what regsurvey makes of it, not Triton's allocation."""
+    assert row["status"] == "ok", row
+    metadata = triton_metadata(row, cache)
+    shared, warps = int(metadata["shared"]), int(metadata["num_warps"])
+    obj = (store / row["object"]["path"]).read_bytes()
+    if row["target"].startswith("gfx"):
+        note = note_metadata(obj)
+        assert note[".max_flat_workgroup_size"] == warps * note[".wavefront_size"], row["key"]
+        # The LDS from the TTGIR's buffers is Triton's own record of it, and the occupancy again with
+        # Triton's warps in place of the note's.
+        reading = amd_second_reading(store, row)
+        assert reading["lds_bytes"] == shared, (row["key"], reading["lds_bytes"], shared)
+        occupancy = amd_occupancy_reading(stored_text(store, row, "amdgcn"), lds_bytes=shared, num_warps=warps,
+                                          target=row["target"])
+        return {**reading, "occupancy": occupancy}
+    # A block's threads as the cubin requires them (EIATTR_REQNTID: x, y, z).
+    assert [x * y * z for attr, payload in nv_info_entries(obj) if attr == 0x10 and len(payload) == 12
+            for x, y, z in [struct.unpack("<III", payload)]] == [warps * 32], row["key"]
+    reading = ptxas_reading(store, row, smem=True)
+    shared += reading.pop("smem")  # Triton's dynamic shared memory and the kernel's static
+    blocks = cuda_blocks_per_sm(regs=reading["regs"], shared=shared, warps=warps)
+    return {**reading, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps}
+
+
+def spills_by_line(text: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """(file name, line) -> (spill stores, reloads) of an amdgcn text: LLVM's spill comments (``Folded
+    Spill``/``Folded Reload`` to scratch, ``Reload Reuse`` AGPR copies), each counted on the line of the
+    ``.loc`` before it (line 0: the compiler gave none). SGPR spills to VGPR lanes are not counted."""
+    files = dict(re.findall(r'^\s*\.file\s+(\d+)\s+(?:"[^"]*"\s+)?"([^"]+)"', text, re.M))
+    where: tuple[str, int] = ("", 0)
+    counts: dict[tuple[str, int], tuple[int, int]] = {}
+    for line in text.splitlines():
+        loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", line)
+        if loc:
+            where = (Path(files.get(loc.group(1), "")).name, int(loc.group(2)))
+            continue
+        store = "Folded Spill" in line or re.search(r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", line)
+        reload = "Folded Reload" in line or re.search(r"v_accvgpr_read_b32 v\d+, a\d+\s+;\s+Reload Reuse", line)
+        if store or reload:
+            stores, reloads = counts.get(where, (0, 0))
+            counts[where] = (stores + bool(store), reloads + bool(reload))
+    return counts

@@ -56,7 +56,7 @@ def _copy(key: Key, seen: Path, conn: Any) -> bool:
 
 
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
-          environ: dict[str, str] | None = None, target: str | None = None) -> None:
+          environ: dict[str, str] | None = None, target: str | None = None, survey: int | None = None) -> None:
     seen = Path(objects_dir)
     seen.mkdir(parents=True, exist_ok=True)
     while True:

@@ -14,6 +14,7 @@ from ..diff.core import compare
 from ..revisions.checkout import repo_root
 from ..revisions.obtain import open_store
 from ..revisions.range import obtain_surveys, survey_store
+from ..secret_vars import Scrubber
 from ..store.files import WriteError, write_text
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .options import make_survey_options, survey_options
@@ -44,6 +45,10 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
     (register counts too, past the baseline's [check] register_increase) that no entry of the baseline
     allows. Prints the verdict and the comparison as Markdown (appended to $GITHUB_STEP_SUMMARY when
     set). Exit status: 0 passed, 1 failed, 2 bad input (one line).
+
+    The Markdown and the SARIF leave the machine (a comment, code scanning): the value of every secret
+    variable of the environment (regsurvey.secret_vars) is replaced in them by ``[secret NAME]``, also
+    where the project's code found it outside its own environment and raised or printed it.
     """
     from ..output.markdown import format_gate
     from ..output.progress import survey_progress
@@ -72,7 +77,8 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
         if update:
             assert reason is not None
             result = _update_baseline(result, path, reason)
-    report = format_gate(result)
+    scrub = Scrubber.of(os.environ)
+    report = scrub.text(format_gate(result))
     sys.stdout.write(report)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     with command_errors():  # a file that cannot be written (a full disk): one line, exit 2
@@ -83,7 +89,7 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
             except OSError as exc:
                 raise WriteError(f"cannot write {summary_file}: {exc.strerror or exc}") from None
         if sarif_path is not None:
-            _write_sarif(result, sarif_path, root)
+            _write_sarif(result, sarif_path, root, scrub)
     sys.exit(EXIT_OK if result.passed else EXIT_FINDINGS)
 
 
@@ -105,10 +111,10 @@ def _update_baseline(result: GateResult, path: Path, reason: str) -> GateResult:
     return judged
 
 
-def _write_sarif(result: GateResult, path: Path, root: Path) -> None:
+def _write_sarif(result: GateResult, path: Path, root: Path, scrub: Scrubber) -> None:
     from ..check.sites import build_site
-    from ..output.sarif import format_sarif
+    from ..output.sarif import format_log, sarif_log
 
     sites = {p.row.ref: build_site(p.row, root) for p in result.problems}
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, format_sarif(result, sites))
+    write_text(path, format_log(scrub.json(sarif_log(result, sites))))

@@ -14,11 +14,12 @@ from ..engine.survey import SurveyError
 from ..model.targets import UnknownTargetError
 from ..revisions.checkout import CheckoutError
 from ..store.files import WriteError
+from ..store.signing import SigningKeyError
 from ..store.store import StoreError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 # (and a file that cannot be written: a full disk is no gate's failure either)
-BAD_INPUT = (UnknownTargetError, CheckoutError, SurveyError, StoreError, WriteError)
+BAD_INPUT = (UnknownTargetError, CheckoutError, SurveyError, StoreError, WriteError, SigningKeyError)
 
 
 def usable_cores() -> int:

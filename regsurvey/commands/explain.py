@@ -74,7 +74,7 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         except ValueError as exc:  # a text that holds no kernel
             fail(str(exc))
     root = repo_root(start)
-    text = _format(items, failed, fmt, SourcePaths(root, survey.commit), top)
+    text = _format(items, failed, fmt, SourcePaths(root, survey.commit, checkout=start), top)
     write_report(text, fmt, output, (root or start) / "reports" / f"explain-{_file_part(key)}.html")
     sys.exit(EXIT_OK)
 

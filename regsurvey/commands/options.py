@@ -59,6 +59,11 @@ def survey_options(command: F) -> F:
                            help="Compile on this Ray cluster (HOST:6379, ray://HOST:10001, auto, or local: a "
                                 "Ray instance of its own), each key a Ray call; the same as REGSURVEY_RAY=ADDRESS. "
                                 "Needs the ray extra.")(command)
+    command = click.option("--ray-include", "ray_include", multiple=True, metavar="GLOB", expose_value=False,
+                           callback=_ray_include, is_eager=True,
+                           help="With --ray: untracked files the cluster needs too (a glob on the path from the "
+                                "repository's top; repeat). Only tracked files travel otherwise; the same as "
+                                "REGSURVEY_RAY_INCLUDE=GLOB,GLOB.")(command)
     return selection_options()(store_options(command))
 
 
@@ -67,6 +72,13 @@ def _ray_address(ctx: click.Context, param: click.Parameter, value: str | None) 
 
     if value:
         os.environ["REGSURVEY_RAY"] = value
+
+
+def _ray_include(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    import os
+
+    if value:
+        os.environ["REGSURVEY_RAY_INCLUDE"] = ",".join(value)
 
 
 def store_options(command: F) -> F:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..model.keys import Key
 from ..model.results import Row, SaidOnce
+from ..store.signing import Unsigned
 
 # -- a survey's requests to a worker ------------------------------------------------------------------
 
@@ -84,12 +85,23 @@ class KeyCaptured:
 
 
 @dataclass(frozen=True)
+class KeyWaiting:
+    """The key's compile waits for a build lock that another process holds (``holder``: who, as the lock
+    file says: ``process 1234``, "" when it does not say), or (``holder`` None) the wait is over: what the
+    survey's time-out says the key was doing."""
+
+    key: Key
+    holder: str | None
+
+
+@dataclass(frozen=True)
 class KeyCompiled:
     """The key's launches are compiled (its objects are being read): the worker takes the next key."""
 
     key: Key
     notes: tuple[str, ...] = ()  # warnings for the user (a damaged cache entry ...), one line each
     said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
+    unsigned: tuple[Unsigned, ...] = ()  # cache entries ignored for their signature (one warning per survey)
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,7 @@ class KeyFinished:
     preloaded: bool = False  # the worker was forked with torch and Triton already imported
     notes: tuple[str, ...] = ()  # warnings for the user, one line each: the survey prints them
     said_once: tuple[SaidOnce, ...] = ()  # what kind bodies said once per process (the survey's, not a key's)
+    unsigned: tuple[Unsigned, ...] = ()  # cache entries ignored for their signature (one warning per survey)
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,7 @@ class WorkerExited:
     code: int
 
 
-Answer = KeysListed | ToolchainInfo | KeyCaptured | KeyCompiled | KeyFinished | Failed | WorkerExited
+Answer = KeysListed | ToolchainInfo | KeyCaptured | KeyWaiting | KeyCompiled | KeyFinished | Failed | WorkerExited
 
 # -- a worker the server forks -------------------------------------------------------------------------
 

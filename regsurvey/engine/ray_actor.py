@@ -10,6 +10,7 @@ their result-cache entries. Nothing here imports ray at module level.
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import io
 import os
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CorruptObjectError
 from ..model.keys import Key
-from ..store.files import atomic_write
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
@@ -33,14 +34,52 @@ from .ray_node import leave_node, node_store, pinned_actor, sweep_node
 # -- what travels ---------------------------------------------------------------------------------------
 
 
-def tree_files(root: Path) -> list[str]:
-    """The files of ``root`` a survey reads, relative to it: git's tracked and untracked-not-ignored files
-    (as they are in the working tree), else every file but caches and the store."""
-    out = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
-                         capture_output=True, check=False)
-    if out.returncode == 0:
-        names = [n for n in out.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
-        return sorted(n for n in set(names) if os.path.lexists(root / n))
+class TreeError(ValueError):
+    """A checkout that cannot travel to the cluster as it is; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What of a checkout travels to the cluster: ``files`` (relative to its root), and the untracked
+    files of its working tree that stay here (``left_out``: the survey says so, since a local survey would
+    read them)."""
+
+    files: tuple[str, ...]
+    left_out: tuple[str, ...] = ()
+
+
+def tree_files(root: Path, include: tuple[str, ...] = ()) -> Tree:
+    """The files of ``root`` that travel: those git tracks (as they are in the working tree), and the
+    untracked or ignored files that a pattern of ``include`` matches (a glob on the path relative to
+    ``root``; ``*`` crosses ``/``). An untracked file is not sent by default: a working tree holds
+    secrets git is not told of (``.env``, a key), and every node would receive them. Outside git: every
+    file but caches and the store."""
+    tracked = _git_files(root, "ls-files", "-z")
+    if tracked is None:
+        return Tree(tuple(_walked(root)))
+    untracked = _git_files(root, "ls-files", "-z", "--others", "--exclude-standard") or []
+    extra: list[str] = []
+    if include:
+        others = _git_files(root, "ls-files", "-z", "--others") or []  # ignored ones too
+        extra = [n for n in others if any(fnmatch.fnmatchcase(n, p) for p in include)]
+    files = sorted(n for n in {*tracked, *extra} if os.path.lexists(root / n))
+    shipped = set(files)
+    return Tree(tuple(files), tuple(sorted(n for n in untracked if n not in shipped and not _cache(n))))
+
+
+def _git_files(root: Path, *args: str) -> list[str] | None:
+    out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
+    if out.returncode != 0:
+        return None
+    return [n for n in out.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+
+
+def _cache(name: str) -> bool:
+    """Python's bytecode caches: written by importing the project, never an input."""
+    return "__pycache__" in name.split("/") or name.endswith((".pyc", ".pyo"))
+
+
+def _walked(root: Path) -> list[str]:
     skipped = {"__pycache__", ".git", ".regsurvey"}
     found = []
     for directory, dirs, files in os.walk(root):
@@ -49,14 +88,31 @@ def tree_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def pack_tree(root: Path) -> bytes:
-    """The checkout's files as a gzipped tar (what each actor unpacks)."""
+def pack_tree(root: Path, files: tuple[str, ...]) -> bytes:
+    """``files`` of ``root`` as a gzipped tar (what each actor unpacks). A symbolic link stays one when it
+    points inside the checkout (made relative, if it was absolute); TreeError for one pointing outside it,
+    which a node need not have (and which tar's safe extraction refuses, unsaid, on the node)."""
     buffer = io.BytesIO()
     with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in tree_files(root):
-            tar.add(root / name, arcname=name, recursive=False)
+        for name in files:
+            tar.add(root / name, arcname=name, recursive=False, filter=lambda member: _within(root, member))
     return buffer.getvalue()
+
+
+def _within(root: Path, member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """``member`` as it travels: a symbolic link names a place inside the checkout, relative to the link;
+    TreeError otherwise. (A hard link names another member of the archive.)"""
+    if not member.issym():
+        return member
+    here = root / member.name
+    pointed = Path(os.path.normpath(here.parent / member.linkname))  # an absolute linkname replaces the base
+    top = Path(os.path.normpath(root))
+    if pointed != top and top not in pointed.parents:
+        raise TreeError(f"{member.name} is a symbolic link to {member.linkname}, outside the checkout: a Ray node "
+                        "would not have it (make it point inside the checkout, or stop tracking it)")
+    member.linkname = os.path.relpath(pointed, here.parent)
+    return member
 
 
 def unpack_tree(data: bytes, into: Path) -> None:
@@ -107,18 +163,13 @@ def store_objects(shipped: tuple[ShippedObject, ...], objects: ObjectStore) -> N
         sha, rel = objects.put(obj.binary, obj.ext)
         if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
             raise ValueError(f"object {obj.sha256} arrived altered")
-        path = objects.root.parent / rel
         for name, data in obj.texts.items():
-            beside = path.with_name(f"{sha}.{name}.gz")
-            if not beside.exists():
-                atomic_write(beside, data)
+            objects.put_packed(rel, name, data)  # (checked: a text that is not this object's is refused)
 
 
 def _shipped(objects: ObjectStore, rel: str, sha: str) -> ShippedObject:
     """The stored object ``rel`` and the texts kept beside it, to send."""
-    path = objects.root.parent / rel
-    texts = {p.name[len(sha) + 1:-3]: p.read_bytes() for p in path.parent.glob(f"{sha}.*.gz")}
-    return ShippedObject(sha, path.suffix[1:], objects.get(rel, sha), texts)
+    return ShippedObject(sha, objects.path(rel).suffix[1:], objects.get(rel, sha), objects.packed(rel))
 
 
 # -- the actor --------------------------------------------------------------------------------------------
@@ -132,7 +183,7 @@ class _WithSurveyStore(ResultCache):
     answer of the node that compiled it."""
 
     def __init__(self, own: ResultCache, known: dict[str, CachedResult]):
-        super().__init__(own.objects, own.warn)
+        super().__init__(own.objects, own.warn, own.unsigned)
         self.known = known
 
     def get(self, triton_hash: str) -> CachedResult | None:
@@ -236,7 +287,7 @@ class _ClaimedLock(BuildLock):
     node's result cache holds of the kernel (or the failure recorded)."""
 
     def __init__(self, local: BuildLock, cluster: ClusterInFlight, triton_hash: str):
-        super().__init__(local.fd, local.base, local.waited)  # type: ignore[arg-type]
+        super().__init__(local.fd, local.base, local.waited, local.began)  # type: ignore[arg-type]
         local.fd = None  # this lock owns the descriptor now
         self.cluster = cluster
         self.triton_hash = triton_hash
@@ -309,8 +360,15 @@ class ClusterInFlight(InFlight):
 
 
 def _ship_from(objects: ObjectStore, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
-    return tuple(_shipped(objects, path, sha) for sha, path in wanted.items()
-                 if (objects.root.parent / path).is_file())
+    return tuple(_shipped(objects, path, sha) for sha, path in wanted.items() if _held(objects, path))
+
+
+def _held(objects: ObjectStore, rel: str) -> bool:
+    """Whether the object ``rel`` is in ``objects`` (a path that is none of its objects' is not)."""
+    try:
+        return objects.path(rel).is_file()
+    except CorruptObjectError:
+        return False
 
 
 class SurveyActor:
@@ -396,7 +454,7 @@ class SurveyActor:
         for row in rows:
             if row.object is None or row.object.sha256 in objects:
                 continue
-            path = worker.objects.root.parent / row.object.path
+            path = worker.objects.path(row.object.path)
             sha = row.object.sha256
             if not path.is_file():  # reused from the survey's store (_WithSurveyStore): it is there already
                 continue

@@ -1,12 +1,14 @@
 """Surveys on a Ray cluster (``--ray ADDRESS``, ``REGSURVEY_RAY``): each key is a call to a Ray actor.
 
-What travels: the checkout's files (those git lists: ``git ls-files -co --exclude-standard``; every file
-outside git) as one gzipped tar, put once into Ray's object store. Each actor (``num_cpus=1``, spread over
-the nodes) unpacks it into a directory of its own on its node, imports it once for its target with the
-:class:`~regsurvey.engine.worker.Worker` local workers use (an objects directory its node-mates of the
-survey share), then compiles the keys sent to it one call at a time. No kernel is compiled twice: on a
-node its build lock is the node store's, across nodes the survey's claims actor
-(:class:`~.ray_actor.BuildClaims`), from which an actor waiting for another node's build takes its
+What travels: the checkout's files that git tracks (as they are in the working tree) and those
+``REGSURVEY_RAY_INCLUDE`` (``--ray-include``) names, never another untracked file (a ``.env``, a key),
+as one gzipped tar, put once into Ray's object store; of the environment, Triton's settings and the few
+variables of regsurvey's a worker reads (:func:`actor_environment`), never a token. Each actor
+(``num_cpus=1``, spread over the nodes) unpacks it into a directory of its own on its node, imports it
+once for its target with the :class:`~regsurvey.engine.worker.Worker` local workers use (an objects
+directory its node-mates of the survey share), then compiles the keys sent to it one call at a time. No
+kernel is compiled twice: on a node its build lock is the node store's, across nodes the survey's claims
+actor (:class:`~.ray_actor.BuildClaims`), from which an actor waiting for another node's build takes its
 result-cache entry; that row's object comes back with the other node's answer, and a key's rows are
 taken once every object they name is here. Each call answers the key's rows and, for each
 row's object, the object's bytes and the texts kept beside it (amdgcn, ptx, ..., pressure) and its
@@ -29,11 +31,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,18 +49,55 @@ from ..model.results import Row, SaidOnce, Survey
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
+from ..store.signing import Unsigned, unsigned_warning
 from .launcher_messages import survey_said_once
 from .protocol import Failed, KeyFinished
-from .ray_actor import KeyShipped, SurveyActor, claims_class, pack_tree
-from .ray_keys import first_line, run_keys
+from .ray_actor import KeyShipped, SurveyActor, TreeError, claims_class, pack_tree, tree_files
+from .ray_keys import first_line, run_keys, said_cause
 
 ENV_VAR = "REGSURVEY_RAY"
 
-# Environment variables the actors take from the survey's environment (Triton's settings, regsurvey's);
-# paths that mean something only here stay here.
-_ENV_PREFIXES = ("TRITON_", "REGSURVEY_")
-_ENV_LOCAL = frozenset({"TRITON_CACHE_DIR", "TRITON_HOME", "REGSURVEY_RESULTS", ENV_VAR, "REGSURVEY_SERVER",
-                        "REGSURVEY_SERVER_DIR", "REGSURVEY_WORKER_START"})
+INCLUDE_VAR = "REGSURVEY_RAY_INCLUDE"  # untracked files the cluster needs: glob patterns, comma-separated
+
+# What the actors' environment takes from the survey's, beyond their node's own: Triton's settings (they
+# change what compiles) and the variables of regsurvey's that a worker reads. Nothing else travels: not a
+# CI runner's tokens (REGSURVEY_GITLAB_TOKEN, CI_JOB_TOKEN, GITHUB_TOKEN), nor a variable whose name says it
+# is a secret, under TRITON_ too. Paths that mean something only here stay here.
+_ENV_PREFIX = "TRITON_"
+_ENV_REGSURVEY = frozenset({"REGSURVEY_MATERIALIZE", "REGSURVEY_LLVM_OBJDUMP"})
+_ENV_LOCAL = frozenset({"TRITON_CACHE_DIR", "TRITON_HOME"})
+_SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|AUTH|API_?KEY|(^|_)KEY$", re.IGNORECASE)
+
+
+def actor_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``environ`` (the survey's) that the actors take."""
+    return {name: value for name, value in environ.items()
+            if ((name.startswith(_ENV_PREFIX) and name not in _ENV_LOCAL) or name in _ENV_REGSURVEY)
+            and not _SECRET.search(name)}
+
+
+def included() -> tuple[str, ...]:
+    """The patterns of the untracked files that travel too (``REGSURVEY_RAY_INCLUDE``)."""
+    return tuple(p.strip() for p in os.environ.get(INCLUDE_VAR, "").split(",") if p.strip())
+
+
+def packed_checkout(checkout: Checkout) -> bytes:
+    """The checkout's files that travel, as the tar each actor unpacks (:func:`.ray_actor.tree_files`); the
+    untracked files left here are named in a warning (a local survey would read them). SurveyError for a
+    checkout that cannot travel."""
+    from .survey import SurveyError
+
+    tree = tree_files(checkout.root, included())
+    if tree.left_out:
+        shown = ", ".join(tree.left_out[:3]) + (f" and {len(tree.left_out) - 3} more" if len(tree.left_out) > 3 else "")
+        print(f"regsurvey: warning: --ray: {len(tree.left_out)} untracked file(s) not sent to the cluster ({shown}): "
+              "git add them, or name them with --ray-include", file=sys.stderr)
+    try:
+        return pack_tree(checkout.root, tree.files)
+    except TreeError as exc:
+        raise SurveyError(f"--ray: {exc}") from None
+    except OSError as exc:
+        raise SurveyError(f"--ray: cannot read the checkout to send it: {exc}") from None
 
 
 def ray_address(options: SurveyOptions) -> str | None:
@@ -88,7 +128,7 @@ class _Actor:
 class RaySurvey:
     """The survey's state on the cluster: the actors, the keys pending, the rows received."""
 
-    def __init__(self, checkout: Checkout, objects_dir: Path, options: SurveyOptions, progress: Progress):
+    def __init__(self, tree: bytes, objects_dir: Path, options: SurveyOptions, progress: Progress):
         import ray
 
         from ..store.objectstore import ObjectStore
@@ -98,13 +138,16 @@ class RaySurvey:
         self.options = options
         self.progress = progress
         self.objects = ObjectStore(objects_dir)
-        self.cache = ResultCache(self.objects)
+        unsigned: list[Unsigned] = []
+        self.cache = ResultCache(self.objects, unsigned=unsigned.append)
         self.actor_class = _actor_class()
-        environ = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) and k not in _ENV_LOCAL}
-        self.tree = ray.put(pack_tree(checkout.root))
+        environ = actor_environment(os.environ)
+        self.tree = ray.put(tree)
         # The results of identical kernels this store holds (any commit's): a node reuses them rather than
         # compiling (it sends back a row naming the object here, not the object).
         known = self.cache.entries() if options.reuse_results else {}
+        if unsigned:  # (not sent: the nodes compile them again)
+            print(unsigned_warning(unsigned), file=sys.stderr)
         survey = self.survey = uuid.uuid4().hex[:16]  # names the store this survey's actors share on each node
         # The builds in flight across nodes: an actor waits for a kernel another node compiles.
         self.claims = claims_class().remote()
@@ -185,7 +228,7 @@ class RaySurvey:
                 raise SurveyError(f"the keys files did not finish importing on the cluster within {timeout:.0f} s: "
                                   "a keys file, or what it imports, hangs") from None
             except self.ray.exceptions.RayError as exc:
-                why = f"the Ray actor importing the keys files was lost: {first_line(exc)}"
+                why = f"the Ray actor importing the keys files was lost: {said_cause(exc)}"
                 if attempt == 2:
                     raise SurveyError(why) from None
                 print(f"regsurvey: warning: {why}; asked of another actor", file=sys.stderr)
@@ -221,6 +264,7 @@ def survey_on_ray(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
     except ImportError:
         raise SurveyError("--ray needs Ray: pip install 'regsurvey[ray]'") from None
     address = ray_address(options)
+    tree = packed_checkout(checkout)  # before joining the cluster: a checkout that cannot travel is said at once
     connected_here = False
     if not ray.is_initialized():
         try:
@@ -230,7 +274,7 @@ def survey_on_ray(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
             raise SurveyError(f"cannot join the Ray cluster at {address}: {first_line(exc)}") from None
         connected_here = True
     try:
-        return _survey(RaySurvey(checkout, objects_dir, options, progress or Progress()), checkout, objects_dir)
+        return _survey(RaySurvey(tree, objects_dir, options, progress or Progress()), checkout, objects_dir)
     finally:
         if connected_here:
             ray.shutdown()
@@ -238,7 +282,7 @@ def survey_on_ray(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
 
 def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
     from .deferred_lint import DeferredLint
-    from .survey import IMPORT_TIMEOUT_S, KeyCosts, SurveyError, _selected, starting_targets
+    from .survey import IMPORT_TIMEOUT_S, KeyCosts, SurveyError, _selected, settled_failures, starting_targets
 
     options = state.options
     start, driver_cpu = time.monotonic(), time.thread_time()
@@ -277,7 +321,8 @@ def _survey(state: RaySurvey, checkout: Checkout, objects_dir: Path) -> Survey:
         if deferred is not None and results is None:
             deferred.close()
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
-    rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
+    rows = settled_failures(sorted((r for rs in results.values() for r in rs),
+                                   key=lambda r: (order[(r.key, r.target)], r.launch)))
     rows, lint_s = deferred.finish(rows)
     phases = dict(state.phases)
     if lint_s:

@@ -5,6 +5,7 @@ idle actors at the tail, time-outs and lost actors."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import time
 from collections import deque
@@ -89,6 +90,21 @@ class HeldAnswers:
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def said_cause(exc: BaseException) -> str:
+    """What a Ray error says of its cause, in one line: the exception line ending the remote traceback it
+    quotes, when it quotes one (an actor whose start failed: Ray's first line is only "The actor died because
+    of an error raised in its creation task", or "Failed to deserialize exception" when the exception cannot
+    travel), else its first line."""
+    lines = [line for line in _COLOUR.sub("", str(exc)).strip().splitlines() if line.strip()]
+    quoted = any(line.lstrip().startswith('File "') for line in lines)
+    if quoted and lines[-1][:1] not in (" ", "^"):
+        return lines[-1].strip()
+    return lines[0].strip() if lines else type(exc).__name__
 
 
 def run_keys(state: RaySurvey, keys: list[Key], cost: Any, capacity: int,

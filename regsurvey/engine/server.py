@@ -17,8 +17,10 @@ One server per identity: the Python interpreter, regsurvey's own sources and the
 torch. A survey uses only a server of its own identity; starting a server retires the servers of the
 same interpreter and regsurvey installation whose identity is older (an upgrade, or an edit of
 regsurvey's sources): each exits once the surveys still using it are done. The socket lives in a
-directory only its user can enter; a lock file there makes two servers of one identity started at once
-end up as one.
+directory only its user can enter (itself, not a symbolic link to one); a lock file there makes two
+servers of one identity started at once end up as one.
+
+The server's own process is :mod:`.server_process`: it outlives surveys by design, their workers do not.
 
 Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` framing):
 the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends
@@ -36,18 +38,17 @@ import functools
 import hashlib
 import importlib.metadata
 import os
-import selectors
-import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from ..secret_vars import without_secrets
 from .protocol import WorkerExited, WorkerStarted
 
 DEFAULT_IDLE_S = 30 * 60.0  # `regsurvey server start`
@@ -79,20 +80,37 @@ def socket_dir() -> Path:
     return Path(base) / f"regsurvey-{os.getuid()}"
 
 
-def _private(directory: Path) -> bool:
-    """Whether ``directory`` is this user's own and closed to everyone else (else its sockets could be
+def _directory_problem(directory: Path) -> str | None:
+    """Why ``directory`` may not hold this user's sockets, or None when it may: it must be a directory
+    itself, not a symbolic link (in a shared ``/tmp`` another user can plant one where it would be made,
+    pointing where they choose), this user's, and closed to everyone else (else its sockets could be
     anyone's: a survey would hand its environment to a stranger's server)."""
     try:
-        st = directory.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
+        st = os.lstat(directory)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        with contextlib.suppress(OSError):
+            return f"is a symbolic link (to {os.readlink(directory)}), not a directory of this user's"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.getuid():
+        return f"belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o077:
+        return "is not a directory of this user's alone (mode 700)"
+    return None
+
+
+def _private(directory: Path) -> bool:
+    """Whether ``directory`` is this user's own directory, closed to everyone else
+    (:func:`_directory_problem`)."""
+    return _directory_problem(directory) is None
 
 
 def _trusted_socket(path: Path) -> bool:
     """Whether a server may be listening on ``path`` that a survey can trust: it exists, in this
     user's private directory."""
-    return path.exists() and _private(path.parent)
+    return _private(path.parent) and path.exists()
 
 
 @functools.cache
@@ -185,16 +203,19 @@ def launch(idle_s: float) -> subprocess.Popen:
     if len(os.fsencode(path)) > 100:  # sun_path holds 104 to 108 bytes, depending on the system
         raise ServerError(f"socket path {path} is too long for a Unix socket: set REGSURVEY_SERVER_DIR shorter")
     directory = path.parent
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not _private(directory):
-        raise ServerError(f"{directory} is not a directory of this user's alone (mode 700): "
-                          "not starting a server there")
+    with contextlib.suppress(FileExistsError):  # a directory, or whatever else is there, is judged below
+        directory.mkdir(mode=0o700, parents=True)
+    problem = _directory_problem(directory)
+    if problem is not None:
+        raise ServerError(f"{directory} {problem}: not starting a server there")
     _retire_superseded(path)
     log = open(_log(path), "ab")  # noqa: SIM115 - handed to the server process
     with log:
-        return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), str(idle_s)],
+        # Without secret variables: its workers import projects' code, and it outlives the survey that
+        # started it (a later job's survey on the same host must not find this one's tokens in it).
+        return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server_process", str(path), str(idle_s)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                cwd=directory, close_fds=True)
+                                cwd=directory, close_fds=True, env=without_secrets(os.environ))
 
 
 def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = START_WAIT_S) -> dict[str, Any]:
@@ -320,164 +341,3 @@ def connect_worker(args: tuple[Any, ...]) -> tuple[ServerWorker, Connection] | N
         return None
     return ServerWorker(first.pid, conn, path), conn
 
-
-# -- the server process ------------------------------------------------------------------------------
-
-def _lock(path: Path, wait_s: float = 5.0) -> int | None:
-    """Hold the identity's lock file for this process's life; None if another server holds it for
-    ``wait_s`` (a server that is exiting lets go within that; one that runs or starts keeps it)."""
-    import fcntl
-
-    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except OSError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.05)
-
-
-def _serve_forever(path: Path, idle_s: float) -> None:
-    lock = _lock(path)
-    if lock is None:  # a server of this identity is running or starting: it serves
-        sys.exit(LOCKED_EXIT)
-    from . import _worker_preload  # noqa: F401 - torch, Triton, regsurvey, Triton's source hash
-
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a stale socket of a server that died
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    path.chmod(0o600)
-    listener.listen(64)
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the selector
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    children: dict[int, Connection] = {}
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ, "accept")
-    selector.register(wake_r, selectors.EVENT_READ, "child")
-    started = last_busy = time.monotonic()
-    retiring = False  # superseded by a newer server: exit once the workers of running surveys are done
-    try:
-        while True:
-            if not children and (retiring or time.monotonic() - last_busy >= idle_s):
-                return
-            for key, _ in selector.select(timeout=max(1.0, idle_s / 10)):
-                if key.data == "child":
-                    os.read(wake_r, 4096)
-                    continue
-                sock, _ = listener.accept()
-                conn = Connection(sock.detach())
-                try:
-                    if not conn.poll(CONNECT_TIMEOUT_S * 10):
-                        raise EOFError
-                    request = conn.recv()
-                except (OSError, EOFError):
-                    conn.close()
-                    continue
-                op = request.get("op") if isinstance(request, dict) else None
-                if op == "ping":
-                    _reply(conn, {"ok": True, "pid": os.getpid(), "identity": path.stem, "workers": len(children),
-                                  "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1),
-                                  "python": sys.executable, "package": _package()})
-                elif op == "kill":
-                    if request.get("pid") in children:  # only its own workers
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(request["pid"], signal.SIGKILL)
-                    _reply(conn, {"ok": True})
-                elif op == "stop":
-                    _reply(conn, {"ok": True})
-                    return
-                elif op == "retire":
-                    _reply(conn, {"ok": True})
-                    retiring = True
-                elif op == "worker":
-                    server_pid = os.getpid()
-                    pid = os.fork()
-                    if pid == 0:
-                        _die_with(server_pid)
-                        _be_worker(conn, request["args"], inherited=[
-                            selector.close, listener.close, lambda: os.close(wake_r), lambda: os.close(wake_w),
-                            lambda: os.close(lock),
-                            *(other.close for other in children.values())])
-                    children[pid] = conn
-                    last_busy = time.monotonic()
-                else:
-                    conn.close()
-            _reap(children)
-            if children:
-                last_busy = time.monotonic()
-    finally:
-        for pid in list(children):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-
-
-def _reply(conn: Connection, message: dict[str, Any]) -> None:
-    with contextlib.suppress(OSError):
-        conn.send(message)
-    conn.close()
-
-
-def _die_with(server_pid: int) -> None:
-    """In a worker the server just forked: be killed when the server ends (Linux's parent-death
-    signal), so that a server killed mid-survey takes its workers along and each survey sees its
-    connections end (and surveys their keys again) rather than orphans that nobody can kill."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != server_pid:  # the server ended before the signal was asked for
-        os._exit(1)
-
-
-def _be_worker(conn: Connection, args: list[Any], inherited: list[Callable[[], None]]) -> NoReturn:
-    """In the child the server just forked: let go of the server's descriptors (``inherited``
-    closes them) and signal handlers, then serve one survey as its worker."""
-    from . import worker
-
-    code = 1
-    try:
-        for close in inherited:
-            close()
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
-        conn.send(WorkerStarted(os.getpid()))
-        worker.serve(conn, *args)
-        code = 0
-    finally:
-        os._exit(code)
-
-
-def _reap(children: dict[int, Connection]) -> None:
-    """Collect exited workers and tell each one's survey how it ended."""
-    while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        conn = children.pop(pid, None)
-        if conn is None:
-            continue
-        code = os.waitstatus_to_exitcode(status)
-        with contextlib.suppress(OSError):
-            conn.send(WorkerExited(code))
-        conn.close()
-
-
-if __name__ == "__main__":
-    _serve_forever(Path(sys.argv[1]), float(sys.argv[2]))

@@ -23,8 +23,8 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,7 +37,9 @@ from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
 from ..revisions.checkout import Checkout
-from ..store.files import atomic_write
+from ..secret_vars import without_secrets
+from ..store.files import MiB, atomic_write, read_regular
+from ..store.signing import CACHE_KEY_VAR, Unsigned, unsigned_warning
 from .deferred_lint import DeferredLint
 from .launcher_messages import survey_said_once
 from .protocol import (
@@ -47,6 +49,7 @@ from .protocol import (
     KeyCompiled,
     KeyFinished,
     KeysListed,
+    KeyWaiting,
     ListKeys,
     Request,
     SurveyKey,
@@ -69,6 +72,17 @@ class SurveyError(Exception):
         self.traceback = traceback
 
 
+def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """What a worker runs with: ``env`` without its secret variables, but for ``REGSURVEY_CACHE_KEY``,
+    with which workers sign the results they store. That key belongs only in jobs that survey trusted
+    revisions (README, "Trust"): a merge request's job never holds it, so no project's code it runs
+    could read it there."""
+    clean = without_secrets(env)
+    if env.get(CACHE_KEY_VAR):
+        clean[CACHE_KEY_VAR] = env[CACHE_KEY_VAR]
+    return clean
+
+
 @dataclass
 class _Worker:
     process: Any
@@ -81,6 +95,16 @@ class _Worker:
     spawned: float = field(default_factory=time.time)
     ready_s: float | None = None  # seconds from spawn until the worker had imported the keys
     succeeded: bool = False  # a worker for another target was started to take its place (see _run_keys)
+    waiting: str | None = None  # who holds the build lock its key's compile waits for ("" unknown), if it waits
+
+    def timed_out(self, timeout: float) -> str:
+        """Why its key failed at the time-out: what it was doing then."""
+        why = f"timed out after {timeout:g} s (--timeout)"
+        if self.waiting is None:
+            return why
+        return (f"{why} while waiting for the build lock of one of its kernels, held by "
+                f"{self.waiting or 'another process'} (compiling that kernel for another key, or another "
+                "survey on this store)")
 
     def deadline(self, timeout: float) -> float:
         """When it has taken too long: the key it compiles has ``timeout`` seconds from being sent;
@@ -188,8 +212,10 @@ class _Pool:
 
     def spawn(self, target: str) -> _Worker:
         """A new worker for ``target``'s keys: it imports the checkout with that target as the device."""
+        # The worker imports the project's code (a merge request's, in CI): it gets no secret variable
+        # but the results cache's signing key, with which it signs what it stores (see worker_environment).
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                self.triton_cache_dir, dict(os.environ), target)
+                self.triton_cache_dir, worker_environment(os.environ), target, os.getpid())  # ends with this process
         self.started += 1
         if self.target is None and _worker_start() == "server":
             from . import server
@@ -400,6 +426,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     deferred: DeferredLint | None = None
     results: dict[tuple[str, str], list[Row]] | None = None
     said_once: set[SaidOnce] = set()
+    unsigned: set[Unsigned] = set()  # cache entries ignored for their signature, by any worker
     try:
         # Every worker imports the checkout for one target (see worker.Worker). The first lists the
         # keys, with the first target asked for as the device (else the first the keys files name,
@@ -429,7 +456,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             pool.spawn(_wanted_target(ordered, pool.workers, costs.estimate))
         deferred = DeferredLint(objects_dir, options.jobs)
         results = _run_keys(pool, ordered, options, progress, timing, costs.estimate, on_rows=deferred.add,
-                            on_said=said_once.update)
+                            on_said=said_once.update, on_unsigned=unsigned.update)
         timing.mark("keys done")
         costs.update(r for rows in results.values() for r in rows)
         ready = [w.ready_s for w in pool.workers if w.ready_s is not None]
@@ -438,8 +465,11 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         pool.close()
         if deferred is not None and results is None:
             deferred.close()
+        if unsigned:  # one line for them all (a key newly set on a cache of unsigned entries: every build)
+            print(unsigned_warning(unsigned), file=sys.stderr)
     order = {(k.id, k.target): i for i, k in enumerate(keys)}
-    rows = sorted((r for rs in results.values() for r in rs), key=lambda r: (order[(r.key, r.target)], r.launch))
+    rows = settled_failures(sorted((r for rs in results.values() for r in rs),
+                                   key=lambda r: (order[(r.key, r.target)], r.launch)))
     assert deferred is not None
     timing.mark("workers closed")
     rows, lint_s = deferred.finish(rows)
@@ -458,6 +488,17 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
                   said_once=survey_said_once(said_once, rows, targets))
 
 
+def settled_failures(rows: list[Row]) -> list[Row]:
+    """``rows`` with the failures a worker took from another's ``.failed`` record (transient: a record is a
+    hint, see store.inflight) settled where this survey compiled the kernel itself and it failed the same
+    way: then they are the kernel's failure, not one of the moment. Those left transient make the stored
+    survey be surveyed again rather than reused."""
+    compiled = {(r.triton_hash, r.error) for r in rows
+                if r.status is Status.ERROR and not r.transient and r.triton_hash is not None}
+    return [replace(r, transient=False) if r.transient and r.status is Status.ERROR and r.triton_hash is not None
+            and (r.triton_hash, r.error) in compiled else r for r in rows]
+
+
 def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts) -> tuple[str, list[str]]:
     """Before the keys are listed: the target the listing worker imports the checkout for, and the
     targets to start the other workers for (none: wait for the list). The targets asked for; else
@@ -465,6 +506,9 @@ def starting_targets(options: SurveyOptions, checkout: Checkout, costs: KeyCosts
     then the first of them, else the one earlier surveys used most, else sm90."""
     asked = [get_target(t).name for t in options.targets or ()] or declared_targets(checkout.root / "keys")
     return (asked[0] if asked else costs.usual_target() or DEFAULT_LIST_TARGET), asked
+
+
+MAX_KEY_SECONDS = 1e7  # what costs.json may say a key took (a hundred days); anything else is damage
 
 
 class KeyCosts:
@@ -483,12 +527,15 @@ class KeyCosts:
         self.seconds: dict[str, float] = {}  # none yet, or damaged: scheduling order is only an optimisation
         self._means: tuple[tuple[int, int], dict[tuple[str, str], float]] | None = None
         try:
-            known = json.loads(path.read_text())
+            known = json.loads(read_regular(path, 256 * MiB))
         except (OSError, ValueError):
             return
         if isinstance(known, dict):
+            # Seconds only: Python's JSON reads NaN and Infinity, on which sorting and sharing workers out
+            # fail (int(nan) raised); a negative time, or one that overflows a sum, is as damaged.
             self.seconds = {k: float(v) for k, v in known.items()
-                            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)}
+                            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                            and 0 <= v <= MAX_KEY_SECONDS}
 
     def estimate(self, key: Key) -> float:
         """The key's compile seconds last time. A key never surveyed: the mean of its kind's keys surveyed
@@ -635,9 +682,11 @@ def run_keys(keys: list[Key], checkout: Checkout, objects_dir: Path, options: Su
 def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Progress,
               timing: SurveyTiming, cost: Callable[[Key], float] = lambda key: 1.0,
               on_rows: Callable[[list[Row], bool], None] | None = None,
-              on_said: Callable[[tuple[SaidOnce, ...]], None] | None = None) -> dict[tuple[str, str], list[Row]]:
+              on_said: Callable[[tuple[SaidOnce, ...]], None] | None = None,
+              on_unsigned: Callable[[tuple[Unsigned, ...]], None] | None = None) -> dict[tuple[str, str], list[Row]]:
     """Send keys to workers as they become free, collect their rows, enforce the time-out; ``on_said`` is
-    given what the workers' kind bodies said once per process.
+    given what the workers' kind bodies said once per process, ``on_unsigned`` the cache entries they
+    ignored for their signature.
 
     A worker says KeyCaptured once a key's body ran (with its number of launches), KeyCompiled once its
     launches are compiled, and answers KeyFinished with the rows once their objects are read, stored and
@@ -736,7 +785,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
         return best[1] if best is not None else None
 
     def send(w: _Worker, key: Key) -> None:
-        w.key, w.started = key, time.monotonic()
+        w.key, w.started, w.waiting = key, time.monotonic(), None
         w.heard = timing.last_dispatch = w.started
         timing.mark("sent", w, key)
         copies.sent(key, w)
@@ -750,9 +799,15 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                 print(line, file=sys.stderr)
         if on_said is not None and isinstance(message, KeyCompiled | KeyFinished) and message.said_once:
             on_said(message.said_once)
+        if on_unsigned is not None and isinstance(message, KeyCompiled | KeyFinished) and message.unsigned:
+            on_unsigned(message.unsigned)
         match message:
             case WorkerExited(code=code):  # a server's worker has exited: its code, then the connection ends
                 w.process.exitcode = code
+                return
+            case KeyWaiting(key=key, holder=holder):
+                if w.key == key:
+                    w.waiting = holder
                 return
             case KeyCaptured(key=key, launches=n):
                 launches.setdefault((key.id, key.target), n)
@@ -833,7 +888,7 @@ def _run_keys(pool: _Pool, keys: list[Key], options: SurveyOptions, progress: Pr
                     else:
                         lose(w, f"worker process died while surveying the key (exit code {w.process.exitcode})")
             elif time.monotonic() >= w.deadline(options.timeout):
-                lose(w, f"timed out after {options.timeout:g} s (--timeout)")
+                lose(w, w.timed_out(options.timeout))
     timing.keys_shared, timing.launches_shared = copies.keys_shared, copies.launches_shared
     return results
 

@@ -58,10 +58,12 @@ from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, SaidOnce, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
+from ..processes import alive, die_with_parent, watch
 from ..store.files import WriteError, out_of_space
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
+from ..store.signing import Unsigned
 from . import launcher_messages
 from .protocol import (
     Answer,
@@ -70,6 +72,7 @@ from .protocol import (
     KeyCompiled,
     KeyFinished,
     KeysListed,
+    KeyWaiting,
     ListKeys,
     Request,
     Stop,
@@ -165,7 +168,8 @@ class Worker:
         # What kind bodies said once per process, for the survey (sent with the next answer, as notes are).
         self._said_once: list[SaidOnce] = []
         self._heard = launcher_messages.Heard()
-        self.results = ResultCache(self.objects, warn=self.note)
+        self._unsigned: list[Unsigned] = []  # cache entries ignored for their signature (counted by the survey)
+        self.results = ResultCache(self.objects, warn=self.note, unsigned=self._ignored_unsigned)
         self.inflight = InFlight(self.objects.root)
         self._kinds: dict[str, Kind] | None = None
         self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
@@ -213,6 +217,17 @@ class Worker:
         with self._notes_lock:
             notes, self._notes = tuple(self._notes), []
         return notes
+
+    def _ignored_unsigned(self, entry: Unsigned) -> None:
+        with self._notes_lock:
+            self._unsigned.append(entry)
+
+    def take_unsigned(self) -> tuple[Unsigned, ...]:
+        """The cache entries ignored for their signature since the last call (the survey names them in
+        one warning)."""
+        with self._notes_lock:
+            taken, self._unsigned = tuple(self._unsigned), []
+        return taken
 
     def take_said_once(self) -> tuple[SaidOnce, ...]:
         """What kind bodies said once per process since the last call (see launcher_messages.Heard)."""
@@ -384,7 +399,10 @@ class Worker:
                         lock.release()
                     self._spent("hash_s", phase)
                     if failure is not None:  # it failed there, and would fail here the same way
-                        return Row(**common, status=Status.ERROR, triton_hash=cache_hash, error=failure)
+                        # A record is a hint anyone writing the store can plant: of the moment until the
+                        # survey compiles the kernel itself (survey.settled_failures).
+                        return Row(**common, status=Status.ERROR, triton_hash=cache_hash, error=failure,
+                                   transient=True)
                     assert cached is not None
                     return _reused_row(common, cache_hash, cached)
                 start_hash = phase
@@ -526,12 +544,16 @@ def peak_rss_mb() -> float:
 
 
 def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_dir: str | None = None,
-          environ: dict[str, str] | None = None, target: str = DEFAULT_LIST_TARGET) -> None:
+          environ: dict[str, str] | None = None, target: str = DEFAULT_LIST_TARGET,
+          survey: int | None = None) -> None:
     """Worker main loop: answer requests on ``conn`` until told to stop or the pipe closes.
 
     ``environ`` is the parent's environment: a worker forked from a forkserver started earlier would
     otherwise see the environment of that moment. ``target``: the one target whose keys it surveys.
+    ``survey``: the survey's pid; the worker ends when the survey does (:func:`_end_with_survey`).
     """
+    _end_with_survey(survey)
+    _project_multiprocessing()
     # Ctrl-C reaches every process of the terminal's group: the parent handles it and kills the
     # workers, which would otherwise each print a KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -604,19 +626,70 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
                         def captured(launches: int, key: Key = key) -> None:
                             send(KeyCaptured(key, launches))
 
+                        def waiting(_: str, holder: str | None, key: Key = key) -> None:
+                            send(KeyWaiting(key, holder))
+
+                        worker.inflight.on_wait = waiting
+
                         try:
                             items = worker.compile_key(key, reuse=reuse, captured=captured)
                         except Exception as exc:
                             send(_failure(exc, key))
                             continue
-                        send(KeyCompiled(key, worker.take_notes(), worker.take_said_once()))
+                        send(KeyCompiled(key, worker.take_notes(), worker.take_said_once(), worker.take_unsigned()))
                         finishing.submit(key, items)
                     case _:
                         send(Failed(f"unknown request {request!r}"))
             except Exception as exc:
                 send(_failure(exc))
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the survey has ended (killed): no one to answer, and nothing to print on its terminal
     finally:
         finishing.close(wait=False)
+
+
+def _end_with_survey(survey: int | None) -> None:
+    """Make this worker (and so its finishing process) end when its survey does, however the survey ends
+    (``kill -9`` runs none of its cleanup). The kernel kills the worker when its parent ends: the survey
+    itself (spawned), the server (which kills the workers of a survey that has ended), or the survey's
+    forkserver, which ends with the survey once no worker holds its "alive" pipe
+    (:func:`_let_go_of_forkserver`). Without that signal, a thread watches the survey."""
+    ends_with_parent = die_with_parent()
+    _let_go_of_forkserver()
+    if survey is None:
+        return
+    if not alive(survey):  # ended while this worker started
+        os._exit(1)
+    if not ends_with_parent:
+        watch(survey)
+
+
+def _let_go_of_forkserver() -> None:
+    """Close the write end of the survey's forkserver's "alive" pipe that a worker the forkserver forked
+    holds (multiprocessing hands it to each child, so that children could use the forkserver too). The
+    forkserver ends once every holder has closed it: while a worker holds it, the forkserver outlives a
+    killed survey, and the worker its parent. A kind body wanting a forkserver starts one of its own."""
+    from multiprocessing import forkserver
+
+    own = getattr(forkserver, "_forkserver", None)
+    fd = getattr(own, "_forkserver_alive_fd", None)
+    if fd is None or getattr(own, "_forkserver_pid", None) is not None:  # none inherited, or this process's own
+        return
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    own._forkserver_alive_fd = None  # type: ignore[union-attr]
+
+
+def _project_multiprocessing() -> None:
+    """Give kind bodies the multiprocessing the project sees when it runs by itself: the platform's
+    default start method, not the forkserver this worker was forked from (a server's workers already
+    have it). Under the forkserver's, a kind body's locks are named semaphores, registered with the
+    survey's resource tracker and unlinked by finalizers that a worker, killed at the survey's end,
+    never runs: the tracker then unlinks them itself, warning of "leaked semaphore objects" (400 of them
+    from FlagGems' keys). Under ``fork`` (Linux) a semaphore is unlinked as soon as it is made."""
+    import multiprocessing
+
+    multiprocessing.set_start_method(None, force=True)
 
 
 def _failure(exc: BaseException, key: Key | None = None) -> Failed:
@@ -635,7 +708,7 @@ def _rows_answer(worker: Worker, finish: Callable[[list[Item]], list[Row]], key:
     it failed."""
     try:
         rows = tuple(finish(items))
-        return KeyFinished(key, rows, notes=worker.take_notes())
+        return KeyFinished(key, rows, notes=worker.take_notes(), unsigned=worker.take_unsigned())
     except Exception as exc:
         return _failure(exc, key)
 
@@ -687,6 +760,7 @@ class Finishing:
 
     def _fork(self, inherited: list[Connection]) -> None:
         ours, theirs = socket.socketpair()
+        worker_pid = os.getpid()
         try:
             pid = os.fork()  # before this worker starts any thread of its own
         except OSError:
@@ -696,6 +770,7 @@ class Finishing:
         if pid == 0:  # the finishing process
             code = 1
             try:
+                die_with_parent(worker_pid)  # the worker killed (its survey ended), this goes too
                 ours.close()
                 for other in inherited:
                     other.close()

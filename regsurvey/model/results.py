@@ -10,6 +10,7 @@ from typing import Any
 from .enums import TextEnum
 from .figures import FIGURE_BY_NAME
 from .findings import Finding, findings_from_json
+from .targets import TARGETS
 
 # 2: rows carry the reader revision's typed findings (Row.lint) and the survey its ``reader``; a version 1
 # survey has the same shape (findings were already Finding.to_dict) and is read, never reused for a new one.
@@ -72,7 +73,7 @@ class ObjectReport:
         found = data["findings"]
         resources = data["resources"]
         if not isinstance(resources, dict) or not all(
-                name in FIGURE_BY_NAME and type(value) is int for name, value in resources.items()):
+                name in FIGURE_BY_NAME and type(value) is int and value >= 0 for name, value in resources.items()):
             raise ValueError("object report's resources are not figures")
         return cls(resources=resources, findings=findings_from_json(found) if found is not None else None)
 
@@ -262,6 +263,7 @@ class Survey:
         try:
             _check_survey_fields(data)
             rows = tuple(Row.from_dict(r) for r in data["rows"])
+            _check_row_targets(rows, data["targets"])
             said_once = tuple(SaidOnce.from_dict(s) for s in data.get("said_once") or ())
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
@@ -344,6 +346,18 @@ def _check_survey_fields(data: dict[str, Any]) -> None:
         raise ValueError("declared is not a list of targets per kind")
 
 
+def _check_row_targets(rows: tuple[Row, ...], targets: list[str]) -> None:
+    """Raise ValueError for a target this regsurvey does not know, or a row on a target its survey does
+    not list (every report groups rows by their survey's targets and reads each target's record)."""
+    for name in targets:
+        if name not in TARGETS:
+            raise ValueError(f"target {name!r} is not one this regsurvey knows ({', '.join(TARGETS)})")
+    for row in rows:
+        if row.target not in targets:
+            raise ValueError(f"row {row.row_id} is on target {row.target!r}, not one of the survey's "
+                             f"({', '.join(targets)})")
+
+
 def _check_row(row: Row) -> None:
     """Raise ValueError naming what a stored row holds that no survey writes: a field of another type, a
     figure the registry does not know, a figure that is not a whole number, lint findings or messages
@@ -354,8 +368,9 @@ def _check_row(row: Row) -> None:
     for name, value in row.resources.items():
         if name not in FIGURE_BY_NAME:
             raise ValueError(f"row {row.row_id} ({row.target}): unknown figure {name!r}")
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ValueError(f"row {row.row_id} ({row.target}): figure {name} is {value!r}, not a whole number")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"row {row.row_id} ({row.target}): figure {name} is {value!r}, not a whole number "
+                             "of zero or more")
     if row.lint is not None and not all(isinstance(f, Finding) for f in row.lint):
         raise ValueError(f"row {row.row_id} ({row.target}): lint is neither null nor a list of findings")
     if row.build is not None and not all(isinstance(k, str) and isinstance(v, BUILD_VALUE_TYPES)

@@ -29,7 +29,7 @@ from elftools.elf.sections import SymbolTableSection
 from ..errors import CorruptObjectError
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
-from .tools import tool_time_limit
+from .tools import check_cubin_for_tool, tool_time_limit
 
 # .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
 # EIFMT_SVAL, a u16 size and that many bytes. Global .nv.info entries start with a u32 symbol index.
@@ -222,8 +222,8 @@ def disassemble(data: bytes) -> str:
 
 
 def nvdisasm(data: bytes, options: list[str]) -> str:
-    """nvdisasm's output for the cubin ``data`` (written to a temporary file) with ``options``;
-    CorruptObjectError if nvdisasm rejects it (see :func:`run_tool`)."""
+    """nvdisasm's output for the cubin ``data`` with ``options``; CorruptObjectError for a damaged cubin."""
+    check_cubin_for_tool(data)
     with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:

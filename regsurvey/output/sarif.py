@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,7 +61,7 @@ def _fingerprint(problem: Problem) -> str:
 
 def _result(problem: Problem, site: Site) -> dict[str, Any]:
     row = problem.row
-    location: dict[str, Any] = {"artifactLocation": {"uri": site.path}}
+    location: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(site.path)}}
     if site.line is not None:
         location["region"] = {"startLine": site.line}
     properties: dict[str, Any] = {"key": row.key, "target": row.target, "kernel": row.kernel, "build": row.row_id,
@@ -99,9 +100,21 @@ def sarif_log(result: GateResult, sites: Mapping[str, Site]) -> dict[str, Any]:
     }
 
 
+def format_log(log: Mapping[str, Any]) -> str:
+    """A SARIF log as the file holds it: indented JSON."""
+    return json.dumps(log, indent=1) + "\n"
+
+
 def format_sarif(result: GateResult, sites: Mapping[str, Site]) -> str:
     """:func:`sarif_log` as indented JSON."""
-    return json.dumps(sarif_log(result, sites), indent=1) + "\n"
+    return format_log(sarif_log(result, sites))
 
 
-__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "format_sarif", "sarif_log"]
+def artifact_uri(path: str) -> str:
+    """A repository path as SARIF's ``artifactLocation.uri``: a relative reference (RFC 3986), each
+    character outside the unreserved set percent-encoded as UTF-8 (a space, ``#``, ``%``, ``é``), so
+    that a reader resolving it finds the file rather than a fragment or another name."""
+    return urllib.parse.quote(path, safe="/")
+
+
+__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "artifact_uri", "format_log", "format_sarif", "sarif_log"]

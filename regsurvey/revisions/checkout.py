@@ -1,19 +1,26 @@
 """Which tree a survey reads: the working tree as it is, or a commit checked out in a temporary
-git worktree that is removed afterwards (also on Ctrl-C or SIGTERM). The user's working tree is
-never touched.
+git worktree that is removed afterwards (also on Ctrl-C or SIGTERM; after ``kill -9``, by the next
+run in the repository: :func:`prune_abandoned`). The user's working tree is never touched.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..processes import ProcessId
+
+# Beside a temporary worktree (in the directory made for it): the process that made it, so that a later
+# run can tell a worktree whose survey was killed outright from one a running survey reads.
+OWNER = "owner"
 
 class CheckoutError(Exception):
     """A revision or repository problem, with a one-line message."""
@@ -64,11 +71,22 @@ def repo_root(start: Path) -> Path | None:
     return Path(out.stdout.strip()) if out.returncode == 0 else None
 
 
-def resolve_commit(repo: Path, rev: str) -> str:
-    """Full sha of ``rev``; CheckoutError naming the revision when git does not know it."""
+def check_revision(rev: str) -> str:
+    """``rev`` if git can only read it as a revision; CheckoutError for one starting with ``-`` (git would
+    read ``--upload-pack=...`` or ``--output=...`` as an option) or holding a control character."""
     if rev.startswith("-"):
-        raise CheckoutError(f"unknown revision {rev!r}")
-    out = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        raise CheckoutError(f"revision {rev!r} starts with '-': git would read it as an option")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in rev):
+        raise CheckoutError(f"revision {rev!r} holds a control character")
+    return rev
+
+
+def resolve_commit(repo: Path, rev: str) -> str:
+    """Full sha of ``rev``; CheckoutError naming the revision when git does not know it, or when it is
+    not one (:func:`check_revision`). Every git command given a revision gets it after
+    ``--end-of-options``, whatever its source (a stored survey's commit too)."""
+    check_revision(rev)
+    out = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
     if out.returncode != 0:
         raise CheckoutError(f"unknown revision {rev!r} in {repo}")
     return out.stdout.strip()
@@ -82,7 +100,8 @@ def file_at(repo: Path, commit: str | None, path: str) -> str | None:
             return (repo / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
-    out = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, check=False)
+    out = subprocess.run(["git", "-C", str(repo), "show", "--end-of-options", f"{commit}:{path}"],
+                         capture_output=True, check=False)
     return out.stdout.decode("utf-8", errors="replace") if out.returncode == 0 else None
 
 
@@ -92,6 +111,7 @@ def working_tree(start: Path) -> Checkout:
     if repo is None:
         return Checkout(root=start.resolve(), repo=start.resolve(), commit=None,
                         label="working tree", dirty=True)
+    prune_abandoned(repo)
     head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).stdout.strip() or None
     dirty = _modified(repo)
     return Checkout(root=repo, repo=repo, commit=None if dirty else head,
@@ -119,7 +139,7 @@ class _Terminated(KeyboardInterrupt):
 
 def commit_message(repo: Path, sha: str) -> str:
     """The whole message of commit ``sha`` (its first line is the subject), or "" if git cannot say."""
-    return _git(repo, "log", "-1", "--format=%B", sha, check=False).stdout.strip()
+    return _git(repo, "log", "-1", "--format=%B", "--end-of-options", sha, check=False).stdout.strip()
 
 
 def revision_label(rev: str, sha: str) -> str:
@@ -152,11 +172,14 @@ def commit_checkout(start: Path, rev: str) -> Iterator[Checkout]:
     if repo is None:
         raise CheckoutError(f"--commit needs a git repository, and {start} is not in one")
     sha = resolve_commit(repo, rev)
+    prune_abandoned(repo)
     tmp = Path(tempfile.mkdtemp(prefix=f"regsurvey-{sha[:10]}-"))
     worktree = tmp / "tree"
     with _sigterm_unwinds():
         try:
-            out = _git_to_the_end(repo, "worktree", "add", "--detach", "--quiet", str(worktree), sha)
+            (tmp / OWNER).write_text(ProcessId.this().to_json())
+            out = _git_to_the_end(repo, "worktree", "add", "--detach", "--quiet", "--end-of-options", str(worktree),
+                                  sha)
             if out.returncode != 0:
                 said = out.stderr.strip().splitlines()
                 raise CheckoutError(f"git worktree add failed for {rev}: {said[-1] if said else 'no message'}")
@@ -176,3 +199,36 @@ def _remove_worktree(repo: Path, worktree: Path, tmp: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         finally:
             _git_to_the_end(repo, "worktree", "prune")
+
+
+def prune_abandoned(repo: Path) -> list[Path]:
+    """Remove the temporary worktrees of ``repo`` whose survey was killed outright (``kill -9``, the OOM
+    killer: none of its cleanup ran), and git's entries for them; the worktrees removed. A worktree is
+    abandoned when the process named beside it (:data:`OWNER`) has ended on this host; one without that
+    name, or not in a directory of this user's, is left alone."""
+    out = _git(repo, "worktree", "list", "--porcelain", check=False)
+    removed = []
+    for line in out.stdout.splitlines() if out.returncode == 0 else ():
+        if not line.startswith("worktree "):
+            continue
+        worktree = Path(line[len("worktree "):])
+        tmp = worktree.parent
+        if worktree.name != "tree" or not tmp.name.startswith("regsurvey-") or not _ours(tmp):
+            continue
+        try:
+            owner = ProcessId.from_json((tmp / OWNER).read_text())
+        except (OSError, UnicodeDecodeError):
+            continue
+        if owner is not None and owner.gone():
+            _remove_worktree(repo, worktree, tmp)
+            removed.append(worktree)
+    return removed
+
+
+def _ours(directory: Path) -> bool:
+    """Whether ``directory`` is a directory (not a link to one) of this user's: only those are removed."""
+    try:
+        st = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()

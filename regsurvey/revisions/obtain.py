@@ -176,8 +176,8 @@ def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = 
     selected = selection_text(options) if selection else None
     stored_any = store.has_targets(commit) if selected is None else store.has_selection(commit, selected)
     if not targets:
-        unknown = ("its stored survey does not say which targets the keys files declare (a --target survey "
-                   "stored by an older regsurvey)") if stored_any else ""
+        unknown = ("its stored survey does not say which targets the keys files declare (its index is missing, "
+                   "damaged or unsigned, or a --target survey was stored by an older regsurvey)") if stored_any else ""
         return Stored((), {}, {}, unknown)
     served: dict[str, Survey] = {}
     reasons: dict[str, str] = {}

@@ -101,8 +101,8 @@ def commit_range(start: Path, spec: str) -> tuple[str, list[RangeCommit]]:
     head = resolve_commit(repo, head_rev or "HEAD")
     # One NUL-terminated record per commit, sha and subject: a commit with an empty message has an empty
     # subject (rev-list's own --format would print no line for it and shift every later pair).
-    out = subprocess.run(["git", "-C", str(repo), "log", "--reverse", "--first-parent", "-z",
-                          "--format=%H %s", f"{base}..{head}"], capture_output=True, text=True, check=False)
+    out = subprocess.run(["git", "-C", str(repo), "log", "--reverse", "--first-parent", "-z", "--format=%H %s",
+                          "--end-of-options", f"{base}..{head}"], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise CheckoutError(f"git log {spec} failed: {out.stderr.strip()}")
     commits = []

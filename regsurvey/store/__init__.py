@@ -1,2 +1,2 @@
-"""What a survey keeps: surveys per commit (``store``), content-addressed objects (``objectstore``) and
-results keyed on Triton's cache hash (``resultcache``)."""
+"""What a survey keeps: surveys per commit (``store``), content-addressed objects (``objectstore``),
+results keyed on Triton's cache hash (``resultcache``), and what each stored file proves (``signing``)."""

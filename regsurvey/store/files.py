@@ -7,6 +7,7 @@ import errno
 import functools
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,75 @@ class WriteError(OSError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class NotAStoreFile(OSError):
+    """A file of the store that is not one regsurvey could have written: not a regular file (a FIFO, a
+    device, a symlink to ``/dev/zero``), or larger than anything it writes there. ``strerror`` says which
+    in a few words, so that the callers' ``unreadable (...)`` lines name it."""
+
+
+MiB = 1 << 20
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them; NotAStoreFile when it is not a
+    regular file or is larger (other OSErrors as ``open`` raises them).
+
+    What the store holds may have been planted or damaged: reading a FIFO blocks for ever, a symlink to
+    ``/dev/zero`` never ends. ``O_NONBLOCK`` keeps the open itself from blocking on a FIFO, and the
+    descriptor's own ``fstat`` (not the path's, which could be swapped between the two) decides."""
+    fd = _open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise NotAStoreFile(errno.EFBIG, f"larger than {_size(limit)} ({_size(size)})", str(path))
+        data = _read_up_to(fd, limit + 1)  # a file growing while read stops one byte past the limit
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotAStoreFile(errno.EFBIG, f"larger than {_size(limit)}", str(path))
+    return data
+
+
+def read_head(path: Path, count: int) -> bytes:
+    """The first ``count`` bytes (or fewer) of the regular file ``path``; NotAStoreFile as for
+    :func:`read_regular`."""
+    fd = _open_regular(path)
+    try:
+        return _read_up_to(fd, count)
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotAStoreFile(errno.EINVAL, f"not a regular file ({_file_kind(mode)})", str(path))
+    return fd
+
+
+def _read_up_to(fd: int, count: int) -> bytes:
+    chunks = []
+    while count > 0 and (chunk := os.read(fd, min(count, 8 * MiB))):
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a plain file")
+
+
+def _size(count: int) -> str:
+    return f"{count / MiB:.0f} MiB" if count >= MiB else f"{count} bytes"
 
 
 @functools.cache

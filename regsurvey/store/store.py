@@ -7,6 +7,12 @@ Layout::
     surveys/<commit sha>/partial/...     the latest survey of only some kinds/keys (--kind, --key)
     surveys/worktree/<target>.json       the latest survey of a working tree with uncommitted edits
     objects/<sha[:2]>/<sha>.<ext>        compiled objects, content-addressed (see ObjectStore)
+
+Beside each survey and index, ``<name>.json.sha256`` is its seal: what the file answers (``survey <commit>
+<target>``, with the selection of a partial survey; ``index <commit>``), the file's sha256 and, with
+``REGSURVEY_CACHE_KEY`` set, its HMAC (:mod:`.signing`). A file without a seal, with another file's seal
+(a folder moved or swapped), that does not match it, or unsigned while a key is set is not believed:
+surveyed again. A survey must also say inside itself the commit and target it is read for.
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ from pathlib import Path
 
 from ..model.results import Survey, SurveyFormatError, default_target_list
 from ..model.targets import get_target
-from .files import WriteError, atomic_write
+from .files import MiB, WriteError, atomic_write, read_regular
 from .objectstore import ObjectStore
+from .signing import CACHE_KEY_VAR, cache_key, sign, signature_holds
+
+MAX_SURVEY_BYTES = 1024 * MiB  # a stored file larger than this (or not a regular file) was not written here
 
 
 class StoreError(Exception):
@@ -38,6 +47,7 @@ class Store:
         # where a relative path would put the objects (and lose them with the worktree).
         self.root = Path(root).absolute()
         self.objects = ObjectStore((Path(results).absolute() if results else self.root) / "objects")
+        self.key = cache_key()  # SigningKeyError for one that cannot be used
 
     def _dir(self, commit: str | None) -> Path:
         return self.root / "surveys" / (commit or "worktree")
@@ -67,26 +77,57 @@ class Store:
             index = ({"default_targets": list(default_target_list(survey.declared)),
                       "declared": {kind: list(targets) for kind, targets in survey.declared.items()}}
                      if survey.declared else {"default_targets": list(survey.targets)})
-            atomic_write(self._dir(survey.commit) / "index.json", json.dumps(index).encode())
+            self._write_sealed(self._dir(survey.commit) / "index.json", json.dumps(index).encode(),
+                               _index_question(survey.commit))
         for target in survey.targets:
             part = target_part(survey, target)
             path = folder / f"{target}.json"
-            if survey.commit is not None and _wider_kept(path, part):
+            question = _survey_question(survey.commit, target, selection if partial else None)
+            if survey.commit is not None and self._wider_kept(path, question, part):
                 continue
-            data = part.to_json(indent=None).encode()
-            # The checksum beside it, written after it: a survey cut or altered later (or a pair left
-            # unmatched by a crash between the two writes) is reported and surveyed again.
-            try:
-                atomic_write(path, data)
-                atomic_write(_checksum_path(path), hashlib.sha256(data).hexdigest().encode())
-            except WriteError:
-                # (a full disk): neither is kept, rather than a survey an older checksum calls damaged
-                for written in (path, _checksum_path(path)):
-                    with contextlib.suppress(OSError):
-                        written.unlink()
-                raise
+            self._write_sealed(path, part.to_json(indent=None).encode(), question)
             paths.append(path)
         return paths
+
+    def _write_sealed(self, path: Path, data: bytes, question: str) -> None:
+        """Write ``data`` to ``path`` and its seal beside it, after it: a file cut or altered later (or a
+        pair left unmatched by a crash between the two writes) is reported and made again."""
+        seal = {"answers": question, "sha256": hashlib.sha256(data).hexdigest()}
+        if self.key is not None:
+            seal["hmac"] = sign(self.key, question, data)
+        try:
+            atomic_write(path, data)
+            atomic_write(_checksum_path(path), json.dumps(seal).encode())
+        except WriteError:
+            # (a full disk): neither is kept, rather than a file an older seal calls damaged
+            for written in (path, _checksum_path(path)):
+                with contextlib.suppress(OSError):
+                    written.unlink()
+            raise
+
+    def _read_sealed(self, path: Path, question: str) -> bytes:
+        """The bytes of ``path`` once its seal vouches for them as the answer to ``question``;
+        SurveyFormatError naming what is wrong (OSError when the file cannot be read)."""
+        data = read_regular(path, MAX_SURVEY_BYTES)
+        try:
+            seal = json.loads(read_regular(_checksum_path(path), MiB))
+        except FileNotFoundError:
+            raise SurveyFormatError(f"no checksum file beside it ({_checksum_path(path).name}): not trusted") from None
+        except OSError as exc:
+            raise SurveyFormatError(f"its checksum file is unreadable ({exc.strerror or exc})") from None
+        except ValueError:
+            seal = None
+        if not isinstance(seal, dict) or not isinstance(seal.get("answers"), str):
+            raise SurveyFormatError("its checksum file is not one this regsurvey writes (an older regsurvey's?)")
+        if seal["answers"] != question:
+            raise SurveyFormatError(f"its checksum file is that of {seal['answers'][:120]!r}, not of "
+                                    f"{question!r} (moved or swapped from another folder)")
+        if hashlib.sha256(data).hexdigest() != seal.get("sha256"):
+            raise SurveyFormatError("checksum mismatch (cut, altered, or left half-written)")
+        if self.key is not None and not signature_holds(self.key, question, data, seal.get("hmac")):
+            raise SurveyFormatError(f"{'signed with another key or altered since' if 'hmac' in seal else 'unsigned'}"
+                                    f" ({CACHE_KEY_VAR} is set)")
+        return data
 
     def has(self, commit: str) -> bool:
         """Whether any survey of ``commit`` is stored (cheap: no file is read)."""
@@ -110,7 +151,7 @@ class Store:
         """The matrices' targets of ``commit`` (what a survey without ``--target`` covers), if a survey of
         it said them."""
         try:
-            data = json.loads((self._dir(commit) / "index.json").read_text())
+            data = self._index(commit)
             return [str(t) for t in data["default_targets"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -119,10 +160,18 @@ class Store:
         """Each kind's own targets at ``commit`` (see ``Survey.declared``), if a survey of it recorded them;
         else {}."""
         try:
-            data = json.loads((self._dir(commit) / "index.json").read_text())
+            data = self._index(commit)
             return {str(kind): tuple(str(t) for t in targets) for kind, targets in data["declared"].items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return {}
+
+    def _index(self, commit: str) -> dict:
+        """The commit's index, once its seal vouches for it (else OSError or ValueError: as if absent, so
+        a survey without --target is made again and writes a good one)."""
+        data = json.loads(self._read_sealed(self._dir(commit) / "index.json", _index_question(commit)))
+        if not isinstance(data, dict):
+            raise ValueError("not an index")
+        return data
 
     def _partial_dir(self, commit: str | None, selection: str) -> Path:
         return self._dir(commit) / "partial" / selection_name(selection)
@@ -146,11 +195,36 @@ class Store:
         if not path.exists():
             return None
         try:
-            return _read(path)
+            return self._read(path, _survey_question(commit, target, selection), commit, target)
         except (SurveyFormatError, UnicodeDecodeError) as exc:
             raise StoreError(f"stored survey {path} is unusable: {exc}") from None
         except OSError as exc:
             raise StoreError(f"stored survey {path} is unusable: unreadable ({exc.strerror or exc})") from None
+
+    def _read(self, path: Path, question: str, commit: str | None, target: str) -> Survey:
+        """The survey at ``path``, once its seal vouches for it and it says it is ``commit``'s on ``target``
+        (SurveyFormatError otherwise)."""
+        survey = Survey.from_json(self._read_sealed(path, question).decode())
+        # (A row on a target its survey does not list is refused by Survey.from_json itself.)
+        if survey.commit != commit or survey.targets != (target,):
+            raise SurveyFormatError(
+                f"it holds the survey of {survey.commit or 'a working tree'} on {', '.join(survey.targets)}, "
+                f"not of {commit or 'the working tree'} on {target}")
+        return survey
+
+    def _wider_kept(self, path: Path, question: str, part: Survey) -> bool:
+        """True when the survey stored at ``path`` is to stay rather than be replaced by ``part``: one that
+        holds, made with the same toolchain and readers, no build failed for a cause of the moment, and of
+        kinds ``part`` lacks."""
+        target = part.targets[0]
+        try:
+            stored = self._read(path, question, part.commit, target)
+        except (OSError, SurveyFormatError, UnicodeDecodeError):
+            return False
+        backend = get_target(target).backend
+        return (stored.reader == part.reader and stored.toolchain.get(backend) == part.toolchain.get(backend)
+                and not any(r.passing_failure for r in stored.rows)
+                and {r.kind for r in stored.rows} > {r.kind for r in part.rows})
 
 
 def target_part(survey: Survey, target: str) -> Survey:
@@ -159,25 +233,6 @@ def target_part(survey: Survey, target: str) -> Survey:
     backend = get_target(target).backend
     part = survey.narrowed_to(tuple(r for r in survey.rows if r.target == target), (target,))
     return replace(part, toolchain={b: block for b, block in survey.toolchain.items() if b == backend})
-
-
-def _read(path: Path) -> Survey:
-    data = path.read_bytes()
-    _verify(path, data)
-    return Survey.from_json(data.decode())
-
-
-def _wider_kept(path: Path, part: Survey) -> bool:
-    """True when the survey stored at ``path`` is to stay rather than be replaced by ``part``: made with the
-    same toolchain and readers, no build failed for a cause of the moment, and of kinds ``part`` lacks."""
-    try:
-        stored = _read(path)
-    except (OSError, SurveyFormatError, UnicodeDecodeError):
-        return False
-    backend = get_target(part.targets[0]).backend
-    return (stored.reader == part.reader and stored.toolchain.get(backend) == part.toolchain.get(backend)
-            and not any(r.passing_failure for r in stored.rows)
-            and {r.kind for r in stored.rows} > {r.kind for r in part.rows})
 
 
 def selection_name(selection: str) -> str:
@@ -190,12 +245,11 @@ def _checksum_path(path: Path) -> Path:
     return path.with_name(f"{path.name}.sha256")
 
 
-def _verify(path: Path, data: bytes) -> None:
-    """SurveyFormatError when ``path``'s checksum (if it has one: surveys stored before had none) does
-    not match ``data``."""
-    try:
-        expected = _checksum_path(path).read_text().strip()
-    except FileNotFoundError:
-        return
-    if hashlib.sha256(data).hexdigest() != expected:
-        raise SurveyFormatError("checksum mismatch (cut, altered, or left half-written)")
+def _survey_question(commit: str | None, target: str, selection: str | None) -> str:
+    """What a stored survey answers, as its seal names it."""
+    question = f"survey {commit or 'worktree'} {target}"
+    return question if selection is None else f"{question} selection {selection}"
+
+
+def _index_question(commit: str | None) -> str:
+    return f"index {commit or 'worktree'}"

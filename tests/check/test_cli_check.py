@@ -1,6 +1,10 @@
 """`regsurvey check` end to end on a toy repository: a commit that caps the NVIDIA GEMM at 32 registers
 (``maxnreg``) and spills, a commit that breaks a kernel, the baseline that accepts the spills, SARIF,
-the GitHub step summary, and bad input in one line."""
+the GitHub step summary, and bad input in one line.
+
+The spill figures the gate is expected to report are the stored builds' second readings (ptxas -v re-run
+on the stored PTX, tests/readings.py), never typed in: the tests hold on whatever toolchain compiles the toy.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,18 @@ from typing import Any
 
 import pytest
 
+from regsurvey.model.results import Survey
+
 from ..conftest import TOY
+from ..readings import independent_reading
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "tests", "GIT_AUTHOR_EMAIL": "tests@regsurvey", "GIT_COMMITTER_NAME": "tests",
            "GIT_COMMITTER_EMAIL": "tests@regsurvey"}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # sm90 only: the register cap is an NVIDIA launch option, and one target keeps the surveys quick.
 SURVEY = ("--target", "sm90", "-j", "2", "-q")
+SPILL_FIGURES = ("spill_store_bytes", "spill_load_bytes", "stack_bytes")
+SPILL_LABELS = ("spill stores", "spill loads", "stack")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -40,6 +49,31 @@ def check(repo: Path, *args: str, env: dict[str, str] | None = None) -> subproce
     environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     return subprocess.run([sys.executable, "-m", "regsurvey", "check", *args], cwd=repo, capture_output=True,
                           text=True, timeout=600, env={**environ, **(env or {})})
+
+
+def capped_gemm(toy: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """The GEMM's figures on sm90 before and after the register cap (main~1, main), read without regsurvey
+    from the builds a check stored; w2 and w8 build one kernel."""
+    store, sides = toy["root"] / "store", []
+    for rev in ("main~1", "main"):
+        sha = git(toy["repo"], "rev-parse", rev)
+        survey = Survey.from_json((store / "surveys" / sha / "sm90.json").read_text())
+        w2, w8 = (independent_reading(store, r.to_dict()) for key in ("gemm/w2", "gemm/w8")
+                  for r in survey.rows if r.key == key)
+        assert w2 == w8
+        sides.append(w2)
+    before, after = sides
+    # What the cap did: fewer registers (at most 32), so no lower occupancy, and spills where there were
+    # none: the gate's only problems are the two builds' new spills.
+    assert after["regs"] <= 32 < before["regs"]
+    assert after["occupancy_warps"] >= before["occupancy_warps"]
+    assert [before[f] for f in SPILL_FIGURES] == [0, 0, 0] and all(after[f] for f in SPILL_FIGURES), after
+    return before, after
+
+
+def spill_text(before: dict[str, int], after: dict[str, int]) -> str:
+    """How the gate tells the new spills: ``spill stores 0 → 72 B, spill loads 0 → 72 B, stack 0 → 64 B``."""
+    return ", ".join(f"{label} {before[f]} → {after[f]} B" for f, label in zip(SPILL_FIGURES, SPILL_LABELS))
 
 
 def one_line_error(out: subprocess.CompletedProcess, text: str) -> None:
@@ -75,17 +109,17 @@ def test_spills_fail_the_gate_with_sarif_and_step_summary(toy: dict[str, Any]) -
                 *toy["store"], env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert out.returncode == 1, out.stderr
     head, base = git(repo, "rev-parse", "HEAD"), git(repo, "rev-parse", "HEAD~1")
+    before, after = capped_gemm(toy)
     lines = out.stdout.splitlines()
     assert lines[0] == f"### regsurvey check failed, 2 problems: `HEAD` ({head[:10]}) against `HEAD~1` ({base[:10]})"
-    # The figures ptxas gives the GEMM capped at 32 registers (Triton 3.9, ptxas 13.4).
+    # The figures ptxas gives the GEMM capped at 32 registers.
     assert lines[2:5] == [
         "**spill increase** (`regsurvey/new-spill`)",
-        "- gemm/w2 on sm90 (matmul): spill stores 0 → 72 B, spill loads 0 → 72 B, stack 0 → 64 B; "
-        "no baseline entry allows it",
-        "- gemm/w8 on sm90 (matmul): spill stores 0 → 72 B, spill loads 0 → 72 B, stack 0 → 64 B; "
-        "no baseline entry allows it",
+        f"- gemm/w2 on sm90 (matmul): {spill_text(before, after)}; no baseline entry allows it",
+        f"- gemm/w8 on sm90 (matmul): {spill_text(before, after)}; no baseline entry allows it",
     ]
-    assert "- adds spill stores to gemm on sm90 (0 → 72 B; loads 0 → 72 B, stack 0 → 64 B)" in lines
+    stores, loads, stack = (f"{before[f]} → {after[f]} B" for f in SPILL_FIGURES)
+    assert f"- adds spill stores to gemm on sm90 ({stores}; loads {loads}, stack {stack})" in lines
     assert summary.read_text() == "earlier step\n" + out.stdout + "\n"
 
     sarif = json.loads((root / "check.sarif").read_text())
@@ -104,11 +138,13 @@ def test_spills_fail_the_gate_with_sarif_and_step_summary(toy: dict[str, Any]) -
     for result, key in zip(run["results"], ("gemm/w2", "gemm/w8")):
         assert result["ruleId"] == "regsurvey/new-spill" and rules[result["ruleIndex"]] == result["ruleId"]
         assert result["level"] == "error"
-        assert result["message"]["text"].startswith(f"{key} on sm90 (matmul): spill stores 0 -> 72 B")
+        assert result["message"]["text"].startswith(
+            f"{key} on sm90 (matmul): spill stores {before['spill_store_bytes']} -> {after['spill_store_bytes']} B")
         # The launch site, relative to the repository root (the survey ran in a temporary worktree).
         assert result["locations"] == [{"physicalLocation": {"artifactLocation": {"uri": "toykernels/ops.py"},
                                                              "region": {"startLine": launch_line}}}]
-        assert result["properties"]["figures"]["spill_store_bytes"] == {"before": 0, "after": 72}
+        assert result["properties"]["figures"]["spill_store_bytes"] == {"before": before["spill_store_bytes"],
+                                                                        "after": after["spill_store_bytes"]}
     fingerprints = {r["partialFingerprints"]["regsurveyBuild/v1"] for r in run["results"]}
     assert len(fingerprints) == 2
 
@@ -124,13 +160,15 @@ def test_update_baseline_round_trip(toy: dict[str, Any]) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stderr == f"regsurvey: {baseline}: allowed the figures of 2 builds (created)\n"
     text = baseline.read_text()
+    after = capped_gemm(toy)[1]
+    stores = after["spill_store_bytes"]
     assert f'''
 [[allow]]
 key = "gemm/w2"
 target = "sm90"
-spill_store_bytes = 72
-spill_load_bytes = 72
-stack_bytes = 64
+spill_store_bytes = {stores}
+spill_load_bytes = {after["spill_load_bytes"]}
+stack_bytes = {after["stack_bytes"]}
 reason = "{reason}"
 ''' in text
     head = git(repo, "rev-parse", "HEAD")
@@ -142,12 +180,12 @@ reason = "{reason}"
     # Nothing left to allow: the file stays as it was.
     same = check(repo, "--base", "HEAD~1", "--update-baseline", "--reason", "r", *SURVEY, *toy["store"])
     assert same.returncode == 0 and "no figure needs an allowance" in same.stderr and baseline.read_text() == text
-    # A tighter allowance fails again, and says what the entry allows.
-    baseline.write_text(text.replace("spill_store_bytes = 72", "spill_store_bytes = 64", 1))
+    # A tighter allowance (8 bytes fewer spill stores) fails again, and says what the entry allows.
+    baseline.write_text(text.replace(f"spill_store_bytes = {stores}", f"spill_store_bytes = {stores - 8}", 1))
     tight = check(repo, "--base", "HEAD~1", *SURVEY, *toy["store"])
     assert tight.returncode == 1
-    assert ("- gemm/w2 on sm90 (matmul): spill stores 0 → 72 B; entry 1 (key \"gemm/w2\", target sm90) allows "
-            "spill stores up to 64 B") in tight.stdout
+    assert (f"- gemm/w2 on sm90 (matmul): spill stores 0 → {stores} B; entry 1 (key \"gemm/w2\", target sm90) "
+            f"allows spill stores up to {stores - 8} B") in tight.stdout
     # A placeholder reason is refused before anything is surveyed.
     baseline.write_text(text.replace(reason, "TODO: explain", 1))
     one_line_error(check(repo, "--base", "HEAD~1", *SURVEY, *toy["store"]),
@@ -185,6 +223,57 @@ def test_bad_input_is_one_line(toy: dict[str, Any]) -> None:
                    f"unknown revision 'no-such-branch' in {repo}")
     one_line_error(check(repo, "--base", "HEAD~1", "--reason", "why", *SURVEY),
                    "--reason goes with --update-baseline")
+    one_line_error(check(repo, "--base=--output=/tmp/regsurvey-planted", *SURVEY, *toy["store"]),
+                   "revision '--output=/tmp/regsurvey-planted' starts with '-': git would read it as an option")
+
+
+LEAKING_KEYS = '''"""A kind body that reports its environment and raises with a token found in a file."""
+
+import os
+from pathlib import Path
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def leak(width):
+    names = sorted(name for name in os.environ if name.startswith(("SERVICE_", "PLAIN_", "GITHUB_", "VENDOR_")))
+    raise RuntimeError(f"env {names} found {Path(os.environ['PLAIN_SOURCE_FILE']).read_text()}")
+'''
+
+
+def test_the_projects_code_sees_no_secret_and_the_reports_hold_none(toy: dict[str, Any]) -> None:
+    """A kind body runs without the secret variables of the check's environment (those the rules name and
+    those REGSURVEY_SECRET_VARS adds); a value it finds elsewhere (here a file) and raises with is
+    replaced by the variable's name in the Markdown, the job summary and the SARIF."""
+    repo, root = toy["repo"], toy["root"]
+    git(repo, "checkout", "-q", "-b", "leaky", "main")
+    try:
+        (repo / "keys" / "leak.py").write_text(LEAKING_KEYS)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "a kind body that leaks")
+    finally:
+        git(repo, "checkout", "-q", "main")
+    token_file = root / "token.txt"
+    token_file.write_text("svc-0123456789abcdef")
+    summary = root / "leak-summary.md"
+    env = {"SERVICE_TOKEN": "svc-0123456789abcdef", "VENDOR_LICENSE": "svc-0123456789abcdef",
+           "REGSURVEY_SECRET_VARS": "VENDOR_*", "GITHUB_TOKEN": "ghs_0123456789abcdef", "PLAIN_SETTING": "1",
+           "PLAIN_SOURCE_FILE": str(token_file), "GITHUB_STEP_SUMMARY": str(summary)}
+    out = check(repo, "--base", "main", "--head", "leaky", "--sarif", str(root / "leak.sarif"), *SURVEY,
+                *toy["store"], env=env)
+    assert out.returncode == 1, out.stderr
+    said = ("leak/width2 on sm90 (no kernel) is new and fails to build: kind body raised at keys/leak.py:14: "
+            "RuntimeError: env {} found [secret SERVICE_TOKEN]")
+    names = "['GITHUB_STEP_SUMMARY', 'PLAIN_SETTING', 'PLAIN_SOURCE_FILE']"
+    assert "- " + said.format(names.replace("[", "\\[").replace("]", "\\]")) + "\n" in out.stdout
+    assert summary.read_text() == out.stdout + "\n"
+    (result,) = json.loads((root / "leak.sarif").read_text())["runs"][0]["results"]
+    assert result["message"]["text"] == said.format(names)
+    for text in (out.stdout, out.stderr, (root / "leak.sarif").read_text()):
+        assert "svc-0123456789abcdef" not in text and "ghs_0123456789abcdef" not in text
 
 
 def test_pre_commit_hook_definition() -> None:

@@ -14,19 +14,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from ..conftest import commit_all
 from .actions import ActionRun, environment, run_action
-from .conftest import REGSURVEY, Project
+from .conftest import LEAKING_KEYS, REGSURVEY, Project
 from .forge import Forge, serving
 
 TOKEN = "ghs_action-test-token-0987654321"
 MARKER = "<!-- regsurvey -->"
 
 
-def github_context(project: Project, tmp_path: Path, event: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+def github_context(project: Project, tmp_path: Path, event: dict[str, Any],
+                   event_name: str | None = None) -> tuple[dict[str, Any], Path]:
     path = tmp_path / "event.json"
     path.write_text(json.dumps(event))
-    return {"event": event, "event_name": "pull_request" if "pull_request" in event else "push", "token": TOKEN,
-            "sha": project.head, "repository": "octo/kernels", "workspace": str(project.repo)}, path
+    event_name = event_name or ("pull_request" if "pull_request" in event else "push")
+    return {"event": event, "event_name": event_name, "token": TOKEN, "sha": project.head,
+            "repository": "octo/kernels", "workspace": str(project.repo)}, path
 
 
 def pull_request(project: Project) -> dict[str, Any]:
@@ -34,11 +39,15 @@ def pull_request(project: Project) -> dict[str, Any]:
             "pull_request": {"number": 7, "base": {"sha": project.base}, "head": {"sha": project.head}}}
 
 
-def run(project: Project, tmp_path: Path, forge: Forge, event: dict[str, Any], **inputs: str) -> ActionRun:
-    github, event_path = github_context(project, tmp_path, event)
+def run(project: Project, tmp_path: Path, forge: Forge, event: dict[str, Any], event_name: str | None = None,
+        runner: dict[str, str] | None = None, **inputs: str) -> ActionRun:
+    """The action's steps as the runner runs them; ``runner``: further variables of the runner's
+    environment (every step's)."""
+    github, event_path = github_context(project, tmp_path, event, event_name)
     env = environment(Path(sys.executable), tmp_path / "bin", GITHUB_API_URL=forge.url,
                       GITHUB_REPOSITORY="octo/kernels", GITHUB_EVENT_PATH=str(event_path), GITHUB_ACTIONS="true",
-                      GITHUB_SERVER_URL="https://github.example", GITHUB_RUN_ID="99")
+                      GITHUB_SERVER_URL="https://github.example", GITHUB_RUN_ID="99",
+                      GITHUB_EVENT_NAME=github["event_name"], **(runner or {}))
     return run_action(REGSURVEY, {"targets": "sm90", **inputs}, github, project.repo, env, skip=("install",))
 
 
@@ -150,4 +159,55 @@ def test_on_a_push_the_base_is_the_commit_before_and_nothing_is_commented(projec
         assert check.env["REGSURVEY_BASE"] == "0" * 40 and check.outputs == {"status": "2"}
         assert "regsurvey_check: error: REGSURVEY_BASE is not set" in check.stderr
         assert not done.step("comment").ran and forge.requests == []
+        assert done.step("The gate's verdict").returncode == 2 and done.failed
+
+
+OIDC_TOKEN = "oidc-request-token-1357924680"
+
+
+def test_a_keys_file_hunting_tokens_finds_none_and_the_reports_hold_none(project: Project, tmp_path: Path) -> None:
+    """The job's token is given to the comment step alone; a token every step has (the OIDC request
+    token of ``id-token: write``) is not in the check's environment, and where the project's code finds
+    it (a process above it) and raises with it, the report, SARIF, summary and comment have its name."""
+    (project.repo / "keys" / "leak.py").write_text(LEAKING_KEYS)
+    head = commit_all(project.repo, "a keys file that hunts tokens")
+    leaking = Project(project.repo, project.base, head)
+    event = pull_request(leaking)
+    with serving(Forge("github")) as forge:
+        done = run(leaking, tmp_path, forge, event, runner={"ACTIONS_ID_TOKEN_REQUEST_TOKEN": OIDC_TOKEN,
+                                                            "LEAK_DUMP": str(tmp_path / "leak.json")})
+        assert done.step("check").outputs["status"] == "1", done.step("check").stderr
+        leak = json.loads((tmp_path / "leak.json").read_text())
+        assert not [name for name in leak["environ"] if "TOKEN" in name]
+        assert leak["environ"]["GITHUB_REPOSITORY"] == "octo/kernels"
+        assert leak["found"]["ACTIONS_ID_TOKEN_REQUEST_TOKEN"] == OIDC_TOKEN
+        assert TOKEN not in leak["found"].values()  # the job's token: in the comment step alone
+        found = "'ACTIONS_ID_TOKEN_REQUEST_TOKEN': '[secret ACTIONS_ID_TOKEN_REQUEST_TOKEN]'"
+        markdown = (tmp_path / "regsurvey.md").read_text()
+        sarif = (tmp_path / "regsurvey.sarif").read_text()
+        (body,) = forge.bodies()
+        assert forge.requests[-1].headers["authorization"] == f"Bearer {TOKEN}"
+        for text in (markdown, done.summary, body):
+            assert found in text
+        assert found in json.loads(sarif)["runs"][0]["results"][0]["message"]["text"]
+        logs = "".join(step.stdout + step.stderr for step in done.steps)
+        for text in (markdown, sarif, done.summary, body, logs):
+            assert OIDC_TOKEN not in text and TOKEN not in text
+
+
+@pytest.mark.parametrize("event_name", ["pull_request_target", "workflow_run"])
+def test_a_privileged_event_runs_no_code_of_the_pull_request(project: Project, tmp_path: Path,
+                                                             event_name: str) -> None:
+    """On pull_request_target and workflow_run the job holds the base repository's write token and
+    secrets: the check refuses to run (nothing is surveyed), and says why."""
+    with serving(Forge("github")) as forge:
+        done = run(project, tmp_path, forge, pull_request(project), event_name=event_name)
+        check = done.step("check")
+        assert check.outputs == {"status": "2"}
+        why = (f"refusing to run on {event_name}: its job holds the base repository's write token and secrets, "
+               "and the check runs the pull request's code; run it on pull_request (README.md, \"CI: GitHub "
+               "Actions and GitLab\")")
+        assert check.stderr == f"regsurvey_check: error: {why}\n"
+        assert (tmp_path / "regsurvey.md").read_text() == f"### regsurvey check could not run\n\n{why}\n"
+        assert not (project.repo / ".regsurvey").exists()
         assert done.step("The gate's verdict").returncode == 2 and done.failed

@@ -1,5 +1,6 @@
 """README's "CI: GitHub Actions and GitLab": the workflow and the include it shows are valid YAML that use
-only what action.yml and the GitLab template declare, with the permissions the action's steps need."""
+only what action.yml and the GitLab template declare, with the permissions the action's steps need, on
+the events where a pull request's code may run."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_the_workflow_readme_shows_uses_the_action_as_declared() -> None:
     assert checkout["uses"].startswith("actions/checkout@") and action["uses"] == "<owner>/regsurvey@main"
     declared = yaml.safe_load((REGSURVEY / "action.yml").read_text())["inputs"]
     assert set(action["with"]) <= set(declared)
-    # PyYAML reads the `on` key as True.
+    # PyYAML reads the `on` key as True. Never pull_request_target: the check runs the pull request's code.
     assert set(workflow[True]) == {"pull_request", "push"}
 
     gitlab = yaml.safe_load(gitlab_text)
@@ -34,3 +35,6 @@ def test_the_workflow_readme_shows_uses_the_action_as_declared() -> None:
     assert include["remote"].endswith("/ci/gitlab/regsurvey.gitlab-ci.yml")
     template = yaml.safe_load((REGSURVEY / "ci" / "gitlab" / "regsurvey.gitlab-ci.yml").read_text())
     assert set(gitlab["regsurvey-check"]["variables"]) <= set(template["regsurvey-check"]["variables"])
+    # What both jobs share (where regsurvey comes from) is set in the hidden job they extend.
+    assert set(gitlab[".regsurvey"]["variables"]) <= set(template[".regsurvey"]["variables"])
+    assert template["regsurvey-check"]["extends"] == template["regsurvey-note"]["extends"] == ".regsurvey"

@@ -5,6 +5,7 @@ settings are one line and exit status 2, and the token goes only into the reques
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,7 +110,7 @@ def test_github_refusal_is_one_line_and_exit_2(report: Path, tmp_path: Path) -> 
 def test_a_message_echoing_the_token_is_scrubbed(report: Path, tmp_path: Path) -> None:
     with serving(Forge("github", refuse=(401, {"message": f"Bad credentials: {TOKEN}"}))) as forge:
         result = run(["--body", str(report)], github_env(forge, tmp_path))
-        assert result.returncode == 2 and result.stderr.endswith("HTTP 401 (Bad credentials: ***)\n")
+        assert result.returncode == 2 and result.stderr.endswith("HTTP 401 (Bad credentials: [secret GITHUB_TOKEN])\n")
         assert_secret_kept(result)
 
 
@@ -216,3 +217,40 @@ def test_gitlab_refusal_and_missing_settings(report: Path) -> None:
             "pr_comment: error: CI_MERGE_REQUEST_IID is not set (the merge request's iid: run in a merge-request "
             "pipeline, or pass --number N)\n")
         assert forge.requests == []
+
+
+def test_the_body_is_scrubbed_of_every_secret_of_the_environment(tmp_path: Path) -> None:
+    """The report comes from a job that ran the request's code: any secret value in it (the token in use,
+    another job's, the runner's) is posted as the variable's name; other values are left as they are."""
+    job_token = "job-token-of-the-note-0815"
+    report = tmp_path / "regsurvey.md"
+    report.write_text(f"### regsurvey check failed\n\n- raised: tokens {TOKEN} {job_token} aws-secret-0123456789 "
+                      "for keys mla_decode/*\n")
+    with serving(Forge("gitlab")) as forge:
+        env = gitlab_env(forge, REGSURVEY_GITLAB_TOKEN=TOKEN, CI_JOB_TOKEN=job_token,
+                         AWS_SECRET_ACCESS_KEY="aws-secret-0123456789", REGSURVEY_KEYS="mla_decode/*")
+        result = run(["--body", str(report)], env)
+        assert result.returncode == 0, result.stderr
+        (body,) = forge.bodies()
+        assert body.startswith(f"{MARKER}\n### regsurvey check failed\n\n- raised: tokens "
+                               "[secret REGSURVEY_GITLAB_TOKEN] [secret CI_JOB_TOKEN] [secret AWS_SECRET_ACCESS_KEY] "
+                               "for keys mla_decode/*\n")
+        assert forge.requests[-1].headers["private-token"] == TOKEN
+
+
+def test_a_body_that_is_no_regular_file_or_too_long(tmp_path: Path) -> None:
+    """A FIFO in the report's place is refused in one line (not waited on); a report of megabytes is read
+    only up to the forge's limit and posted cut."""
+    fifo = tmp_path / "regsurvey.md"
+    os.mkfifo(fifo)
+    with serving(Forge("github")) as forge:
+        env = github_env(forge, tmp_path)
+        result = run(["--body", str(fifo)], env)
+        assert (result.returncode, result.stderr) == (2, f"pr_comment: error: cannot read {fifo}: not a regular file\n")
+        assert forge.requests == []
+        big = tmp_path / "big.md"
+        big.write_text("### report\n" + "é" * 3_000_000)
+        result = run(["--body", str(big)], env)
+        assert result.returncode == 0, result.stderr
+        (body,) = forge.bodies()
+        assert len(body) <= 65536 and "(cut here: the whole report is in the job's summary and artifacts)" in body

@@ -1,5 +1,10 @@
 """`regsurvey diff`, `stack` and `rebuild-check` end to end on a toy repository whose second commit
-widens the GEMM tile (64 -> 256 columns): more registers and shared memory, less occupancy."""
+widens the GEMM tile (64 -> 256 columns): more registers and shared memory, less occupancy.
+
+Every figure the reports are expected to show is the stored object's second reading
+(tests/readings.independent_reading: LLVM's and ptxas's own numbers, Triton's metadata), never typed in,
+so the tests check the comparison and its reports on whatever toolchain compiled the toy.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +18,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import triton
 
 from regsurvey.model.results import Survey
 
 from ..conftest import TOY
+from ..readings import independent_reading
 
 # Fixed dates: a clone that adds a commit shares the first two commits' shas, so their stored surveys
 # are reused by the stack test.
 GIT_ENV = {"GIT_AUTHOR_NAME": "tests", "GIT_AUTHOR_EMAIL": "tests@regsurvey", "GIT_COMMITTER_NAME": "tests",
            "GIT_COMMITTER_EMAIL": "tests@regsurvey", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00"}
+GEMM = {("gemm/w2", "gfx950"), ("gemm/w8", "gfx950"), ("gemm/w2", "sm90"), ("gemm/w8", "sm90")}
+SPILLS = ("vgpr_spill", "sgpr_spill", "scratch_bytes", "spill_store_bytes", "spill_load_bytes", "stack_bytes")
+# Figures a wider tile must move, each the worse way (the commit's point), and one it may move.
+MOVED = {"gfx950": {"occupancy", "vgpr", "vgpr_total", "lds_bytes"},
+         "sm90": {"occupancy_blocks", "occupancy_warps", "regs", "shared_bytes"}}
+MAY_MOVE = {"gfx950": {"sgpr", "agpr"}, "sm90": set()}  # AGPRs: Triton 3.6's LLVM gives the GEMM some
+LOWER_IS_WORSE = {"occupancy", "occupancy_blocks", "occupancy_warps"}
+OTHER_TRITON = "3.0.0"  # a release regsurvey does not support: never the installed one
+Readings = dict[tuple[str, str], dict[str, int]]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -59,8 +75,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = regsurvey("diff", "HEAD~1", "HEAD", "-C", str(repo), "--store", str(store), "--format", "json", "-q",
                     cwd=root)
     assert out.returncode == 0, out.stderr
-    return {"root": root, "repo": repo, "store": store, "data": json.loads(out.stdout),
-            "shas": [git(repo, "rev-parse", "HEAD~1"), git(repo, "rev-parse", "HEAD")]}
+    shas = [git(repo, "rev-parse", "HEAD~1"), git(repo, "rev-parse", "HEAD")]
+    return {"root": root, "repo": repo, "store": store, "data": json.loads(out.stdout), "shas": shas,
+            "readings": [readings(store, sha) for sha in shas]}
 
 
 def stored(store: Path, sha: str) -> Survey:
@@ -68,40 +85,84 @@ def stored(store: Path, sha: str) -> Survey:
     return parts[0].merge(parts[1])
 
 
+def readings(store: Path, sha: str) -> Readings:
+    """(key, target) -> every figure of the build the commit's stored survey names, read without
+    regsurvey (each key of the toy builds one kernel)."""
+    survey = stored(store, sha)
+    by_object: dict[str, dict[str, int]] = {}
+    for r in survey.rows:
+        assert r.ok and r.object is not None and r.launch == 0, r
+        if r.object.sha256 not in by_object:
+            by_object[r.object.sha256] = independent_reading(store, r.to_dict())
+    return {(r.key, r.target): by_object[r.object.sha256] for r in survey.rows if r.object}
+
+
+def no_spills(*sides: Readings) -> None:
+    """The toy's builds spill nothing and have no stack on these commits (their second readings): the
+    reports' spill totals and spill columns are zeros."""
+    assert not any(read.get(name) for side in sides for read in side.values() for name in SPILLS)
+
+
+def gemm(side: Readings, target: str) -> dict[str, int]:
+    """The GEMM's figures on ``target``: w2 and w8 build one kernel (16-row tiles for both)."""
+    assert side[("gemm/w2", target)] == side[("gemm/w8", target)]
+    return side[("gemm/w2", target)]
+
+
+def moved(before: Readings, after: Readings, build: tuple[str, str]) -> dict[str, tuple[int, int, int]]:
+    """Figure -> (before, after, delta) of the figures the second readings of ``build`` differ in."""
+    return {name: (value, after[build][name], after[build][name] - value) for name, value in before[build].items()
+            if after[build][name] != value}
+
+
 def test_the_wider_tile_is_worse_with_the_real_figures(history: dict[str, Any]) -> None:
     data = history["data"]
+    before, after = history["readings"]
+    # What the commit did, as the second readings say: it changed the GEMM builds and nothing else, and
+    # each of them for the worse on every figure it moved.
+    assert {build for build in before if before[build] != after[build]} == GEMM
+    for key, target in GEMM:
+        changed = moved(before, after, (key, target))
+        assert MOVED[target] <= set(changed) <= MOVED[target] | MAY_MOVE[target], (key, target, changed)
+        assert all((delta < 0) == (name in LOWER_IS_WORSE) for name, (_, _, delta) in changed.items()), changed
+    no_spills(before, after)
+
     assert data["schema_version"] == 1 and data["report"] == "comparison"
     assert data["base"]["commit"] == history["shas"][0] and data["head"]["commit"] == history["shas"][1]
     assert {m: n for m, n in data["counts"].items() if n} == {"worse": 4, "unchanged": 8}
     rows = {(r["key"], r["target"]): r for r in data["rows"]}
-    assert {k for k, r in rows.items() if r["mark"] == "worse"} == {
-        ("gemm/w2", "gfx950"), ("gemm/w8", "gfx950"), ("gemm/w2", "sm90"), ("gemm/w8", "sm90")}
+    assert {k for k, r in rows.items() if r["mark"] == "worse"} == GEMM
 
     def changes(key: str, target: str) -> dict[str, tuple[int, int, int]]:
         return {f["name"]: (f["before"], f["after"], f["delta"]) for f in rows[(key, target)]["figures"]
                 if f["delta"]}
 
-    # Compiled by the installed Triton 3.9 (LLVM for gfx950, ptxas 13.4 for sm90).
-    # No AGPRs: the unified count is the VGPR count and moves with it (the summary does not repeat it).
-    assert changes("gemm/w2", "gfx950") == {"occupancy": (7, 2, -5), "vgpr": (38, 68, 30), "sgpr": (38, 40, 2),
-                                            "lds_bytes": (20960, 71648, 50688), "vgpr_total": (38, 68, 30)}
-    assert changes("gemm/w8", "sm90") == {"occupancy_blocks": (10, 3, -7), "occupancy_warps": (40, 12, -28),
-                                          "regs": (48, 123, 75), "shared_bytes": (20480, 69632, 49152)}
-    # The figures are the stored surveys' own: each commit was surveyed once and stored.
-    for side, sha in zip(("before", "after"), history["shas"]):
+    for build in GEMM:
+        assert changes(*build) == moved(before, after, build), build
+    # The figures are the stored surveys' own (each commit was surveyed once and stored), and those are
+    # every build's second reading.
+    for side, sha, read in zip(("before", "after"), history["shas"], history["readings"]):
         survey = stored(history["store"], sha)
         for r in survey.rows:
-            assert rows[(r.key, r.target)][side]["resources"] == r.resources
+            assert rows[(r.key, r.target)][side]["resources"] == r.resources == read[(r.key, r.target)]
     # The commit widened the tile: each line says the builds were made with it.
     WIDER = "; built with BLOCK_N 64 -> 256"
+    amd, amd_now, nv, nv_now = gemm(before, "gfx950"), gemm(after, "gfx950"), gemm(before, "sm90"), gemm(after, "sm90")
+    # Without AGPRs the unified VGPRs are the VGPRs, moving as they do: the summary does not repeat them.
+    unified = (f"; unified {amd['vgpr_total']} -> {amd_now['vgpr_total']}"
+               if (amd["vgpr_total"], amd_now["vgpr_total"]) != (amd["vgpr"], amd_now["vgpr"]) else "")
+    agpr = [f"raises AGPRs of gemm on gfx950 ({amd['agpr']} -> {amd_now['agpr']})" + WIDER]
+    sgpr = [f"raises SGPRs of gemm on gfx950 ({amd['sgpr']} -> {amd_now['sgpr']})" + WIDER]
     assert [s["text"] for s in data["summary"]] == [
-        "lowers occupancy of gemm on gfx950 (7 -> 2 waves/SIMD)" + WIDER,
-        "lowers occupancy of gemm on sm90 (40 -> 12 warps/SM; 10 -> 3 blocks/SM)" + WIDER,
-        "raises VGPRs of gemm on gfx950 (38 -> 68)" + WIDER,
-        "raises SGPRs of gemm on gfx950 (38 -> 40)" + WIDER,
-        "raises registers of gemm on sm90 (48 -> 123)" + WIDER,
-        "raises LDS of gemm on gfx950 (20960 -> 71648 B)" + WIDER,
-        "raises shared memory of gemm on sm90 (20480 -> 69632 B)" + WIDER,
+        f"lowers occupancy of gemm on gfx950 ({amd['occupancy']} -> {amd_now['occupancy']} waves/SIMD)" + WIDER,
+        f"lowers occupancy of gemm on sm90 ({nv['occupancy_warps']} -> {nv_now['occupancy_warps']} warps/SM; "
+        f"{nv['occupancy_blocks']} -> {nv_now['occupancy_blocks']} blocks/SM)" + WIDER,
+        f"raises VGPRs of gemm on gfx950 ({amd['vgpr']} -> {amd_now['vgpr']}{unified})" + WIDER,
+        *(agpr if amd["agpr"] != amd_now["agpr"] else []),
+        *(sgpr if amd["sgpr"] != amd_now["sgpr"] else []),
+        f"raises registers of gemm on sm90 ({nv['regs']} -> {nv_now['regs']})" + WIDER,
+        f"raises LDS of gemm on gfx950 ({amd['lds_bytes']} -> {amd_now['lds_bytes']} B)" + WIDER,
+        f"raises shared memory of gemm on sm90 ({nv['shared_bytes']} -> {nv_now['shared_bytes']} B)" + WIDER,
         "every key builds on both commits",
         "8 of 12 builds unchanged",
     ]
@@ -109,13 +170,21 @@ def test_the_wider_tile_is_worse_with_the_real_figures(history: dict[str, Any]) 
 
 def test_every_format_from_the_stored_surveys(history: dict[str, Any]) -> None:
     repo, store = history["repo"], history["store"]
+    before, after = history["readings"]
+    no_spills(before, after)  # the spill totals below are zeros
+    amd, amd_now, nv, nv_now = gemm(before, "gfx950"), gemm(after, "gfx950"), gemm(before, "sm90"), gemm(after, "sm90")
+
+    def told(name: str, was: dict[str, int], now: dict[str, int]) -> str:
+        return f"{was[name]} → {now[name]} ({now[name] - was[name]:+d})"
+
     common = ("HEAD~1", "HEAD", "--store", str(store), "-q")
     table = regsurvey("diff", *common, cwd=repo)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0] == f"HEAD~1 ({history['shas'][0][:10]}) → HEAD ({history['shas'][1][:10]})"
     assert lines.index("worse (2 of 4, AMD)") < lines.index("worse (2 of 4, NVIDIA)")
-    assert any(line.split()[:3] == ["gemm/w2", "gfx950", "matmul"] and "38 → 68 (+30)" in line for line in lines)
+    assert any(line.split()[:3] == ["gemm/w2", "gfx950", "matmul"] and told("vgpr", amd, amd_now) in line
+               for line in lines)
     assert "unchanged: 8 builds" in lines
     total = " ".join(lines[next(i for i, line in enumerate(lines) if line.startswith("TOTAL")):])  # wraps
     assert total.startswith("TOTAL 12 keys (12 builds) compared on gfx950, sm90: 4 worse, 8 unchanged; "
@@ -125,9 +194,10 @@ def test_every_format_from_the_stored_surveys(history: dict[str, Any]) -> None:
     assert markdown.returncode == 0, markdown.stderr
     assert markdown.stdout.startswith(f"### Registers: `HEAD~1` ({history['shas'][0][:10]}) → `HEAD` "
                                       f"({history['shas'][1][:10]})\n")
-    assert ("| **worse** | `gemm/w8` | sm90 | `matmul` | warps 40 → 12 (-28), blocks 10 → 3 (-7), "
-            "regs 48 → 123 (+75), smem 20480 → 69632 (+49152); built with BLOCK_N 64 → 256; warps/SM 40 → 12 |"
-            ) in markdown.stdout
+    assert (f"| **worse** | `gemm/w8` | sm90 | `matmul` | warps {told('occupancy_warps', nv, nv_now)}, "
+            f"blocks {told('occupancy_blocks', nv, nv_now)}, regs {told('regs', nv, nv_now)}, "
+            f"smem {told('shared_bytes', nv, nv_now)}; built with BLOCK_N 64 → 256; "
+            f"warps/SM {nv['occupancy_warps']} → {nv_now['occupancy_warps']} |") in markdown.stdout
     html = regsurvey("diff", *common, "--format", "html", cwd=repo)
     assert html.returncode == 0, html.stderr
     path = repo / "reports" / "HEAD_1..HEAD.html"
@@ -141,16 +211,17 @@ def test_every_format_from_the_stored_surveys(history: dict[str, Any]) -> None:
 
 def test_surveys_from_another_toolchain_are_not_comparable(history: dict[str, Any]) -> None:
     base = stored(history["store"], history["shas"][0])
-    cuda = dict(base.toolchain["cuda"], triton="3.10.0")
+    assert triton.__version__ != OTHER_TRITON
+    cuda = dict(base.toolchain["cuda"], triton=OTHER_TRITON)
     (history["root"] / "base.json").write_text(replace(base, toolchain={**base.toolchain, "cuda": cuda}).to_json())
     (history["root"] / "head.json").write_text(stored(history["store"], history["shas"][1]).to_json())
     out = regsurvey("diff", "base.json", "head.json", "--format", "json", cwd=history["root"])
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["toolchain_changes"] == [{"backend": "cuda", "part": "triton", "before": "3.10.0",
-                                          "after": "3.9.0"}]
+    assert data["toolchain_changes"] == [{"backend": "cuda", "part": "triton", "before": OTHER_TRITON,
+                                          "after": triton.__version__}]
     marks = {(r["key"], r["target"]): (r["mark"], r["note"]) for r in data["rows"]}
-    assert marks[("gemm/w2", "sm90")] == ("not comparable", "cuda triton: 3.10.0 -> 3.9.0")
+    assert marks[("gemm/w2", "sm90")] == ("not comparable", f"cuda triton: {OTHER_TRITON} -> {triton.__version__}")
     assert marks[("gemm/w2", "gfx950")] == ("worse", None)
 
 
@@ -169,15 +240,21 @@ def test_stack_reports_each_commit_against_its_parent(history: dict[str, Any]) -
     assert first["rows"] == history["data"]["rows"]  # the same two stored surveys as the diff
     assert first["base"]["label"] == f"HEAD~2 ({history['shas'][0][:10]})"
     assert {m: n for m, n in second["counts"].items() if n}["unchanged"] == 8
+    # The 8-warp commit's builds, read as the others were.
+    before, after = history["readings"]
+    eight = readings(history["store"], git(repo, "rev-parse", "HEAD"))
+    no_spills(before, after)  # the first step's spill column below: "unchanged"
     regs = {(r["key"], r["target"]): next(f for f in r["figures"] if f["name"] in ("vgpr", "regs"))
             for r in second["rows"] if r["key"].startswith("gemm/")}
+    assert set(regs) == GEMM
     for (key, target), f in regs.items():
-        assert f["before"] == (68 if target == "gfx950" else 123)
+        name = f["name"]
+        assert (f["before"], f["after"]) == (after[(key, target)][name], eight[(key, target)][name])
         assert f["after"] < f["before"], (key, target, f)  # twice the warps: fewer registers each
     assert all(s["keys_built"] == {"ok": 12, "total": 12} for s in data["steps"])
     assert all(s["lint_findings"]["findings"] == 0 for s in data["steps"])  # the AMD builds, linted clean
     overall = {(r["key"], r["target"]): r for r in data["overall"]["rows"]}
-    assert overall[("gemm/w2", "gfx950")]["before"]["resources"]["vgpr"] == 38
+    assert overall[("gemm/w2", "gfx950")]["before"]["resources"]["vgpr"] == before[("gemm/w2", "gfx950")]["vgpr"]
     markdown = regsurvey("stack", "HEAD~2..HEAD", "--store", str(history["store"]), "--format", "markdown", "-q",
                          cwd=repo)
     assert f"| {history['shas'][1][:10]} | gemm: 256\\-column tiles | 12/12 | 4 | 0 | 0 | 0 | 0 | unchanged | 0 |" \
@@ -195,4 +272,6 @@ def test_rebuild_check(history: dict[str, Any]) -> None:
                      cwd=history["repo"])
     assert diff.returncode == 0, diff.stderr
     assert "Rebuild check: all 2 builds identical from a cold Triton cache." in diff.stdout
-    assert "- raises registers of gemm on sm90 (48 → 123)" in diff.stdout
+    before, after = history["readings"]
+    nv, nv_now = gemm(before, "sm90"), gemm(after, "sm90")
+    assert f"- raises registers of gemm on sm90 ({nv['regs']} → {nv_now['regs']})" in diff.stdout

@@ -109,9 +109,8 @@ def test_an_amd_builds_pressure_is_kept_by_the_survey_itself(tiny: Tiny, tmp_pat
     """On AMD the survey's finishing step computes the pressure (from the amdgcn text the worker holds)
     and keeps it beside the object: it is there before any ``explain``, equal to what ``explain`` shows
     and to a computation from the stored text, and the survey's timing says what it cost."""
-    import gzip
-
     from regsurvey.pressure.amd import amd_pressure
+    from regsurvey.store.objectstore import ObjectStore
 
     store = tmp_path / "store"
     args = ("-C", str(tiny.repo), "--store", str(store), "-q")
@@ -123,8 +122,9 @@ def test_an_amd_builds_pressure_is_kept_by_the_survey_itself(tiny: Tiny, tmp_pat
     kept = obj.with_name(obj.name.replace(".hsaco", ".pressure.gz"))
     assert kept.exists()
     assert survey["timing"]["pressure_s"] > 0
-    stored = Pressure.from_dict(json.loads(gzip.decompress(kept.read_bytes())))
-    amdgcn = gzip.decompress(obj.with_name(obj.name.replace(".hsaco", ".amdgcn.gz")).read_bytes()).decode()
+    objects = ObjectStore(store / "objects")  # (each text kept behind a header naming its object)
+    stored = Pressure.from_dict(json.loads(objects.text(row["object"]["path"], "pressure") or ""))
+    amdgcn = objects.text(row["object"]["path"], "amdgcn") or ""
     assert stored == amd_pressure(amdgcn, "gfx950")
     assert stored.classes[0] == "vgpr" and 0 < stored.peaks["vgpr"].live["vgpr"] <= row["resources"]["vgpr"]
     explained = invoke("explain", "scale/width2", *args, "--target", "gfx950", "--format", "json")

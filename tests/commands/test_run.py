@@ -15,7 +15,7 @@ import pytest
 
 from regsurvey.model.results import Survey
 
-from ..conftest import git
+from ..conftest import git, reseal
 from .conftest import Tiny
 from .runner import NO_KEY_MATCHES, UNKNOWN_TARGET, assert_one_line_error, assert_usage_error, invoke
 
@@ -150,7 +150,7 @@ def test_a_damaged_stored_survey_is_reported_and_surveyed_again(tiny: Tiny, tiny
     shutil.copytree(tiny.store, store)
     stored = store / "surveys" / tiny.sha / "sm90.json"
     stored.write_text(damage(stored.read_text()))
-    stored.with_name(stored.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
+    reseal(stored)  # damaged, with its checksum recomputed: what the survey's own reading finds
     result = invoke("run", "-C", tiny.repo, "--store", store, "-q", "--format", "json")
     assert result.exit_code == 0, result.stderr
     warning = result.stderr.removesuffix("\n")
@@ -175,3 +175,12 @@ def test_a_keys_file_that_hangs_at_import_is_given_up_on(toy_repo: Path, tmp_pat
     result = invoke("run", "-q", "-C", toy_repo, "--target", "sm90", "--store", tmp_path / "store")
     assert_one_line_error(result, "the keys files did not finish importing within 8 s: a keys file, or what it "
                                   "imports, hangs")
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_signing_key_too_short_is_one_line(tiny: Tiny, command: str) -> None:
+    # Refused before anything is surveyed: a key anyone could guess would sign nothing.
+    args = ("--base", "HEAD") if command == "check" else ()
+    result = invoke(command, *tiny.survey_args(), *args, env={"REGSURVEY_CACHE_KEY": "secret"})
+    assert_one_line_error(result, "REGSURVEY_CACHE_KEY holds 6 characters; a signing key needs at least 32 (e.g. "
+                                  "the output of `openssl rand -hex 32`)")

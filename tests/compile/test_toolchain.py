@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -225,25 +227,26 @@ def test_launcher_reads_the_devices_real_properties(target: str) -> None:
     assert seen == expected
 
 
-# Every field torch's _CudaDeviceProperties has (read from torch 2.11 on an H200; the CPU build of
-# torch 2.13 has no such class) except the PCI location and UUID, which belong to one machine.
-_TORCH_DEVICE_FIELDS = (
-    "L2_cache_size", "clock_rate", "gcnArchName", "is_integrated", "is_multi_gpu_board", "major",
-    "max_threads_per_block", "max_threads_per_multi_processor", "memory_bus_width", "memory_clock_rate",
-    "minor", "multi_processor_count", "name", "regs_per_multiprocessor", "shared_memory_per_block",
-    "shared_memory_per_block_optin", "shared_memory_per_multiprocessor", "total_memory", "warp_size",
-)
+# What a real H200 reported (torch 2.11, its driver): ``tests/gpu/driver_facts.py`` made the file on the GPU.
+_H200_FACTS = json.loads((Path(__file__).parents[1] / "gpu" / "h200-driver-facts.json").read_text())
+# Every field torch's _CudaDeviceProperties had there (the CPU build of torch 2.13 has no such class), but
+# the PCI location and UUID, which belong to one machine.
+_TORCH_DEVICE_FIELDS = tuple(name.split(").", 1)[1] for name in _H200_FACTS["device_view"]
+                             if name.startswith("torch.cuda.get_device_properties(0)."))
 
 
-def test_fidelity_device_check_runs_without_a_gpu() -> None:
-    # The GPU fidelity check's step 0 (stand-in device vs the real one), run with the stand-in on both
-    # sides: the script works before its one run on a GPU, and it reads every property the table lists.
-    from ..gpu.fidelity import device_check, stand_in_view
+def test_the_stand_in_device_is_what_an_h200_reports() -> None:
+    """Every device property a launcher can read under a survey for sm90 (torch's
+    get_device_properties fields, capability, name, Triton's CUDA properties) equals what a real H200
+    reported (``tests/gpu/driver_facts.py`` recorded it there), and the GPU check's comparison finds
+    nothing to report on it."""
+    from ..gpu.fidelity import stand_in_view
 
-    assert device_check("sm90", dry_run=True) == []
-    view = stand_in_view("sm90")
-    assert len(view) == len(_TORCH_DEVICE_FIELDS) + 2 + 7  # capability, name, Triton's 7 CUDA keys
-    assert view["torch.cuda.get_device_properties(0).shared_memory_per_block_optin"] == 232448
+    facts = _H200_FACTS
+    real = facts["device_view"]
+    view = {name: list(value) if isinstance(value, tuple) else value for name, value in stand_in_view("sm90").items()}
+    assert facts["gpu"] == "NVIDIA H200" and len(_TORCH_DEVICE_FIELDS) == 19
+    assert view == real
 
 
 def _prune_to_new_configs(configs: list, nargs: dict, **kwargs: Any) -> list:

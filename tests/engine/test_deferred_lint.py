@@ -13,9 +13,12 @@ from regsurvey.engine.deferred_lint import DeferredLint
 from regsurvey.engine.worker import Worker
 from regsurvey.keys.keyfiles import expand_keys
 from regsurvey.linting import lint_rows
+from regsurvey.model.results import ObjectRef
+from regsurvey.objects.nvidia_object import param_bank
 from regsurvey.store.resultcache import ResultCache
 
 from ..conftest import TOY
+from ..readings import nop_parameter_reads
 
 
 @pytest.fixture
@@ -30,8 +33,18 @@ def sm90_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Worker, 
 def test_batches_lint_every_frameless_cubin_as_lint_does(sm90_rows: tuple[Worker, list],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     worker, per_key = sm90_rows
+    assert all(r.ok and r.resources["stack_bytes"] == 0 and r.lint is None for rows in per_key for r in rows)
+    # One build with the miscompile class made in its object: its first parameter loaded, never read.
+    at, first = 0, per_key[0][0]
+    assert first.object is not None
+    cubin = worker.objects.get(first.object.path, first.object.sha256)
+    bank = param_bank(cubin)
+    broken, replaced = nop_parameter_reads(cubin, bank.base + bank.offsets[0])
+    assert replaced >= 1
+    sha, path = worker.objects.put(broken, "cubin", {"ptx": worker.objects.text(first.object.path, "ptx") or ""})
+    # A build of its own (the result cache keeps one report per build, and other keys share this one's).
+    per_key[at] = [replace(first, object=ObjectRef(path, sha), triton_hash=sha), *per_key[at][1:]]
     rows = [r for rows in per_key for r in rows]
-    assert rows and all(r.ok and r.resources["stack_bytes"] == 0 and r.lint is None for r in rows)
     monkeypatch.setattr(deferred_lint, "BATCH", 2)  # batches start while keys still come in
     deferred = DeferredLint(worker.objects.root, jobs=2)
     for rows_of_key in per_key[:-1]:
@@ -43,8 +56,9 @@ def test_batches_lint_every_frameless_cubin_as_lint_does(sm90_rows: tuple[Worker
     assert seconds > 0 and [r.row_id for r in linted] == [r.row_id for r in rows]
     expected = lint_rows(rows, worker.objects)
     assert all(r.lint is not None for r in linted)
-    assert sorted((f.key, f.arg_offset) for r in linted for f in r.lint or ()) == sorted(
-        (f.key, f.arg_offset) for f in expected.findings)
+    found = sorted((f.key, f.arg_index, f.arg_offset) for r in linted for f in r.lint or ())
+    assert found == sorted((f.key, f.arg_index, f.arg_offset) for f in expected.findings)
+    assert found == [(first.key, 0, 0)]  # the broken build's, and nothing on the others
     # The result cache keeps the findings: a later survey that reuses a build has them at once.
     cache = ResultCache(worker.objects)
     for row in linted:

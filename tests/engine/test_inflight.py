@@ -129,6 +129,33 @@ def test_a_build_that_failed_in_one_worker_fails_the_others_without_compiling(to
     assert sum(1 for r in rows if r["compile_s"]) == 1  # the rows that took it have no compile time of their own
     hashes = {r["triton_hash"] for r in rows}  # one build, in both workers: the row that compiled it too
     assert len(hashes) == 1 and None not in hashes
+    # Taken from the record, the failure is of the moment until the survey compiles it itself: it did here,
+    # so every row is the kernel's own failure (issue 31), and the stored survey is reused.
+    assert not any(r["transient"] for r in rows)
+
+
+def test_a_key_timed_out_waiting_for_a_build_lock_says_who_held_it(toy_repo: Path, tmp_path: Path) -> None:
+    """Issue 31: a build lock another process held ended as "timed out after 20 s (--timeout)", as if the
+    compile had been slow. Now the row says it waited for the lock, and which process held it."""
+    from regsurvey.store.inflight import InFlight
+
+    first = run(toy_repo, tmp_path / "store", tmp_path / "triton", "-t", "gfx950", "--key", "gemm/w8")
+    (built,) = rows_of(first)
+    objects = tmp_path / "other" / "objects"
+    lock = InFlight(objects).take(built["triton_hash"])  # held here, by this process, as another survey would
+    assert lock is not None and not lock.waited
+    try:
+        waiting = run(toy_repo, tmp_path / "other", tmp_path / "triton", "-t", "gfx950", "--key", "gemm/w8",
+                      "--timeout", "15")
+        out, err = waiting.communicate(timeout=900)
+    finally:
+        lock.release()
+    assert waiting.returncode == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert (row["status"], row["transient"]) == ("error", True)
+    assert row["error"] == (f"timed out after 15 s (--timeout) while waiting for the build lock of one of its "
+                            f"kernels, held by process {os.getpid()} (compiling that kernel for another key, or "
+                            "another survey on this store)")
 
 
 MANY_LAUNCHES_KEYS = '''"""One key of six builds (a tile sweep, as an autotuned launcher's configs), one target."""

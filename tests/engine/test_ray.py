@@ -26,6 +26,8 @@ from regsurvey.model.results import Survey  # noqa: E402
 from regsurvey.revisions.checkout import working_tree  # noqa: E402
 from regsurvey.store.objectstore import ObjectStore  # noqa: E402
 
+from ..conftest import commit_all, git  # noqa: E402
+
 
 def node(directory: Path) -> dict[str, Any]:
     """A node of one CPU on this host, whose processes (the actors among them) make their temporary files in
@@ -121,7 +123,6 @@ def test_what_a_library_says_once_per_process_is_the_surveys_on_ray_too(toy_repo
     """Each actor says the config line once (its checkout in a directory of its own, named relative to it):
     the survey holds it once, as a local survey does, and no row does."""
     from ..commands.test_cli_run import ONCE_KEYS, ONCE_LIBRARY
-    from ..conftest import commit_all
 
     c, _ = cluster
     (toy_repo / "toykernels" / "oncelib.py").write_text(ONCE_LIBRARY)
@@ -191,7 +192,6 @@ def test_the_nodes_reuse_what_the_store_compiled_before(toy_repo: Path, cluster:
     """A commit that changes one kind, surveyed on the cluster with a store that surveyed its parent
     locally: the nodes compile only that kind's kernels; the rest are the store's results, their objects
     read here (not sent back), their figures as the parent's."""
-    from ..conftest import commit_all
 
     c, _ = cluster
     store = tmp_path / "store"
@@ -275,7 +275,9 @@ def cpus_held(wait_s: float = 15.0) -> float:
 
 
 def with_a_hanging_key(repo: Path) -> Path:
+    """``repo``'s working tree with a keys file added (tracked, not committed: it travels to the cluster)."""
     (repo / "keys" / "hang.py").write_text(HANG)
+    git(repo, "add", "keys/hang.py")
     return repo
 
 
@@ -328,7 +330,6 @@ def test_the_actor_listing_the_keys_lost_is_replaced(toy_repo: Path, cluster: tu
                                                       tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """The only actor, importing the keys files to list them, dies (as on a node lost then): another lists
     them, and the survey goes on."""
-    from ..conftest import commit_all
 
     c, node_dirs = cluster
     (toy_repo / "keys" / "toy.py").write_text(LISTER_DIES.format(gate=str(tmp_path / "imported")))
@@ -390,7 +391,6 @@ def test_an_object_whose_nodes_answer_was_lost_is_fetched_at_the_end(toy_repo: P
     killed (a time-out) before it answers: the rows naming that object are held until the survey's end,
     when the node that compiled it (no actor of the survey alive there) sends it through a shipper. Every
     row but the hung key's is a build with its object here; nothing is left on the nodes."""
-    from ..conftest import commit_all
 
     c, node_dirs = cluster
     (toy_repo / "keys" / "toy.py").write_text(SHARED_THEN_LOST.format(gate=str(tmp_path / "compiled")))
@@ -438,3 +438,68 @@ def test_ctrl_c_cancels_the_calls_and_keeps_what_finished(toy_repo: Path, cluste
         ray.shutdown()
     assert held == 0  # every actor killed, the hung one too
     assert list((store / "results").glob("*/*.json"))  # the finished keys' results stayed
+
+
+SEEING_KEYS = '''
+import os
+from pathlib import Path
+
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["gfx950"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def sees(width):
+    files = sorted(str(p) for p in Path(".").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    print("files:", " ".join(files))
+    print("variables:", " ".join(sorted(n for n in os.environ if n.startswith(("REGSURVEY_", "TRITON_", "CI_")))))
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+'''
+
+
+def test_the_cluster_gets_the_tracked_files_and_no_secret(toy_repo: Path, cluster: tuple[Any, list[Path]],
+                                                          tmp_path: Path) -> None:
+    """Every node got every untracked file of the working tree (a ``.env``, a key) and every REGSURVEY_
+    variable (the GitLab token among them). Now: the tracked files (with their edits), the untracked ones
+    --ray-include names, Triton's settings and the variables of regsurvey's a worker reads."""
+    c, _ = cluster
+    (toy_repo / "keys" / "sees.py").write_text(SEEING_KEYS)
+    commit_all(toy_repo, "a kind body that says what it sees")
+    (toy_repo / ".env").write_text("REGSURVEY_GITLAB_TOKEN=glpat-secret\n")
+    (toy_repo / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (toy_repo / "notes").mkdir()
+    (toy_repo / "notes" / "tuned.json").write_text("{}\n")
+    secrets = {"REGSURVEY_GITLAB_TOKEN": "glpat-secret", "CI_JOB_TOKEN": "job-secret", "TRITON_API_TOKEN": "t",
+               "REGSURVEY_RESULTS_KEY": "hmac-secret"}
+    sent = {"TRITON_REGSURVEY_SETTING": "1", "REGSURVEY_MATERIALIZE": "meta"}
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "--ray", c.address, "--ray-include", "notes/*",
+                          "--kind", "sees", "--store", str(tmp_path / "store"), "--format", "json", "-q"],
+                         cwd=toy_repo, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "REGSURVEY_RAY": "", **secrets, **sent})
+    assert out.returncode == 0, out.stderr
+    assert ("regsurvey: warning: --ray: 2 untracked file(s) not sent to the cluster (.env, id_rsa): git add them, "
+            "or name them with --ray-include") in out.stderr
+    [row] = json.loads(out.stdout)["rows"]
+    said = dict(line.removeprefix("stdout: ").split(": ", 1) for line in row["messages"])
+    assert said["files"].split() == ["keys/sees.py", "keys/toy.py", "notes/tuned.json", "toykernels/__init__.py",
+                                     "toykernels/library.py", "toykernels/ops.py"]
+    seen = set(said["variables"].split())
+    assert set(sent) <= seen and not set(secrets) & seen, seen
+
+
+def test_a_tracked_symbolic_link_out_of_the_checkout_is_said_in_one_line(toy_repo: Path,
+                                                                         cluster: tuple[Any, list[Path]],
+                                                                         tmp_path: Path) -> None:
+    """Every --ray survey failed with "Failed to deserialize exception": the node's safe extraction refused
+    the link, and the cause was only in Ray's log."""
+    c, node_dirs = cluster
+    (toy_repo / "data").symlink_to("/etc")
+    commit_all(toy_repo, "a link to a directory of this machine")
+    out = regsurvey(toy_repo, "run", "--commit", "HEAD", "--ray", c.address, "--store", str(tmp_path / "store"), "-q")
+    assert (out.returncode, out.stderr) == (2, "regsurvey: error: --ray: data is a symbolic link to /etc, outside the "
+                                               "checkout: a Ray node would not have it (make it point inside the "
+                                               "checkout, or stop tracking it)\n")
+    assert not left_on(node_dirs)

@@ -26,11 +26,17 @@ pytest.importorskip("ray")
 
 from regsurvey.store.objectstore import ObjectStore  # noqa: E402
 
+from ..conftest import privileged_or_skip  # noqa: E402
 from .hosts import Hosts, unavailable  # noqa: E402
 from .test_ray import by_build  # noqa: E402
 
 why_not = unavailable()
-pytestmark = pytest.mark.skipif(why_not is not None, reason=why_not or "")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _privileged() -> None:
+    privileged_or_skip(why_not)
+
 
 # The head notices a host that stops answering within about 2 s (Ray's defaults: about 30 s).
 FAST_HEALTH_CHECKS = {"RAY_health_check_initial_delay_ms": "1000", "RAY_health_check_period_ms": "500",

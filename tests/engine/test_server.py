@@ -93,6 +93,18 @@ def test_an_idle_server_exits(env: dict[str, str]) -> None:
     assert not list(Path(env["REGSURVEY_SERVER_DIR"]).rglob("*.sock"))
 
 
+def test_the_server_holds_no_secret_variable(env: dict[str, str]) -> None:
+    """The server outlives the survey that started it and forks workers that import projects' code: it is
+    started without the secret variables (a later job's code on the host cannot read this job's tokens
+    from its /proc/PID/environ)."""
+    started = cli("server", "start", env={**env, "GITHUB_TOKEN": "ghs_server-0123456789", "PLAIN_SETTING": "1"})
+    assert started.returncode == 0 and started.stdout.startswith("regsurvey server running (pid "), started.stderr
+    pid = int(started.stdout.split("pid ")[1].split(",")[0].rstrip(")"))
+    environ = dict(entry.split("=", 1) for entry in Path(f"/proc/{pid}/environ").read_text().split("\0") if entry)
+    assert "GITHUB_TOKEN" not in environ and environ["PLAIN_SETTING"] == "1"
+    assert environ["REGSURVEY_SERVER_DIR"] == env["REGSURVEY_SERVER_DIR"]
+
+
 def test_a_directory_others_can_enter_is_refused(toy_repo: Path, env: dict[str, str]) -> None:
     """A socket directory anyone could have made is never used: a survey would hand a stranger's
     server its environment."""
@@ -104,6 +116,35 @@ def test_a_directory_others_can_enter_is_refused(toy_repo: Path, env: dict[str, 
     assert out.stderr.strip() == (f"regsurvey: error: {directory} is not a directory of this user's alone (mode 700): "
                                   "not starting a server there")
     assert cli("server", "status", env=env).returncode == 1
+
+
+def test_a_socket_directory_that_is_a_symbolic_link_is_refused(env: dict[str, str]) -> None:
+    """In a shared /tmp another user can plant a link where the directory would be made, pointing at a
+    directory of ours (mode 700, so it passed) or anywhere: the server's socket, lock and log would go
+    there, and surveys would follow the link wherever it pointed next."""
+    base = Path(env["REGSURVEY_SERVER_DIR"])
+    elsewhere = base / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    directory = base / f"regsurvey-{os.getuid()}"
+    directory.symlink_to(elsewhere)
+    out = cli("server", "start", env=env)
+    assert (out.returncode, out.stderr) == (2, f"regsurvey: error: {directory} is a symbolic link (to {elsewhere}), "
+                                               "not a directory of this user's: not starting a server there\n")
+    assert list(elsewhere.iterdir()) == []
+    directory.unlink()
+    directory.symlink_to(base / "nothing")  # dangling: not made through either
+    out = cli("server", "start", env=env)
+    assert out.returncode == 2 and " is a symbolic link (to " in out.stderr and not (base / "nothing").exists()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+def test_another_users_socket_directory_is_refused(env: dict[str, str]) -> None:
+    directory = Path(env["REGSURVEY_SERVER_DIR"]) / f"regsurvey-{os.getuid()}"
+    directory.mkdir(mode=0o700)
+    os.chown(directory, 4321, 4321)
+    out = cli("server", "start", env=env)
+    assert (out.returncode, out.stderr) == (2, f"regsurvey: error: {directory} belongs to another user (uid 4321): "
+                                               "not starting a server there\n")
 
 
 def test_a_socket_path_too_long_is_one_line(env: dict[str, str]) -> None:
@@ -151,7 +192,7 @@ def test_an_unknown_setting_is_one_line(toy_repo: Path, tmp_path: Path, env: dic
 
 
 def _server_process(path: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server", str(path), "600"],
+    return subprocess.Popen([sys.executable, "-m", "regsurvey.engine.server_process", str(path), "600"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 

@@ -176,3 +176,39 @@ def test_an_intermittent_link_failure_is_retried_once(worker: Worker, monkeypatc
                              "source /tmp/a into object file /tmp/b because")
     else:  # failed twice: flaky, not a compile error of the kernel
         assert row.status == "flaky" and not row.ok and "failed the same way on a retry" in (row.error or "")
+
+
+def test_a_failure_record_is_a_hint_until_the_survey_compiles_the_kernel(worker: Worker, tmp_path: Path) -> None:
+    """Issue 31: a ``.failed`` record (planted, or left by a host whose clock runs ahead) failed a build
+    without compiling it, and that failure was stored and reused. Dated in the future, it is no record now:
+    the kernel is compiled. Dated within the survey, it is taken, but as a failure of the moment (transient:
+    the stored survey is surveyed again), unless the survey compiled the kernel itself and it failed so."""
+    import json
+    from dataclasses import replace
+
+    from regsurvey.engine.survey import settled_failures
+    from regsurvey.store.inflight import InFlight
+
+    key = gfx950_keys(worker)["gemm/w8"]
+    (built,) = worker.survey_key(key)
+    assert built.ok and built.triton_hash
+
+    def planted(name: str, ahead_s: float) -> Row:
+        other = Worker(TOY, TOY / "keys", tmp_path / name / "objects", "gfx950")  # (started before the record)
+        when = time.time() + ahead_s
+        record = InFlight(other.objects.root)._base(built.triton_hash or "").with_suffix(".failed")
+        record.parent.mkdir(parents=True)
+        record.write_text(json.dumps({"error": "CompilationError: planted"}))
+        os.utime(record, (when, when))
+        (row,) = other.survey_key(key)
+        return row
+
+    ahead = planted("ahead", 3600)
+    assert ahead.ok and ahead.resources == built.resources and not ahead.reused
+    fresh = planted("fresh", 0)
+    assert (fresh.status, fresh.error, fresh.transient) == ("error", "CompilationError: planted", True)
+    assert settled_failures([fresh]) == [fresh]  # nothing in the survey compiled it
+    compiled_here = replace(fresh, key="gemm/w2", compile_s=0.4, transient=False)
+    assert settled_failures([compiled_here, fresh])[1].transient is False
+    other_error = replace(compiled_here, error="CompilationError: another")
+    assert settled_failures([other_error, fresh])[1].transient is True

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import commit_all
+from ..conftest import commit_all, privileged_or_skip
 
 GATED_KEYS = '''
 import os
@@ -137,12 +137,12 @@ def small_disk(tmp_path: Path) -> Iterator[callable]:
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(point)],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or done.returncode}")
+            privileged_or_skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or done.returncode}")
         mounted.append(point)
         return point
 
     if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a small tmpfs needs root")
+        privileged_or_skip("mounting a small tmpfs needs root")
     try:
         yield mount
     finally:

@@ -62,6 +62,12 @@ def test_a_row_status_is_one_of_four_and_reads_back_as_such() -> None:
     ({"resources": {"vgpr": 8.5}}, "figure vgpr is 8.5, not a whole number"),
     ({"lint": {"a": 1}}, "lint is neither null nor a list of findings"),
     ({"messages": "said"}, "messages are not a list of lines"),
+    # Issue 31: a negative figure was believed (a spill of -3 bytes, reported as fewer spills).
+    ({"resources": {"vgpr": 128, "sgpr_spill": -3}}, "figure sgpr_spill is -3, not a whole number of zero or more"),
+    # Issue 31: a row on a target its survey does not list crashed `run`'s table (UnknownTargetError's
+    # traceback) or was shown under the wrong vendor.
+    ({"target": "nosuch"}, "row router/tp8/w4 is on target 'nosuch', not one of the survey's (gfx950)"),
+    ({"target": "sm90"}, "row router/tp8/w4 is on target 'sm90', not one of the survey's (gfx950)"),
 ])
 def test_a_stored_row_of_another_shape_is_refused_in_one_line(edit: dict, message: str) -> None:
     # What no survey writes (a hand-edited or damaged store) is refused on load, naming the row and the
@@ -71,6 +77,13 @@ def test_a_stored_row_of_another_shape_is_refused_in_one_line(edit: dict, messag
     with pytest.raises(SurveyFormatError, match="malformed survey") as caught:
         Survey.from_json(json.dumps(data))
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_survey_of_a_target_this_regsurvey_does_not_know_is_refused_in_one_line() -> None:
+    data = json.loads(sample().to_json())
+    data["targets"] = ["gfx950", "gfx1234"]
+    with pytest.raises(SurveyFormatError, match="target 'gfx1234' is not one this regsurvey knows"):
+        Survey.from_json(json.dumps(data))
 
 
 def test_what_was_said_once_per_process_goes_with_its_target_and_kind() -> None:
@@ -117,3 +130,13 @@ def test_a_ptxas_error_on_a_ptx_line_is_the_line_shown() -> None:
     assert error_line(PTXAS_LINE_ERRORS) == (
         "ptxas-blackwell error at PTX line 1549: Arguments mismatch for instruction 'fma' (+2 more)")
     assert error_line(PTXAS_LINE_ERRORS.replace("tmpcg6wm0m4", "tmpi7idw51j")) == error_line(PTXAS_LINE_ERRORS)
+
+
+def test_an_object_report_with_a_negative_figure_is_refused() -> None:
+    """What the result cache keeps of an object: a negative figure is damage (issue 31), refused like an
+    unknown one, so the entry is reported and the kernel compiled again."""
+    from regsurvey.model.results import ObjectReport
+
+    assert ObjectReport.from_dict({"resources": {"vgpr": 0}, "findings": None}).resources == {"vgpr": 0}
+    with pytest.raises(ValueError, match="not figures"):
+        ObjectReport.from_dict({"resources": {"vgpr": -1}, "findings": None})

@@ -10,10 +10,12 @@ also checked against what an H200's driver reported for the same inputs.
 from __future__ import annotations
 
 import io
+import json
 import re
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -30,7 +32,7 @@ from regsurvey.objects.nvidia_object import (
     tool_path,
 )
 
-from ..objects_kernels import compile_kernel
+from ..objects_kernels import compile_kernel, static_shared_cubin
 
 MATMUL = {"BM": 128, "BN": 128, "BK": 64}
 
@@ -194,73 +196,33 @@ def test_occupancy_equals_the_cuda_occupancy_calculator(case: str) -> None:
     assert (res.occupancy_blocks, res.occupancy_warps) == (expected, expected * ck.metadata.num_warps)
 
 
-# A kernel with a real static array (Triton never emits one): 4096 bytes of .shared, and dynamic shared
-# memory beside it. ptxas gives .nv.shared.k 5120 bytes (the reserve, then the array at 0x400).
-STATIC_SHARED_PTX = """
-.version 8.7
-.target {arch}
-.address_size 64
-.extern .shared .align 16 .b8 dyn[];
-.visible .entry k(.param .u64 p)
-{{
- .shared .align 16 .b8 buf[4096];
- .reg .b32 %r<5>; .reg .b64 %rd<4>;
- ld.param.u64 %rd1, [p];
- mov.u32 %r1, %tid.x; shl.b32 %r2, %r1, 2;
- mov.u32 %r3, buf; add.u32 %r3, %r3, %r2; mov.u32 %r0, dyn; st.shared.u32 [%r0], %r2;
- st.shared.u32 [%r3], %r1; bar.sync 0;
- ld.shared.u32 %r1, [%r3+4];
- cvta.to.global.u64 %rd2, %rd1; st.global.u32 [%rd2], %r1;
- ret;
-}}
-"""
-
-
-def static_shared_cubin(target: str) -> tuple[bytes, dict[str, int]]:
-    """STATIC_SHARED_PTX compiled by the ptxas Triton uses for ``target``, and that run's ``-v`` figures."""
-    arch = int(target[2:])
-    with tempfile.TemporaryDirectory() as tmp:
-        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
-        src.write_text(STATIC_SHARED_PTX.format(arch=f"sm_{arch}a"))
-        done = subprocess.run(
-            [ptxas_path(arch), "-v", f"--gpu-name=sm_{arch}a", str(src), "-o", str(out)],
-            capture_output=True, text=True, check=True, timeout=120,
-        )  # fmt: skip
-        smem = re.search(r"(\d+) bytes smem", done.stdout + done.stderr)
-        assert smem
-        return out.read_bytes(), {"static_shared": int(smem[1])}
-
-
-# cuOccupancyMaxActiveBlocksPerMultiprocessor on an H200 (driver 580.159.04) for this kernel compiled
-# by ptxas 12.8 (10 registers, 4 warps), with the dynamic shared memory given; the driver reported
-# SHARED_SIZE_BYTES 4096 for it.
-H200_STATIC_KERNEL_BLOCKS = {0: 16, 1: 16, 20 * 1024: 9, 40 * 1024: 5, 50 * 1024: 4, 100 * 1024: 2, 113 * 1024: 1}
+# What an H200's driver said about kernels regsurvey reads offline (tests/gpu/driver_facts.py made it,
+# on the GPU: `python tests/gpu/driver_facts.py`): the static-shared kernel's SHARED_SIZE_BYTES and
+# blocks per SM at each dynamic size, and Triton kernels' registers, shared memory and blocks per SM.
+H200_FACTS = json.loads((Path(__file__).parents[1] / "gpu" / "h200-driver-facts.json").read_text())
 
 
 @pytest.mark.parametrize("target", ["sm90", "sm100"])
 def test_static_shared_memory_is_kept_and_the_reserve_is_not(target: str) -> None:
     cubin, ptxas = static_shared_cubin(target)
-    assert ptxas["static_shared"] == 4096
+    facts = H200_FACTS["static_shared_kernel"]
+    assert ptxas["static_shared"] == facts["static_shared"] == 4096  # the array, not the reserve
     assert cuobjdump_reading(cubin)["static_shared"] == 4096 + DRIVER_RESERVE
-    for dynamic, blocks in H200_STATIC_KERNEL_BLOCKS.items():
-        res = read_cubin(cubin, shared_bytes=dynamic, num_warps=4, target=TARGETS[target])
-        assert (res.regs, res.shared_bytes, res.occupancy_blocks) == (10, 4096 + dynamic, blocks), dynamic
+    for dynamic, blocks in facts["blocks_per_sm"].items():
+        res = read_cubin(cubin, shared_bytes=int(dynamic), num_warps=facts["warps"], target=TARGETS[target])
+        assert res.shared_bytes == facts["static_shared"] + int(dynamic)
+        # The driver's blocks per SM for the registers its ptxas gave (this machine's ptxas may differ).
+        assert nvidia_occupancy_blocks(regs=facts["regs"], shared_bytes=res.shared_bytes, num_warps=facts["warps"],
+                                       target=TARGETS[target]) == blocks, dynamic
 
 
-# Triton 3.6 kernels launched on an H200: (regs, SHARED_SIZE_BYTES + Triton's dynamic shared memory, warps)
-# and the driver's cuOccupancyMaxActiveBlocksPerMultiprocessor. Their cubins held a 1024-byte
-# .nv.shared.<kernel> (the reserve) wherever shared memory was used; the driver said SHARED_SIZE_BYTES 0.
-@pytest.mark.parametrize(
-    ("regs", "shared", "warps", "blocks"),
-    [
-        (26, 0, 4, 16),  # elementwise add
-        (23, 32, 8, 8),  # a tl.sum over 8 warps: 32 bytes of dynamic shared memory
-        (168, 98304, 4, 2),  # 128x128x64 bf16 GEMM, 3 stages
-        (168, 0, 4, 3),  # the same asked with no dynamic shared memory: registers limit it
-    ],
-)
-def test_occupancy_equals_an_h200s_driver(regs: int, shared: int, warps: int, blocks: int) -> None:
-    assert nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=warps, target=TARGETS["sm90"]) == blocks
+@pytest.mark.parametrize("launch", H200_FACTS["triton_kernels"], ids=lambda launch: launch["name"])
+def test_occupancy_equals_an_h200s_driver(launch: dict[str, Any]) -> None:
+    """Triton kernels launched on an H200: the driver's registers, static + dynamic shared memory and
+    cuOccupancyMaxActiveBlocksPerMultiprocessor, against regsurvey's occupancy from the same figures."""
+    shared = launch["static_shared"] + launch["dynamic_shared"]
+    assert nvidia_occupancy_blocks(regs=launch["regs"], shared_bytes=shared, num_warps=launch["warps"],
+                                   target=TARGETS["sm90"]) == launch["blocks_per_sm"]
 
 
 # Hand-computed: 65536 registers in 4 sub-partitions, allocated per warp in 256s; 64 warps, 32 blocks,
@@ -328,6 +290,39 @@ def test_garbled_code_is_refused_by_the_disassembler() -> None:
     with pytest.raises(CorruptObjectError) as raised:
         disassemble(data)
     assert expected in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_section_claiming_gigabytes_is_refused_before_nvdisasm_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: a real sm90 cubin whose (empty) ``.nv.shared.reserved.0`` is made to claim 4 GiB: nvdisasm
+    allocated and zeroed it (13 s and 4 GB of memory here, 33.6 s on a loaded machine, where README
+    promises a damaged object's answer within 5 s) and then printed the SASS as if nothing were wrong.
+    Now it is a one-line CorruptObjectError before nvdisasm starts, for the SASS and for the pressure's
+    life ranges alike."""
+    from regsurvey.objects import nvidia_object
+    from regsurvey.pressure.nvidia import nvidia_pressure
+
+    ck, _ = compiled("add-sm90")
+    good: bytes = ck.asm["cubin"]
+    elf = ELFFile(io.BytesIO(good))
+    (index,) = [i for i, s in enumerate(elf.iter_sections()) if s.name == ".nv.shared.reserved.0"]
+    assert elf.get_section(index)["sh_type"] == "SHT_NOBITS"
+    size_at = elf.header["e_shoff"] + index * elf.header["e_shentsize"] + 32  # Elf64_Shdr.sh_size
+    damaged = good[:size_at] + (0xFFFFFFFF).to_bytes(8, "little") + good[size_at + 8:]
+    runs: list[list[str]] = []
+    real = nvidia_object.run_tool
+
+    def counted(name: str, args: list[str], path: str) -> str:
+        runs.append(args)
+        return real(name, args, path)
+
+    monkeypatch.setattr(nvidia_object, "run_tool", counted)
+    for read in (lambda: disassemble(damaged), lambda: nvidia_pressure(damaged, "sm90", ck.asm["ptx"])):
+        with pytest.raises(CorruptObjectError) as raised:
+            read()
+        assert str(raised.value).endswith("cubin section .nv.shared.reserved.0 claims 4294967295 bytes, more "
+                                          "than any GPU's memory of its kind (damaged); not disassembled")
+    assert runs == []  # nvdisasm never started
+    assert "add_kernel" in nvidia_object.nvdisasm(good, ["-c"]) and len(runs) == 1  # (the same cubin undamaged)
 
 
 @pytest.mark.parametrize("name", ["empty", "garbage", "truncated", "truncated-by-one", "hsaco"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from dataclasses import replace
 
 from regsurvey.check.baseline import Baseline
@@ -53,3 +54,20 @@ def test_a_passing_gate_has_no_results() -> None:
     base, _ = clean_and_mutated()
     log = sarif_log(judge(compare(base, base), Baseline()), {})
     assert log["runs"][0]["results"] == [] and log["runs"][0]["properties"]["passed"] is True
+
+
+def test_a_path_with_a_space_hash_percent_and_non_ascii_is_percent_encoded() -> None:
+    """``artifactLocation.uri`` is a URI reference (RFC 3986): ``#`` would start a fragment, ``%`` an
+    escape, and a space or ``é`` is no URI character. Each is percent-encoded (UTF-8), ``/`` kept."""
+    base, head = clean_and_mutated()
+    broken = replace(head.rows[1], status="error", error="CompilationError: at 3:4", resources={}, lint=None)
+    result = judge(compare(base, replace(head, rows=(head.rows[0], broken))), Baseline())
+    path = "kernels/my kernels/#2 100%/décodé.py"
+    log = sarif_log(result, {"gfx950:gemm/w2": Site(path, 7), "gfx950:buffers/w8": Site("c:b.py")})
+    newly, suspect = log["runs"][0]["results"]
+    location = newly["locations"][0]["physicalLocation"]
+    assert location == {"artifactLocation": {"uri": "kernels/my%20kernels/%232%20100%25/d%C3%A9cod%C3%A9.py"},
+                        "region": {"startLine": 7}}
+    assert urllib.parse.unquote(location["artifactLocation"]["uri"]) == path
+    # A colon in the first segment would read as a scheme ("c:" a drive letter to some readers).
+    assert suspect["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "c%3Ab.py"

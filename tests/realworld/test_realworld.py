@@ -21,14 +21,20 @@ Triton cache of its own so that Triton's metadata of every build can be read bac
 * each target surveyed alone compiles the same kernels as the three together (a library that caches
   the device when imported must not carry one target's choices into another's keys).
 
-Run with ``python -m pytest -m realworld`` (slow: minutes per library on two cores).
-``tests/realworld/RESULTS.md`` has the last outcome; ``REGSURVEY_REALWORLD_OUT=DIR`` keeps each
-library's survey JSON there, and ``python tests/realworld/summary.py DIR`` prints its table.
+The default test run surveys :data:`IN_DEFAULT_RUN` (the fastest libraries) in full and imports every
+project's keys files for every target (:func:`test_every_keys_file_lists_its_keys_on_every_target`); the
+other libraries' surveys are ``slow``: run them with ``python -m pytest -m realworld`` (minutes per
+library on two cores). A library that is not installed skips, unless ``REGSURVEY_CORPUS_REQUIRED`` is
+set (``.ci/run`` sets it: there a missing library is a failure). vLLM is found on ``REGSURVEY_VLLM_SITE``
+(the directory ``pip install --target`` made) when set. ``tests/realworld/RESULTS.md`` has the last outcome;
+``REGSURVEY_REALWORLD_OUT=DIR`` keeps each library's survey JSON there, and
+``python tests/realworld/summary.py DIR`` prints its table.
 """
 
 from __future__ import annotations
 
 import base64
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -38,6 +44,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +62,16 @@ from ..readings import (
     vgpr_spills,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.realworld]
+pytestmark = [pytest.mark.realworld]
 
 HERE = Path(__file__).parent
 TARGETS = ("gfx942", "gfx950", "sm90", "sm100")
 # project directory -> the module its keys import
 LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite", "flag_gems": "flag_gems",
              "conch": "conch", "triton_kernels": "triton_kernels", "torchao": "torchao", "vllm": "vllm"}
+# Surveyed in full by the default test run (the fastest: conch compiles its 192 builds in about 35 s, Liger
+# its 40 in about 11); the others are `slow`.
+IN_DEFAULT_RUN = ("conch", "liger_kernel")
 # Libraries whose kinds name fewer targets (the keys file says why).
 LIBRARY_TARGETS = {"torchao": ("gfx950", "sm90", "sm100")}
 # Builds the installed toolchain fails on (as it would on a GPU): (library, key pattern, target, kernel
@@ -74,13 +84,37 @@ KNOWN_FAILURES = {
 SURVEY_TIMEOUT_S = 3600
 
 
+def library_env(library: str) -> dict[str, str]:
+    """The environment a survey of ``library``'s project runs in: this one, with vLLM's own directory on
+    ``PYTHONPATH`` for vLLM."""
+    env = dict(os.environ)
+    site = os.environ.get("REGSURVEY_VLLM_SITE")
+    if library == "vllm" and site:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (site, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def require_library(library: str) -> None:
+    """Skip (fail, under ``REGSURVEY_CORPUS_REQUIRED``) where ``library`` is not installed."""
+    module, site = LIBRARIES[library], os.environ.get("REGSURVEY_VLLM_SITE")
+    found = importlib.util.find_spec(module) is not None or bool(
+        library == "vllm" and site and importlib.machinery.PathFinder.find_spec(module, [site]))
+    if found:
+        return
+    how = ("pip install --no-deps --target DIR -r tests/realworld/vllm/requirements.txt, and "
+           "REGSURVEY_VLLM_SITE=DIR" if library == "vllm" else
+           "pip install --no-deps -r tests/realworld/requirements.txt")
+    if os.environ.get("REGSURVEY_CORPUS_REQUIRED"):
+        pytest.fail(f"{module} is not installed ({how}) and REGSURVEY_CORPUS_REQUIRED is set")
+    pytest.skip(f"{module} is not installed ({how})")
+
+
 class Corpus:
     """The surveys of one library: the three targets together, then each alone, in one store."""
 
     def __init__(self, library: str, work: Path):
-        if importlib.util.find_spec(LIBRARIES[library]) is None:
-            pytest.skip(f"{LIBRARIES[library]} is not installed (pip install --no-deps -r "
-                        "tests/realworld/requirements.txt)")
+        require_library(library)
+        self.library = library
         self.project = work / library
         self.targets = LIBRARY_TARGETS.get(library, TARGETS)
         shutil.copytree(HERE / library, self.project, ignore=shutil.ignore_patterns("__pycache__", ".regsurvey"))
@@ -95,7 +129,7 @@ class Corpus:
     def run(self, target: str | None) -> tuple[dict[str, Any], float]:
         """``regsurvey run`` of the project for its matrices' targets (gfx942, gfx950, sm90, sm100; a kind may
         name fewer) or for ``target`` alone: the survey JSON and the wall time."""
-        env = {**os.environ, "TRITON_CACHE_DIR": str(self.triton_cache), "REGSURVEY_SERVER": "off"}
+        env = {**library_env(self.library), "TRITON_CACHE_DIR": str(self.triton_cache), "REGSURVEY_SERVER": "off"}
         start = time.monotonic()
         only = ["--target", target] if target else []
         out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json",
@@ -118,13 +152,66 @@ class Corpus:
 _corpora: dict[str, Corpus] = {}
 
 
-@pytest.fixture(params=sorted(LIBRARIES))
+def _libraries(default: tuple[str, ...]) -> list[Any]:
+    """Every library, those not in ``default`` marked ``slow``."""
+    return [pytest.param(library, marks=() if library in default else pytest.mark.slow)
+            for library in sorted(LIBRARIES)]
+
+
+@pytest.fixture(params=_libraries(IN_DEFAULT_RUN))
 def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """The library's surveys, made once per test session."""
     library = request.param
     if library not in _corpora:
         _corpora[library] = Corpus(library, tmp_path_factory.mktemp(f"realworld-{library}"))
     return _corpora[library]
+
+
+# One target's listing, in a process of its own (as a survey's worker for that target imports the keys
+# files: a library that settles its platform at import must see that target's GPU).
+_LIST_KEYS = """
+import json, sys, warnings
+from pathlib import Path
+warnings.filterwarnings("ignore")
+from regsurvey.engine.worker import Worker
+root, target, objects = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+worker = Worker(root, root / "keys", Path(objects), target)
+listed = worker.listing(None)
+mine = [k for k in listed.keys if k.target == target]
+print(json.dumps({"keys": [k.id for k in mine], "kinds": sorted({k.kind for k in mine}),
+                  "declared": [[kind, list(targets)] for kind, targets in listed.declared],
+                  "notes": list(worker.take_notes())}))
+"""
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_every_keys_file_lists_its_keys_on_every_target(library: str, tmp_path: Path) -> None:
+    """Every corpus project's keys files import, in a worker for each target as a survey's would, and
+    every kind lists keys on each target it names, with no sign that the library found no GPU: what a
+    survey does before it compiles anything, for the libraries the default run does not survey."""
+    require_library(library)
+    project = tmp_path / library
+    shutil.copytree(HERE / library, project, ignore=shutil.ignore_patterns("__pycache__", ".regsurvey"))
+    env = {**library_env(library), "REGSURVEY_SERVER": "off"}
+    targets = LIBRARY_TARGETS.get(library, TARGETS)
+    problems = []
+
+    def listing(target: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _LIST_KEYS, str(project), target, str(tmp_path / "objects")],
+                              cwd=project, env=env, capture_output=True, text=True, timeout=600)
+
+    with ThreadPoolExecutor(2) as pool:  # two targets at a time: each process mostly imports
+        outs = list(pool.map(listing, targets))
+    for target, out in zip(targets, outs):
+        if out.returncode != 0:
+            problems.append(f"{target}: the keys files do not import: {out.stderr.strip()[-1500:]}")
+            continue
+        listed = json.loads(out.stdout.strip().splitlines()[-1])
+        wanted = {kind for kind, kinds_targets in listed["declared"] if target in kinds_targets}
+        if not listed["keys"] or set(listed["kinds"]) != wanted:
+            problems.append(f"{target}: kinds with keys {listed['kinds']}, kinds naming {target} {sorted(wanted)}")
+        problems += [f"{target}: {note}" for note in listed["notes"]]
+    assert not problems, f"{library}:\n" + "\n".join(problems)
 
 
 def test_every_key_builds(corpus: Corpus) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,6 +18,7 @@ from regsurvey.revisions.checkout import (
     Checkout,
     CheckoutError,
     commit_checkout,
+    prune_abandoned,
     repo_root,
     resolve_commit,
     working_tree,
@@ -70,12 +73,24 @@ def test_resolve_commit(repo: Path) -> None:
         resolve_commit(repo, tree)  # an object that is not a commit
 
 
-@pytest.mark.parametrize("rev", ["nosuchbranch", "HEAD~9", "0123456789abcdef", "main..HEAD", "--all", "-h"])
+@pytest.mark.parametrize("rev", ["nosuchbranch", "HEAD~9", "0123456789abcdef", "main..HEAD"])
 def test_an_unknown_revision_is_a_one_line_error(repo: Path, rev: str) -> None:
     with pytest.raises(CheckoutError) as raised:
         resolve_commit(repo, rev)
     assert str(raised.value).startswith(f"unknown revision {rev!r}")
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(("rev", "problem"), [
+    ("--all", "starts with '-': git would read it as an option"),
+    ("-h", "starts with '-': git would read it as an option"),
+    ("--output=/tmp/x", "starts with '-': git would read it as an option"),
+    ("HEAD\n--all", "holds a control character"),
+])
+def test_a_revision_git_would_misread_is_refused_in_one_line(repo: Path, rev: str, problem: str) -> None:
+    with pytest.raises(CheckoutError) as raised:
+        resolve_commit(repo, rev)
+    assert str(raised.value) == f"revision {rev!r} {problem}"
 
 
 def test_a_commit_is_checked_out_apart_and_removed_afterwards(repo: Path) -> None:
@@ -127,6 +142,42 @@ def test_sigterm_unwinds_and_removes_the_worktree(repo: Path) -> None:
         raise AssertionError("SIGTERM did not interrupt the body")
     assert not root.parent.exists() and worktrees(repo) == [] and our_temp_dirs(first) == []
     assert signal.getsignal(signal.SIGTERM) == before  # the handler is the caller's again
+
+
+KILLED_MID_CHECKOUT = """
+import sys, time
+from pathlib import Path
+from regsurvey.revisions.checkout import commit_checkout
+with commit_checkout(Path(sys.argv[1]), "HEAD~2") as checkout:
+    print(checkout.root, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_worktree_of_a_process_killed_outright_is_removed_by_the_next(repo: Path, tmp_path: Path) -> None:
+    """kill -9 runs no cleanup: the worktree stays registered until a later checkout (or a survey of the
+    working tree) in the repository finds its owner gone. One whose owner runs, and one that names no
+    owner (not a survey's), are left alone."""
+    first = git(repo, "rev-parse", "HEAD~2")
+    killed = subprocess.Popen([sys.executable, "-c", KILLED_MID_CHECKOUT, str(repo)], stdout=subprocess.PIPE,
+                              text=True)
+    assert killed.stdout is not None
+    abandoned = Path(killed.stdout.readline().strip())
+    killed.kill()
+    killed.wait()
+    unowned = Path(tempfile.mkdtemp(prefix=f"regsurvey-{first[:10]}-")) / "tree"
+    git(repo, "worktree", "add", "--detach", "--quiet", str(unowned), first)
+    try:
+        assert sorted(worktrees(repo)) == sorted([str(abandoned), str(unowned)])
+        assert working_tree(repo).root == repo  # a survey of the working tree prunes (a checkout too)
+        assert worktrees(repo) == [str(unowned)] and not abandoned.parent.exists()
+        with commit_checkout(repo, "HEAD~1") as running:
+            assert prune_abandoned(repo) == []
+            assert sorted(worktrees(repo)) == sorted([str(unowned), str(running.root)])
+        assert worktrees(repo) == [str(unowned)]
+    finally:
+        git(repo, "worktree", "remove", "--force", str(unowned))
+        unowned.parent.rmdir()
 
 
 def test_an_unknown_commit_makes_no_worktree(repo: Path) -> None:

@@ -22,7 +22,7 @@ from regsurvey.revisions.checkout import CheckoutError
 from regsurvey.revisions.obtain import current_toolchain, default_store, obtain_survey, open_store, selection_text
 from regsurvey.store.store import Store, selection_name
 
-from ..conftest import commit_all, git
+from ..conftest import commit_all, git, reseal
 from ..lint_surveys import clean_and_mutated
 
 GFX950 = SurveyOptions(targets=("gfx950",), jobs=2)
@@ -213,7 +213,7 @@ def test_a_damaged_stored_survey_is_reported_and_surveyed_again(project: tuple[P
     store = default_store(repo)
     (path,) = store.save(stored_survey(sha, hip_toolchain))
     path.write_text(path.read_text()[:-100])
-    path.with_name(path.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
+    reseal(path)  # cut, with its checksum recomputed: what the survey's own reading finds
     surveys_again(repo, "HEAD", store)
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"regsurvey: surveying HEAD ({sha[:10]}) again: stored survey {path} is unusable: "
@@ -256,7 +256,7 @@ def test_a_survey_by_other_readers_is_replaced_by_these_readers_survey(toy_repo:
     data = json.loads(stored.read_text())
     data["toolchain"]["hip"]["amd_codegen_revision"] = "older"
     stored.write_text(json.dumps(data))
-    stored.with_name(stored.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
+    reseal(stored)
     again = obtain_survey(toy_repo, "HEAD", store, GFX950)
     assert again.toolchain == hip_toolchain and all(r.reused for r in again.rows)
     assert [r.resources for r in again.rows] == [r.resources for r in fresh.rows]

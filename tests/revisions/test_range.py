@@ -97,7 +97,7 @@ def test_a_range_of_unknown_revisions_is_an_error(history: tuple[Path, dict[str,
     repo, _ = history
     with pytest.raises(CheckoutError, match=r"^unknown revision 'nosuch' in "):
         commit_range(repo, "nosuch..main")
-    with pytest.raises(CheckoutError, match=r"^unknown revision '--all'"):
+    with pytest.raises(CheckoutError, match=r"^revision '--all' starts with '-'"):
         commit_range(repo, "main~1..--all")
     with pytest.raises(CheckoutError, match="a commit range needs a git repository"):
         commit_range(tmp_path, "HEAD~1..HEAD")

@@ -105,3 +105,55 @@ def test_a_store_where_no_lock_can_be_made_builds_without_one(tmp_path: Path) ->
     objects.mkdir()
     (objects / "inflight").write_text("a file where the directory would be")
     assert InFlight(objects).take(HASH) is None
+
+
+def test_a_record_dated_in_the_future_is_no_failure(tmp_path: Path) -> None:
+    """Issue 31: a ``.failed`` record planted with a time ahead (or written by a host whose clock runs
+    ahead, on a shared directory) failed every later survey's build without compiling it. Now it is stale:
+    removed, and the kernel compiled."""
+    inflight = InFlight(tmp_path / "objects")
+    lock = inflight.take(HASH)
+    assert lock is not None
+    lock.fail("CompilationError: planted")
+    lock.release()
+    record = tmp_path / "objects" / "inflight" / f"{lock.base.name}.failed"
+    assert record.exists()
+    ahead = time.time() + 3600
+    os.utime(record, (ahead, ahead))
+    later = inflight.take(HASH)
+    assert later is not None and not later.waited
+    assert later.failure(since=time.time() - 60) is None and not record.exists()
+    later.release()
+
+
+def test_a_waiter_takes_no_record_older_than_its_wait(tmp_path: Path) -> None:
+    """A holder that dies leaves no record of its own: an older record (another survey's) is not its."""
+    inflight = InFlight(tmp_path / "objects")
+    first = inflight.take(HASH)
+    assert first is not None
+    first.fail("CompilationError: an old failure")
+    first.release()
+    record = tmp_path / "objects" / "inflight" / f"{first.base.name}.failed"
+    old = time.time() - 600
+    os.utime(record, (old, old))
+    process, _ = holder(tmp_path)
+    assert process.pid is not None
+    threading.Timer(0.3, os.kill, (process.pid, signal.SIGKILL)).start()
+    lock = inflight.take(HASH)
+    process.join(60)
+    assert lock is not None and lock.waited and lock.failure(since=0.0) is None and not record.exists()
+    lock.release()
+
+
+def test_a_waiter_is_told_who_holds_the_lock(tmp_path: Path) -> None:
+    """What a survey's time-out names: the holder's process (and host, when it is another)."""
+    process, go = holder(tmp_path)
+    told: list[tuple[str, str | None]] = []
+    inflight = InFlight(tmp_path / "objects")
+    inflight.on_wait = lambda triton_hash, who: told.append((triton_hash, who))
+    release_in(0.3, go)
+    lock = inflight.take(HASH)
+    process.join(60)
+    assert lock is not None and lock.waited
+    assert told == [(HASH, f"process {process.pid}"), (HASH, None)]
+    lock.release()

@@ -1,11 +1,14 @@
 """The content-addressed result cache (regsurvey.store.resultcache), on a real object and its real analysis:
 entries keyed on Triton's hash and the reader revision, checked by their own checksum and by the sha256
-of the object they name, reported in one line and never reused when damaged, written atomically."""
+of the object they name, reported in one line and never reused when damaged, written atomically; an entry
+answering another question (copied over another's) refused, and with REGSURVEY_CACHE_KEY set only entries
+signed with that key believed."""
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import hmac
 import json
 import resource
 import signal
@@ -21,6 +24,7 @@ from regsurvey.model.version import READER_REVISION
 from regsurvey.store import resultcache
 from regsurvey.store.objectstore import ObjectStore
 from regsurvey.store.resultcache import CachedResult, ResultCache
+from regsurvey.store.signing import CACHE_KEY_VAR, SigningKeyError, Unsigned, unsigned_warning
 
 from ..lint_surveys import LINT_FIXTURES
 
@@ -327,3 +331,163 @@ def test_concurrent_puts_and_gets_never_see_a_partial_entry(objects: ObjectStore
     assert seen and all(s in results for s in seen)
     assert capsys.readouterr().err == ""
     assert [p.name for p in entry_path(cache, HASH).parent.iterdir()] == [entry_path(cache, HASH).name]
+
+
+# -- a writer who means harm (issue 31, item 2) ---------------------------------------------------------
+
+KEY = "0123456789abcdef" * 4  # what `openssl rand -hex 32` gives: 64 characters
+OTHER_KEY = "fedcba9876543210" * 4
+
+
+def collecting(objects: ObjectStore) -> tuple[ResultCache, list[Unsigned]]:
+    """A cache whose entries ignored for their signature are collected (as a survey's worker does)."""
+    ignored: list[Unsigned] = []
+    return ResultCache(objects, unsigned=ignored.append), ignored
+
+
+def test_an_entry_copied_over_another_is_refused_and_recompiled(objects: ObjectStore, binary: bytes,
+                                                               clean_report: ObjectReport,
+                                                               suspect_report: ObjectReport,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # Both entries are whole, and their checksums hold: only the question inside tells them apart.
+    cache = ResultCache(objects)
+    cache.put("hash-a", cached(objects, binary, clean_report, compile_s=1.0))
+    second = cached(objects, binary, suspect_report, compile_s=2.0)
+    cache.put("hash-b", second)
+    entry_b = entry_path(cache, "hash-b")
+    entry_b.write_bytes(entry_path(cache, "hash-a").read_bytes())
+    assert cache.get("hash-b") is None
+    check_warning(capsys.readouterr().err, entry_b, "the entry of another build (Triton hash hash-a, not hash-b)")
+    first = cache.get("hash-a")
+    assert first is not None and first.compile_s == 1.0  # the original is untouched
+    cache.put("hash-b", second)  # what the survey does after recompiling
+    assert cache.get("hash-b") == second
+    assert capsys.readouterr().err == ""
+
+
+def test_an_entry_of_other_readers_copied_into_this_ones_place_is_refused(
+        objects: ObjectStore, binary: bytes, clean_report: ObjectReport, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    cache = ResultCache(objects)
+    monkeypatch.setattr(resultcache, "READER_REVISION", "0.1+readers1")
+    cache.put(HASH, cached(objects, binary, clean_report))
+    old = entry_path(cache, HASH, "0.1+readers1")
+    monkeypatch.undo()
+    here = entry_path(cache, HASH)
+    here.parent.mkdir(parents=True, exist_ok=True)
+    here.write_bytes(old.read_bytes())
+    assert cache.get(HASH) is None
+    check_warning(capsys.readouterr().err, here, f"the entry of readers 0.1+readers1 (these are {READER_REVISION})")
+
+
+def test_with_a_key_entries_are_signed_over_their_question(objects: ObjectStore, binary: bytes,
+                                                          clean_report: ObjectReport,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    cache, ignored = collecting(objects)
+    result = cached(objects, binary, clean_report)
+    cache.put(HASH, result)
+    entry = json.loads(entry_path(cache, HASH).read_text())
+    canonical = json.dumps(entry["payload"], sort_keys=True).encode()
+    assert entry["sha256"] == hashlib.sha256(canonical).hexdigest()
+    assert entry["hmac"] == hmac.new(KEY.encode(), f"result {HASH} {READER_REVISION}".encode() + b"\0" + canonical,
+                                     hashlib.sha256).hexdigest()
+    assert cache.get(HASH) == result
+    assert ignored == [] and capsys.readouterr().err == ""
+    # A reader without the key believes a signed entry as it believes any other.
+    monkeypatch.delenv(CACHE_KEY_VAR)
+    assert ResultCache(objects).get(HASH) == result
+
+
+@pytest.mark.parametrize(("written_with", "signed"), [(None, False), (OTHER_KEY, True)],
+                         ids=["unsigned", "another-key"])
+def test_with_a_key_an_entry_without_its_signature_is_ignored_and_recompiled(
+        objects: ObjectStore, binary: bytes, clean_report: ObjectReport, monkeypatch: pytest.MonkeyPatch,
+        written_with: str | None, signed: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    if written_with is None:
+        monkeypatch.delenv(CACHE_KEY_VAR, raising=False)
+    else:
+        monkeypatch.setenv(CACHE_KEY_VAR, written_with)
+    result = cached(objects, binary, clean_report)
+    ResultCache(objects).put(HASH, result)
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    cache, ignored = collecting(objects)
+    assert cache.get(HASH) is None
+    assert ignored == [Unsigned(entry_path(cache, HASH).name, signed=signed)]
+    assert capsys.readouterr().err == ""  # the survey says it, once for every entry (unsigned_warning)
+    cache.put(HASH, result)  # recompiled: signed with this key now
+    assert cache.get(HASH) == result and len(ignored) == 1
+    # Without a collector, the warning is the survey's own line for one entry.
+    monkeypatch.setenv(CACHE_KEY_VAR, OTHER_KEY)
+    assert ResultCache(objects).get(HASH) is None
+    (line,) = stderr_lines(capsys.readouterr().err)
+    assert line == (f"regsurvey: warning: 1 cache entry without a valid {CACHE_KEY_VAR} signature (1 signed with "
+                    f"another key or altered since: {entry_path(cache, HASH).name}) ignored; recompiling")
+
+
+def test_an_edit_with_its_checksum_recomputed_is_caught_by_the_key_only(
+        objects: ObjectStore, binary: bytes, clean_report: ObjectReport, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The checksum is for accidents: anyone can recompute it. The signature is what a writer without the
+    # key cannot make.
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    cache, ignored = collecting(objects)
+    cache.put(HASH, cached(objects, binary, clean_report))
+    entry = entry_path(cache, HASH)
+    data = json.loads(entry.read_text())
+    data["payload"]["report"]["resources"]["vgpr"] = 7
+    data["sha256"] = hashlib.sha256(json.dumps(data["payload"], sort_keys=True).encode()).hexdigest()
+    entry.write_text(json.dumps(data))
+    assert cache.get(HASH) is None
+    assert ignored == [Unsigned(entry.name, signed=True)]
+    # What README says a cache without a key believes: whatever its writers wrote.
+    monkeypatch.delenv(CACHE_KEY_VAR)
+    edited = ResultCache(objects).get(HASH)
+    assert edited is not None and edited.resources["vgpr"] == 7
+
+
+def test_a_signed_entry_copied_over_another_is_refused(objects: ObjectStore, binary: bytes,
+                                                      clean_report: ObjectReport, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Well signed, by this key, but the answer to another question.
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    cache, ignored = collecting(objects)
+    cache.put("hash-a", cached(objects, binary, clean_report))
+    entry_b = entry_path(cache, "hash-b")
+    entry_b.parent.mkdir(parents=True, exist_ok=True)
+    entry_b.write_bytes(entry_path(cache, "hash-a").read_bytes())
+    assert cache.get("hash-b") is None and ignored == []
+    check_warning(capsys.readouterr().err, entry_b, "the entry of another build (Triton hash hash-a, not hash-b)")
+
+
+def test_entries_sent_to_a_cluster_hold_as_get_checks_them(objects: ObjectStore, binary: bytes,
+                                                           clean_report: ObjectReport,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    result = cached(objects, binary, clean_report)
+    ResultCache(objects).put("unsigned", result)
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    cache, ignored = collecting(objects)
+    cache.put("signed", result)
+    assert ResultCache(objects).entries().keys() == {"signed"}
+    cache.entries()
+    assert ignored == [Unsigned(entry_path(cache, "unsigned").name, signed=False)]
+
+
+@pytest.mark.parametrize("value", ["secret", "x" * 31])
+def test_a_key_too_short_to_keep_a_secret_is_refused(objects: ObjectStore, value: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_KEY_VAR, value)
+    with pytest.raises(SigningKeyError) as raised:
+        ResultCache(objects)
+    assert str(raised.value) == (f"{CACHE_KEY_VAR} holds {len(value)} characters; a signing key needs at least 32 "
+                                 "(e.g. the output of `openssl rand -hex 32`)")
+    monkeypatch.setenv(CACHE_KEY_VAR, "")  # a secret a job is not given reads empty: no key
+    assert ResultCache(objects).key is None
+
+
+def test_the_warning_counts_and_names_the_entries() -> None:
+    entries = [Unsigned(f"{c * 8}.json", signed=c in "ab") for c in "abcde"]
+    assert unsigned_warning(entries) == (
+        f"regsurvey: warning: 5 cache entries without a valid {CACHE_KEY_VAR} signature (3 unsigned, 2 signed "
+        "with another key or altered since: aaaaaaaa.json, bbbbbbbb.json, cccccccc.json and 2 more) ignored; "
+        "recompiling")

@@ -12,7 +12,7 @@ from pathlib import Path
 from regsurvey.engine.survey import KeyCosts
 from regsurvey.model.keys import Key
 
-from ..conftest import commit_all
+from ..conftest import commit_all, reseal
 
 
 def survey(repo: Path, *args: str) -> tuple[dict, str]:
@@ -85,17 +85,18 @@ def test_damaged_or_foreign_stored_survey_is_redone(toy_repo: Path) -> None:
     first, _ = survey(toy_repo, "--target", "sm90")
     stored = toy_repo / ".regsurvey" / "surveys" / first["commit"] / "sm90.json"
     stored.write_text(stored.read_text()[:-200])
-    stored.with_name(stored.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
+    reseal(stored)  # cut, with its checksum recomputed: what the survey's own reading finds
     data, err = survey(toy_repo, "--target", "sm90")
-    assert f"regsurvey: surveying the working tree again: stored survey {stored} is unusable: " in err
+    assert f"regsurvey: surveying the working tree again: stored survey {stored} is unusable: not JSON" in err
     assert data["created"] >= first["created"] and all(reused(data).values())
     # A survey made by another toolchain is not reused either.
     doc = json.loads(stored.read_text())
     doc["toolchain"]["cuda"]["triton"] = "0.0.0"
     doc["rows"] = []
     stored.write_text(json.dumps(doc))
-    stored.with_name(stored.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
-    data, _ = survey(toy_repo, "--target", "sm90")
+    reseal(stored)
+    data, err = survey(toy_repo, "--target", "sm90")
+    assert "again: the toolchain changed since the stored survey of sm90 (cuda triton: " in err
     assert len(data["rows"]) == 6 and data["toolchain"]["cuda"]["triton"] != "0.0.0"
 
 
@@ -182,7 +183,7 @@ def test_a_stored_survey_of_other_readers_is_surveyed_again(toy_repo: Path) -> N
             if row["resources"]:
                 row["resources"] = {**row["resources"], next(iter(row["resources"])): 999}
         path.write_text(json.dumps(data))
-        path.with_name(path.name + ".sha256").unlink(missing_ok=True)  # as a store written before checksums
+        reseal(path)
     again, err = survey(toy_repo, "--commit", "HEAD")
     assert f"regsurvey: surveying HEAD ({first['commit'][:10]}) again: the stored survey of gfx950 was made by " \
         "regsurvey readers 0.0.1+readers1" in err
@@ -206,7 +207,7 @@ def test_a_survey_stored_before_constexprs_were_recorded_is_made_again(toy_repo:
         for row in data["rows"]:
             del row["build"], row["name"]
         path.write_text(json.dumps(data))
-        path.with_name(path.name + ".sha256").unlink(missing_ok=True)
+        reseal(path)
     again, err = survey(toy_repo, "--commit", "HEAD")
     assert f"regsurvey: surveying HEAD ({first['commit'][:10]}) again: the stored survey of gfx950 was made before " \
         "builds' constexprs were recorded" in err

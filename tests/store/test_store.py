@@ -1,9 +1,12 @@
 """The survey store (regsurvey.store.store): one file per commit and target, partial surveys kept apart,
-the matrices' own targets remembered, targets merged on load, and a damaged file a one-line StoreError."""
+the matrices' own targets remembered, targets merged on load, and a damaged file a one-line StoreError;
+a survey that does not prove its commit and target (moved, swapped, without its seal), or is unsigned
+while REGSURVEY_CACHE_KEY is set, is refused."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -11,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from regsurvey.model.results import Row, Survey
+from regsurvey.store.signing import CACHE_KEY_VAR
 from regsurvey.store.store import Store, StoreError, selection_name
 
-from ..conftest import commit_all, git
+from ..conftest import commit_all, git, reseal
 from ..lint_surveys import clean_and_mutated
 
 CUDA = {"cuda": {"triton": "3.9.0", "python": "3.11", "fp_fusion": True, "fp_fusion_env": None,
@@ -184,10 +188,18 @@ def test_the_store_ignores_itself_in_git(tmp_path: Path, surveys: tuple[Survey, 
     assert gitignore.read_text().endswith("# kept\n")
 
 
+def seal_of(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
 def damage(path: Path, how: str) -> None:
-    """Damage a stored survey as a store written before checksums (none beside it) would be damaged: what
-    the survey's own checks find (a checksum mismatch is tested on its own)."""
-    path.with_name(path.name + ".sha256").unlink(missing_ok=True)
+    """Damage a stored survey and recompute its checksum: what the survey's own checks find (a checksum
+    mismatch is tested on its own)."""
+    damage_only(path, how)
+    reseal(path)
+
+
+def damage_only(path: Path, how: str) -> None:
     text = path.read_text()
     if how == "truncated":
         path.write_text(text[:-200])
@@ -254,7 +266,8 @@ def test_a_stored_survey_that_does_not_match_its_checksum_is_refused(tmp_path: P
     base, _ = surveys
     store = Store(tmp_path / "store")
     (path,) = store.save(base)
-    assert path.with_name(path.name + ".sha256").read_text() == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert json.loads(seal_of(path).read_text()) == {"answers": f"survey {base.commit} gfx950",
+                                                     "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     data = json.loads(path.read_text())
     data["rows"][0]["resources"]["vgpr"] += 1
     path.write_text(json.dumps(data))
@@ -262,3 +275,160 @@ def test_a_stored_survey_that_does_not_match_its_checksum_is_refused(tmp_path: P
         store.load(base.commit, ["gfx950"])
     store.save(base)  # surveyed again and stored: whole again
     assert store.load(base.commit, ["gfx950"]) == base
+
+
+# -- a writer who means harm (issue 31, item 2) ---------------------------------------------------------
+
+KEY = "0123456789abcdef" * 4
+OTHER_KEY = "fedcba9876543210" * 4
+
+
+def unusable(store: Store, commit: str | None, target: str = "gfx950", selection: str | None = None) -> str:
+    """Why loading ``commit``'s stored survey of ``target`` fails: the StoreError's message after the path."""
+    with pytest.raises(StoreError) as raised:
+        store.load(commit, [target], selection)
+    message = str(raised.value)
+    assert "\n" not in message and " is unusable: " in message
+    return message.split(" is unusable: ", 1)[1]
+
+
+def seal_as(path: Path, commit: str | None, target: str) -> None:
+    """Write ``path``'s seal for the place it is in, as anyone who can write the store can (no key)."""
+    seal_of(path).write_text(json.dumps({"answers": f"survey {commit} {target}",
+                                         "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}))
+
+
+def swap(one: Path, two: Path) -> None:
+    parked = one.with_name(one.name + ".parked")
+    one.rename(parked)
+    two.rename(one)
+    parked.rename(two)
+
+
+def test_swapped_commit_folders_are_refused_and_surveyed_again(tmp_path: Path,
+                                                               surveys: tuple[Survey, Survey]) -> None:
+    # The issue's case: two commits' folders swapped (seals and all) served each commit the other's
+    # figures, and check passed a regression reversed.
+    base, head = surveys
+    store = Store(tmp_path / "store")
+    store.save(base)
+    store.save(head)
+    folders = tmp_path / "store" / "surveys"
+    swap(folders / base.commit, folders / head.commit)
+    assert unusable(store, base.commit) == (f"its checksum file is that of 'survey {head.commit} gfx950', not of "
+                                            f"'survey {base.commit} gfx950' (moved or swapped from another folder)")
+    # A writer who also rewrites each seal for its new place: the survey itself says whose it is.
+    for commit in (base.commit, head.commit):
+        seal_as(folders / commit / "gfx950.json", commit, "gfx950")
+    for asked, holds in ((base.commit, head.commit), (head.commit, base.commit)):
+        assert unusable(store, asked) == f"it holds the survey of {holds} on gfx950, not of {asked} on gfx950"
+    store.save(base)  # surveyed again: whole again
+    assert store.load(base.commit, ["gfx950"]) == base
+
+
+def test_swapped_targets_are_refused(tmp_path: Path, surveys: tuple[Survey, Survey]) -> None:
+    base, _ = surveys
+    store = Store(tmp_path / "store")
+    gfx950, sm90 = store.save(two_targets(base))
+    swap(gfx950, sm90)
+    swap(seal_of(gfx950), seal_of(sm90))
+    assert unusable(store, base.commit).startswith(f"its checksum file is that of 'survey {base.commit} sm90'")
+    seal_as(gfx950, base.commit, "gfx950")
+    assert unusable(store, base.commit) == (f"it holds the survey of {base.commit} on sm90, not of {base.commit} "
+                                            "on gfx950")
+    # A survey naming its target but holding another's rows is refused too.
+    data = json.loads(sm90.read_text())
+    data["targets"] = ["sm90"]
+    data["rows"][0]["target"] = "gfx950"
+    sm90.write_text(json.dumps(data))
+    seal_as(sm90, base.commit, "sm90")
+    assert unusable(store, base.commit, "sm90") == ("malformed survey (ValueError: row buffers/w8 is on target "
+                                                    "'gfx950', not one of the survey's (sm90))")
+
+
+def test_swapped_partial_surveys_are_refused(tmp_path: Path, surveys: tuple[Survey, Survey]) -> None:
+    base, _ = surveys
+    store = Store(tmp_path / "store")
+    gemm = replace(base, rows=tuple(r for r in base.rows if r.kind == "gemm"))
+    buffers = replace(base, rows=tuple(r for r in base.rows if r.kind == "buffers"))
+    (one,) = store.save(gemm, partial=True, selection="kinds=gemm keys=")
+    (two,) = store.save(buffers, partial=True, selection="kinds=buffers keys=")
+    swap(one.parent, two.parent)
+    assert unusable(store, base.commit, selection="kinds=gemm keys=") == (
+        f"its checksum file is that of 'survey {base.commit} gfx950 selection kinds=buffers keys=', not of "
+        f"'survey {base.commit} gfx950 selection kinds=gemm keys=' (moved or swapped from another folder)")
+
+
+@pytest.mark.parametrize(("seal", "says"), [
+    (None, "no checksum file beside it (gfx950.json.sha256): not trusted"),
+    ("old", "its checksum file is not one this regsurvey writes (an older regsurvey's?)"),
+    ("[]", "its checksum file is not one this regsurvey writes (an older regsurvey's?)"),
+], ids=["missing", "older-format", "not-a-seal"])
+def test_a_survey_without_its_seal_is_not_trusted(tmp_path: Path, surveys: tuple[Survey, Survey], seal: str | None,
+                                                  says: str) -> None:
+    # A survey edited (a figure lowered) and its checksum file deleted was believed: surveys stored before
+    # checksums had none.
+    base, _ = surveys
+    store = Store(tmp_path / "store")
+    (path,) = store.save(base)
+    data = json.loads(path.read_text())
+    data["rows"][0]["resources"]["vgpr"] -= 1
+    path.write_text(json.dumps(data))
+    if seal is None:
+        seal_of(path).unlink()
+    else:  # a bare sha256, as regsurvey wrote it before seals said what they vouch for
+        seal_of(path).write_text(hashlib.sha256(path.read_bytes()).hexdigest() if seal == "old" else seal)
+    assert unusable(store, base.commit) == says
+    store.save(base)
+    assert store.load(base.commit, ["gfx950"]) == base
+
+
+def test_with_a_key_surveys_are_signed_and_only_signed_ones_believed(tmp_path: Path, surveys: tuple[Survey, Survey],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    base, _ = surveys
+    root = tmp_path / "store"
+    (path,) = Store(root).save(base)  # without a key: unsigned
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    store = Store(root)
+    assert unusable(store, base.commit) == f"unsigned ({CACHE_KEY_VAR} is set)"
+    store.save(base)
+    question = f"survey {base.commit} gfx950"
+    assert json.loads(seal_of(path).read_text()) == {
+        "answers": question, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "hmac": hmac.new(KEY.encode(), question.encode() + b"\0" + path.read_bytes(), hashlib.sha256).hexdigest()}
+    assert store.load(base.commit, ["gfx950"]) == base
+    # Another key's signature, or an edit with its checksum recomputed: refused.
+    monkeypatch.setenv(CACHE_KEY_VAR, OTHER_KEY)
+    assert unusable(Store(root), base.commit) == f"signed with another key or altered since ({CACHE_KEY_VAR} is set)"
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    data = json.loads(path.read_text())
+    data["rows"][0]["resources"]["vgpr"] -= 1
+    path.write_text(json.dumps(data))
+    reseal(path)
+    assert unusable(store, base.commit) == f"signed with another key or altered since ({CACHE_KEY_VAR} is set)"
+    # Without a key, the edit is believed: the checksum is for accidents (README, "Trust").
+    monkeypatch.delenv(CACHE_KEY_VAR)
+    edited = Store(root).load(base.commit, ["gfx950"])
+    assert edited is not None and edited.rows[0].resources["vgpr"] == base.rows[0].resources["vgpr"] - 1
+
+
+def test_an_index_that_does_not_hold_is_not_believed(tmp_path: Path, surveys: tuple[Survey, Survey],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The index says which targets a survey without --target covers: one that named fewer would hide a
+    # target's regressions from check.
+    base, head = surveys
+    store = Store(tmp_path / "store")
+    store.save(two_targets(base), default_targets=True)
+    store.save(head, default_targets=True)
+    folders = tmp_path / "store" / "surveys"
+    base_index, head_index = folders / base.commit / "index.json", folders / head.commit / "index.json"
+    assert store.default_targets(base.commit) == ["gfx950", "sm90"]
+    swap(base_index, head_index)
+    swap(seal_of(base_index), seal_of(head_index))
+    assert store.default_targets(base.commit) is None and store.default_targets(head.commit) is None
+    seal_of(base_index).unlink()
+    assert store.default_targets(base.commit) is None
+    store.save(two_targets(base), default_targets=True)
+    assert store.default_targets(base.commit) == ["gfx950", "sm90"]
+    monkeypatch.setenv(CACHE_KEY_VAR, KEY)
+    assert Store(tmp_path / "store").default_targets(base.commit) is None  # unsigned
