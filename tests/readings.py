@@ -117,10 +117,17 @@ def amd_lds_reading(ttgir: str, hsaco: bytes) -> int:
     module's ``ttg.shared`` that becomes Triton's ``shared``, must be that extent.
     """
     allocated = _allocated_ttgir(ttgir)
-    extent = max((offset + size for offset, size in _lds_buffers(allocated)), default=0)
+    buffers = _lds_buffers(allocated)
     total = re.search(r"\bttg\.shared = (\d+) : i32", allocated)
     assert total, "the allocated TTGIR has no ttg.shared"
-    assert int(total.group(1)) == extent, f"ttg.shared {total.group(1)} is not its buffers' extent {extent}"
+    if all(size is not None for _, size in buffers):
+        extent = max((offset + size for offset, size in buffers if size is not None), default=0)
+        assert int(total.group(1)) == extent, f"ttg.shared {total.group(1)} is not its buffers' extent {extent}"
+    else:
+        # Triton before 3.9 prints no size for an op's scratch: the pass's own total, from the TTGIR kept
+        # beside the object (not the compile's metadata), holds every buffer sized here.
+        extent = int(total.group(1))
+        assert all(offset + size <= extent for offset, size in buffers if size is not None), (buffers, extent)
     return int(note_metadata(hsaco)[".group_segment_fixed_size"]) + extent
 
 
@@ -155,10 +162,11 @@ _SIZE = re.compile(r"\ballocation\.size = (\d+) : i32")
 _ALIAS = re.compile(r"^(#\w+) = (.*)$", re.M)
 
 
-def _lds_buffers(allocated: str) -> list[tuple[int, int]]:
-    """(offset, bytes) of every LDS buffer of an allocated TTGIR."""
+def _lds_buffers(allocated: str) -> list[tuple[int, int | None]]:
+    """(offset, bytes) of every LDS buffer of an allocated TTGIR; bytes None for an op's scratch (a
+    reduction's, a layout conversion's, an atomic's), which Triton before 3.9 sizes without saying."""
     aliases = dict(_ALIAS.findall(allocated))
-    buffers = []
+    buffers: list[tuple[int, int | None]] = []
     for line in allocated.splitlines():
         offset = _OFFSET.search(line)
         if offset is None:
@@ -168,6 +176,9 @@ def _lds_buffers(allocated: str) -> list[tuple[int, int]]:
             buffers.append((int(offset.group(1)), int(size.group(1))))
             continue
         memdesc = re.search(r"ttg\.local_alloc\b.*-> !ttg\.memdesc<([^,>]+), (#[\w.]+)", line)
+        if memdesc is None and not TRITON_39_CODEGEN:  # scratch: sized by the pass, which does not say
+            buffers.append((int(offset.group(1)), None))
+            continue
         assert memdesc, f"an LDS buffer of no known size: {line.strip()[:200]}"
         # The layout: an alias defined at the top (#shared = #ttg.padded_shared<...>), or written inline.
         encoding = aliases.get(memdesc.group(2), line[memdesc.start(2):])
@@ -213,6 +224,7 @@ def llvm_amdgcn(llir: str, arch: str, *, fp_fusion: bool = True) -> tuple[str, s
             else:
                 from triton._C.libtriton import amd, llvm
 
+                llvm.init_targets()  # once per process; done by a compile, which a cached kernel skips
                 text = llvm.translate_to_asm(llir, amd.TARGET_TRIPLE, arch, "", [], fp_fusion, False)
         finally:
             os.dup2(saved, 2)
@@ -231,13 +243,25 @@ def declare_lds(llir: str, lds_bytes: int) -> str:
     return declared
 
 
+# The LDS allocation block (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE granularity), for LLVM before the fix.
+_LDS_BLOCK = {"gfx942": 512, "gfx950": 1280}
+
+
 @functools.cache
 def llvm_occupancy(target: str, *, lds_bytes: int = 0, workgroup: int = 64, vgprs: int = 0) -> int:
     """LLVM's ``; Occupancy`` for a kernel that only declares ``lds_bytes`` of LDS (``amdgpu-lds-size``,
     the attribute LLVM's own LDS lowering sets), workgroups of exactly ``workgroup`` work-items
     (``amdgpu-flat-work-group-size``) and, with ``vgprs``, uses that many VGPRs (an inline asm clobbering
     the last): LLVM's occupancy model (``GCNSubtarget::computeOccupancy``) given those figures and no
-    others. 0 where LLVM says the LDS is more than a CU has."""
+    others. 0 where LLVM says the LDS is more than a CU has.
+
+    The LLVM of Triton before 3.9 divides a CU's LDS by the bytes asked, not by the blocks the hardware
+    allocates (its FIXME, fixed by llvm/llvm-project#205637): there the LDS is declared rounded up to the
+    block (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE: 512 B on gfx942, 1280 B on gfx950), the one figure
+    of the model not left to LLVM."""
+    if not TRITON_39_CODEGEN and lds_bytes:
+        block = _LDS_BLOCK[target]
+        lds_bytes = -(-lds_bytes // block) * block
     clobber = f'  call void asm sideeffect "", "~{{v{vgprs - 1}}}"()\n' if vgprs else ""
     module = (f"define amdgpu_kernel void @lds_reading() #0 {{\n{clobber}  ret void\n}}\n"
               f'attributes #0 = {{ "amdgpu-flat-work-group-size"="{workgroup},{workgroup}" '

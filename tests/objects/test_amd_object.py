@@ -272,8 +272,10 @@ def test_waves_that_do_not_spread_evenly_count_on_the_busiest_simd() -> None:
     workgroups = (64 * 1024) // (-(-ck.metadata.shared // 512) * 512)
     waves = workgroups * ck.metadata.num_warps
     per_simd = [waves // 4 + (simd < waves % 4) for simd in range(4)]
-    registers = comment(text, "Occupancy")  # LLVM's: the register limit alone (3 waves at 152 VGPRs)
-    assert (workgroups, waves, per_simd, registers) == (3, 6, [2, 2, 1, 1], 3)
+    # LLVM's: the register limit alone (3 waves at Triton 3.9's 152 VGPRs, 4 at Triton 3.6's fewer).
+    registers = comment(text, "Occupancy")
+    assert (workgroups, waves, per_simd) == (3, 6, [2, 2, 1, 1])
+    assert registers == (3 if TRITON_39 else 4)
     assert res.occupancy == min(max(per_simd), registers) == 2
     # LLVM's own figure for this LDS and 2-wave workgroups says the same.
     assert llvm_occupancy("gfx942", lds_bytes=ck.metadata.shared, workgroup=128) == 2
