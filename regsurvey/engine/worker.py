@@ -82,8 +82,9 @@ from .protocol import (
 )
 
 # A compile's texts kept beside its object: what the lint, the pressure reader and a later reading
-# of the object need (ttgir is not read back).
-KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", PTXAS_LOG)
+# of the object need. The ttgir holds the shared-memory buffers Triton allocates (their layouts and
+# sizes): the LDS the object does not record, which Triton passes at launch.
+KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", "ttgir", PTXAS_LOG)
 
 
 @dataclass
