@@ -83,7 +83,7 @@ def refuse_privileged_event(env: Mapping[str, str]) -> None:
     if event in PRIVILEGED_EVENTS:
         raise ValueError(f"refusing to run on {event}: its job holds the base repository's write token and "
                          "secrets, and the check runs the pull request's code; run it on pull_request "
-                         "(README.md, \"CI: GitHub Actions and GitLab\")")
+                         "(docs/ci.md, \"CI: GitHub Actions and GitLab\")")
 
 
 def command(env: Mapping[str, str]) -> list[str]:

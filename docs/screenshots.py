@@ -1,4 +1,4 @@
-"""Regenerate the pictures README shows: ``python docs/screenshots.py`` (a clone installed with
+"""Regenerate the pictures docs/commands.md shows: ``python docs/screenshots.py`` (a clone installed with
 ``pip install -e '.[test]'``, Debian's chromium at /usr/bin/chromium; a few minutes from a cold Triton cache).
 
 It builds the demo repository (``regsurvey demo --keep`` builds the same), then

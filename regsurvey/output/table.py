@@ -108,7 +108,7 @@ def summary_line(survey: Survey) -> str:
     spills = ", ".join(
         f"{fig.noun} in {len({(r.key, r.target) for r in survey.rows if r.resources.get(fig.name)})}"
         for fig in (figure(name) for name in SPILL_FIGURES) if fig.companion_of is None)
-    # Every build is linted (README "The kernarg lint"): say so when one could not be.
+    # Every build is linted (docs/commands.md, "The kernarg lint"): say so when one could not be.
     unlinted = sum(1 for r in survey.rows if r.ok and r.lint is None)
     return (f"{len(keys)} keys ({len(survey.rows) - len(skipped)} rows) on {', '.join(survey.targets)}: "
             f"{len(keys) - len(failed) - len(flaky)} build, {len(failed)} fail"

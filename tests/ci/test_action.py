@@ -18,7 +18,7 @@ import pytest
 
 from ..conftest import commit_all
 from .actions import ActionRun, environment, run_action
-from .conftest import LEAKING_KEYS, REGSURVEY, Project
+from .conftest import LEAKING_KEYS, REGSURVEY, Project, scale_reading
 from .forge import Forge, serving
 
 TOKEN = "ghs_action-test-token-0987654321"
@@ -77,10 +77,13 @@ def test_the_action_judges_the_pull_request_comments_and_fails_with_the_check(pr
         # A clean checkout is its commit: both sides by their shas.
         base, head = project.base[:10], project.head[:10]
         assert markdown.startswith(f"### regsurvey check failed, 1 problem: `{head}` against `{base}`\n")
-        assert ("- scale/width2 on sm90 (scale_rows): occupancy 64 → 36 warps/SM; no baseline entry allows it\n"
-                in markdown)
+        before, after = (scale_reading(project.repo / ".regsurvey", sha) for sha in (project.base, project.head))
+        assert after["occupancy_warps"] < before["occupancy_warps"] and after["regs"] > before["regs"]
+        assert (f"- scale/width2 on sm90 (scale_rows): occupancy {before['occupancy_warps']} → "
+                f"{after['occupancy_warps']} warps/SM; no baseline entry allows it\n") in markdown
         assert f"### Registers: `{base}` → `{head}`\n" in markdown
-        assert "- raises registers of scale width2 on sm90 (30 → 50); built with BLOCK 4096 → 8192\n" in markdown
+        assert (f"- raises registers of scale width2 on sm90 ({before['regs']} → {after['regs']}); built with "
+                "BLOCK 4096 → 8192\n") in markdown
         assert markdown in check.stdout  # and in the log
         assert first.summary == markdown + "\n"  # regsurvey check appended it to the step's summary
 
@@ -205,7 +208,7 @@ def test_a_privileged_event_runs_no_code_of_the_pull_request(project: Project, t
         check = done.step("check")
         assert check.outputs == {"status": "2"}
         why = (f"refusing to run on {event_name}: its job holds the base repository's write token and secrets, "
-               "and the check runs the pull request's code; run it on pull_request (README.md, \"CI: GitHub "
+               "and the check runs the pull request's code; run it on pull_request (docs/ci.md, \"CI: GitHub "
                "Actions and GitLab\")")
         assert check.stderr == f"regsurvey_check: error: {why}\n"
         assert (tmp_path / "regsurvey.md").read_text() == f"### regsurvey check could not run\n\n{why}\n"
