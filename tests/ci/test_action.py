@@ -70,8 +70,14 @@ def test_the_action_judges_the_pull_request_comments_and_fails_with_the_check(pr
         sarif_path, markdown_path = tmp_path / "regsurvey.sarif", tmp_path / "regsurvey.md"  # in the runner's temp
         assert check.ran and check.outputs == {"status": "1", "sarif": str(sarif_path)}, check.stderr
         assert check.env["REGSURVEY_BASE"] == project.base and check.env["REGSURVEY_TARGETS"] == "sm90"
-        assert (f"regsurvey -m regsurvey check --base {project.base} --sarif {sarif_path} --quiet --target sm90 "
+        assert (f"regsurvey -m regsurvey check --base {project.base} --sarif {sarif_path} --target sm90 "
                 "--store .regsurvey -C .") in check.stderr.replace(sys.executable, "regsurvey")
+        # Not --quiet: the log shows the surveys' progress, a line per event.
+        progress = [line for line in check.stderr.splitlines() if "revision " in line and " of 2" in line]
+        assert [line for line in progress if line.startswith("regsurvey: surveying")] == [
+            f"regsurvey: surveying {project.base[:10]}, revision 1 of 2",
+            "regsurvey: surveying working tree, revision 2 of 2"], check.stderr  # the checkout of the head
+        assert sum("1/1 key" in line and "done in" in line for line in progress) == 2, check.stderr
 
         markdown = markdown_path.read_text()
         # A clean checkout is its commit: both sides by their shas.
