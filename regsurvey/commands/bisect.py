@@ -44,7 +44,8 @@ from .options import check_figures, make_survey_options, store_options, table_st
 @store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress on stderr (bars in a terminal, a line every 10 s elsewhere).")
 def bisect(good: str, bad: str, key: str, figure: str, above: int | None, targets: tuple[str, ...], fmt: str,
            jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool) -> None:
     """Find the first commit of GOOD..BAD (first parents) where FIGURE of the builds matching --key
@@ -69,12 +70,15 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
         store = open_store(store_dir, start)
         surveys: dict[str, Survey] = {}
         made = 0
+        # How each survey is announced: GOOD, or the commit's place in the range.
+        places = {base: "GOOD", **{c.sha: f"commit {i} of {len(commits)}" for i, c in enumerate(commits, start=1)}}
 
         def survey_of(sha: str) -> Survey:
             nonlocal made
             if sha not in surveys:
                 with survey_progress(enabled=not quiet) as progress:
-                    survey, fresh = selection_survey(start, sha, store, options, progress)
+                    named = progress.named(f"{sha[:10]}, {places[sha]}")
+                    survey, fresh = selection_survey(start, sha, store, options, named)
                 surveys[sha] = survey
                 made += fresh
             return surveys[sha]

@@ -75,8 +75,9 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
         surveys = []
         made = 0
         with survey_progress(enabled=not quiet) as progress:
-            for sha in shas:
-                survey, fresh = selection_survey(start, sha, store, options, progress)
+            for number, sha in enumerate(shas, start=1):
+                named = progress.numbered(number, len(shas), "commit").named(sha[:10])
+                survey, fresh = selection_survey(start, sha, store, options, named)
                 surveys.append(survey)
                 made += fresh
         if not quiet:

@@ -38,7 +38,8 @@ def selection_options(*, target_help: str = _TARGET_HELP, kind_help: str = _KIND
                      help="Worker processes (default: the number of usable cores)."),
         click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
                      help="Seconds one key may take before it is marked error."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="No progress on stderr (bars in a terminal, a line every 10 s elsewhere)."),
     ]
 
     def apply(command: F) -> F:

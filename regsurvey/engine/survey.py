@@ -76,7 +76,7 @@ class SurveyError(Exception):
 def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
     """What a worker runs with: ``env`` without its secret variables, but for ``REGSURVEY_CACHE_KEY``,
     with which workers sign the results they store. That key belongs only in jobs that survey trusted
-    revisions (README, "Trust"): a merge request's job never holds it, so no project's code it runs
+    revisions (docs/trust.md): a merge request's job never holds it, so no project's code it runs
     could read it there."""
     clean = without_secrets(env)
     if env.get(CACHE_KEY_VAR):
@@ -410,6 +410,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             get_target(t)  # raises UnknownTargetError with the known names
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
+    progress.on_survey(checkout.label)
     from .ray_executor import ray_address, survey_on_ray
 
     if ray_address(options) is not None:  # on a Ray cluster: each key a call to an actor there

@@ -83,8 +83,9 @@ from .protocol import (
 )
 
 # A compile's texts kept beside its object: what the lint, the pressure reader and a later reading
-# of the object need (ttgir is not read back).
-KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", PTXAS_LOG)
+# of the object need. The ttgir holds the shared-memory buffers Triton allocates (their layouts and
+# sizes): the LDS the object does not record, which Triton passes at launch.
+KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", "ttgir", PTXAS_LOG)
 
 
 @dataclass
@@ -430,7 +431,7 @@ class Worker:
             except Exception as exc:
                 if not toolchain.is_flaky_failure(exc):
                     raise
-                # The in-process linker's intermittent failure (README, "Flaky builds"): once more.
+                # The in-process linker's intermittent failure (docs/commands.md, "Flaky builds"): once more.
                 flaky = f"first attempt failed, built on retry: {one_line(exc)}"
                 compiled = toolchain.compile_launch(launch, target)
         except Exception as exc:

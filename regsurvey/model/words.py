@@ -45,6 +45,18 @@ def count(n: float, singular: str, plural_form: str | None = None) -> str:
     return f"{number} {agree(n, singular, plural_form)}"
 
 
+def singular(noun: str) -> str:
+    """The singular of a plural noun of the figure registry (``VGPR spills`` -> ``VGPR spill``, ``spill
+    stores`` -> ``spill store``); a noun without a plural ``s`` (``scratch``, ``LDS``) as it is."""
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
+
+
+def count_plural(n: float, plural_noun: str) -> str:
+    """``n`` and a noun given in the plural, as the figure registry gives them: ``1 VGPR spill``,
+    ``3 VGPR spills``."""
+    return count(n, singular(plural_noun), plural_noun)
+
+
 def listing(items: list[str] | tuple[str, ...]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     if len(items) <= 1:

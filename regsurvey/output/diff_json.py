@@ -1,4 +1,4 @@
-"""The comparison and the stack as schema-versioned JSON (documented in README, "The comparison JSON")."""
+"""The comparison and the stack as schema-versioned JSON (documented in docs/schemas.md, "The comparison JSON")."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _header(report: str, data: Comparison | Stack) -> dict[str, Any]:
 
 
 def comparison_dict(comparison: Comparison) -> dict[str, Any]:
-    """The comparison as JSON-ready data (the schema is in README, "The comparison JSON")."""
+    """The comparison as JSON-ready data (the schema is in docs/schemas.md)."""
     return {
         **_header("comparison", comparison),
         "toolchain_changes": [asdict(c) for c in comparison.toolchain_changes],
@@ -54,7 +54,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
 
 
 def stack_dict(stack: Stack) -> dict[str, Any]:
-    """JSON-ready data: each step's comparison and the overall one (see README)."""
+    """JSON-ready data: each step's comparison and the overall one (docs/schemas.md)."""
     return {
         **_header("stack", stack),
         "steps": [{"commit": s.commit, "subject": s.subject,

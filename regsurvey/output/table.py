@@ -113,21 +113,24 @@ def said_once_text(survey: Survey) -> Text | None:
 
 
 def summary_line(survey: Survey) -> str:
-    """``142 keys, 142 ok, 0 errors; 3 spill VGPRs, 1 spills SGPRs`` for the survey."""
+    """``12 keys on gfx950, sm90: 10 builds (4 ok, 6 failed), 2 keys skipped; VGPR spills in 1 build, SGPR
+    spills in 0 builds, spill stores in 0 builds``: keys on each target, builds (a key's rows; a skipped key
+    is no build), and the builds with each spill figure."""
+    keys = {(r.key, r.target) for r in survey.rows}
     skipped = {(r.key, r.target) for r in survey.rows if r.skipped}
-    keys = {(r.key, r.target) for r in survey.rows} - skipped
-    failed = {(r.key, r.target) for r in survey.rows if r.failed}
-    flaky = {(r.key, r.target) for r in survey.rows if r.is_flaky} - failed
-    # Keys per spill figure (those that are not another's companion: scratch restates VGPR spills).
+    builds = [r for r in survey.rows if not r.skipped]
+    flaky = sum(r.is_flaky for r in builds)
+    # Builds per spill figure (those that are not another's companion: scratch restates VGPR spills).
     spills = ", ".join(
-        f"{fig.noun} in {len({(r.key, r.target) for r in survey.rows if r.resources.get(fig.name)})}"
+        f"{fig.noun} in {count(sum(1 for r in builds if r.resources.get(fig.name)), 'build')}"
         for fig in (figure(name) for name in SPILL_FIGURES) if fig.companion_of is None)
-    # Every build is linted (README "The kernarg lint"): say so when one could not be.
-    unlinted = sum(1 for r in survey.rows if r.ok and r.lint is None)
-    return (f"{len(keys)} keys ({len(survey.rows) - len(skipped)} rows) on {', '.join(survey.targets)}: "
-            f"{len(keys) - len(failed) - len(flaky)} build, {len(failed)} fail"
-            + (f", {len(flaky)} flaky" if flaky else "") + (f", {len(skipped)} skipped" if skipped else "") + "; "
-            + spills + (f"; {unlinted} builds not linted" if unlinted else ""))
+    # Every build is linted (docs/commands.md, "The kernarg lint"): say so when one could not be.
+    unlinted = sum(1 for r in builds if r.ok and r.lint is None)
+    return (f"{count(len(keys), 'key')} on {', '.join(survey.targets)}: {count(len(builds), 'build')} "
+            f"({sum(r.ok for r in builds)} ok, {sum(r.failed for r in builds)} failed"
+            + (f", {flaky} flaky" if flaky else "") + ")"
+            + (f", {count(len(skipped), 'key')} skipped" if skipped else "") + "; "
+            + spills + (f"; {count(unlinted, 'build')} not linted" if unlinted else ""))
 
 
 def timing_line(survey: Survey) -> str | None:
@@ -146,8 +149,9 @@ def timing_line(survey: Survey) -> str | None:
             + (f" ({parts})" if parts else ""))
 
 
-def print_survey(survey: Survey, console: Console) -> None:
-    """Print the tables and a summary line (wide when piped, so no column is cut)."""
+def print_survey(survey: Survey, console: Console, whole: Survey | None = None) -> None:
+    """Print the tables and a summary line (wide when piped, so no column is cut); ``whole``: the survey
+    the summary and timing lines count, where ``survey`` shows only some of its rows (``run --only``)."""
     if not console.is_terminal:
         console = Console(width=220, file=console.file)
     for table, lines in vendor_tables(survey, console.width):
@@ -157,7 +161,7 @@ def print_survey(survey: Survey, console: Console) -> None:
     once = said_once_text(survey)
     if once is not None:
         console.print(once)
-    console.print(summary_line(survey))
-    timing = timing_line(survey)
+    console.print(summary_line(whole or survey))
+    timing = timing_line(whole or survey)
     if timing:
         console.print(timing, style="dim")

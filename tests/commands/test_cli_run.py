@@ -151,9 +151,10 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     # The table ends with where the time went: all four from the results the first survey stored.
     table = regsurvey("run", "-q", "-j", "1", "--target", "sm90", "--kind", "scale", cwd=toy_repo)
     lines = table.stdout.strip().splitlines()
-    assert lines[-2].startswith("4 keys (4 rows) on sm90: 4 build, 0 fail;")
+    assert lines[-5].startswith("4 keys on sm90: 4 builds (4 ok, 0 failed);")
     assert re.fullmatch(r"made \S+ on 1 worker in [\d.]+ s: 0 launches compiled in 0\.0 s of compile time, "
-                        r"4 reused, 0 failed; regsurvey's own work [\d.]+ s.*", lines[-1]), lines[-1]
+                        r"4 reused, 0 failed; regsurvey's own work [\d.]+ s.*", lines[-4]), lines[-4]
+    assert lines[-3:-1] == ["spills: none", "failures: none"] and lines[-1].startswith("lowest occupancy: sm90 ")
 
 
 def test_commit_survey_uses_a_temporary_worktree_and_ignores_edits(toy_repo: Path) -> None:

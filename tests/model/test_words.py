@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.model.words import ARROW, ASCII_ARROW, agree, count, listing, plural
+from regsurvey.model.words import ARROW, ASCII_ARROW, agree, count, count_plural, listing, plural
 
 PACKAGE = Path(__file__).resolve().parents[2] / "regsurvey"
 
@@ -30,6 +30,11 @@ def test_a_word_agrees_with_its_count() -> None:
     assert [agree(n, "fails", "fail") for n in (1, 2)] == ["fails", "fail"]
     assert [agree(n, "it", "them") for n in (1, 3)] == ["it", "them"]
     assert plural("build") == "builds" and plural("miscompile suspect") == "miscompile suspects"
+
+
+def test_a_noun_the_figure_registry_gives_in_the_plural() -> None:
+    assert [count_plural(n, "spill stores") for n in (1, 2)] == ["1 spill store", "2 spill stores"]
+    assert count_plural(1, "VGPR spills") == "1 VGPR spill" and count_plural(1, "LDS") == "1 LDS"
 
 
 def test_a_listing_joins_with_and() -> None:
