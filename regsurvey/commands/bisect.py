@@ -10,14 +10,21 @@ from pathlib import Path
 import click
 
 from ..model.results import Survey
+from ..model.words import ARROW, ASCII_ARROW, count
 from ..revisions.checkout import commit_message
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail, split_csv
+from .helptext import examples
 from .options import check_figures, make_survey_options, store_options, table_style
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey bisect v1.0 main --key 'mla_decode/tp4/*' --figure vgpr",
+     "the first commit after v1.0 where the VGPRs of mla_decode/tp4's builds differ from v1.0's"),
+    ("regsurvey bisect HEAD~50 HEAD --key 'gemm/*' --figure spill_store_bytes --above 0 --target sm90",
+     "the first of the last 50 commits where a gemm build spills on sm90"),
+))
 @click.argument("good", metavar="GOOD")
 @click.argument("bad", metavar="BAD")
 @click.option("--key", "key", required=True, metavar="GLOB",
@@ -55,6 +62,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
     from ..revisions.bisect import SKIP, Verdict, judge_survey, search
 
     check_figures((figure,))
+    arrow = ASCII_ARROW if fmt == "json" else ARROW  # in the verdicts' words: the JSON's are ASCII
     start = repo.resolve()
     with command_errors():
         options = make_survey_options(tuple(split_csv(targets)), (), (key,), jobs, timeout)
@@ -77,14 +85,14 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
 
         reference: dict[str, int] | None = None
         if above is None:
-            first = judge_survey(survey_of(base), figure, None, None)
+            first = judge_survey(survey_of(base), figure, None, None, arrow)
             if first.verdict == SKIP:
                 fail(f"GOOD ({good}) cannot be judged: {first.why}")
             reference = first.values
         verdicts: dict[int, Verdict] = {}
 
         def judge(i: int) -> str:
-            verdicts[i] = judge_survey(survey_of(commits[i].sha), figure, reference, above)
+            verdicts[i] = judge_survey(survey_of(commits[i].sha), figure, reference, above, arrow)
             v = verdicts[i]
             if not quiet:
                 detail = f": {v.why}" if v.why else ""
@@ -101,7 +109,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
             survey_of(parent_of(found.first))
     n = len(commits)
     what = f"{figure} of {key!r}" + (f" above {above}" if above is not None else " changes from GOOD's")
-    tally = (f"{len(surveys)} of {n + 1} commits surveyed for the matching keys ({made} now, "
+    tally = (f"{len(surveys)} of {count(n + 1, 'commit')} surveyed for the matching keys ({made} now, "
              f"{len(surveys) - made} from the store)")
     if found.first is None:
         if not found.candidates:

@@ -12,19 +12,26 @@ from ..engine.survey import SurveyError
 from ..model.options import SurveyOptions
 from ..model.results import Survey
 from ..model.targets import get_target
+from ..model.words import count
 from ..output import problems
-from ..output.counts import counted
 from ..output.problems import ONLY_CHOICES
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
+from .helptext import examples
 from .options import survey_options
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey run --target gfx950,sm90 --kind 'mla_*'", "survey the working tree's MLA kinds for gfx950 and sm90"),
+    ("regsurvey run --commit HEAD~1 --format json > base.json",
+     "survey the parent commit, as a file that diff takes in place of a revision"),
+))
 @click.option("--commit", "rev", metavar="REV", help="Survey this git revision (in a temporary worktree). "
               "Default: the working tree as it is.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table: a table per vendor, then the counts and the builds to look at; json: the survey itself "
+                   "(diff and check take such a file in place of a revision).")
 @click.option("--only", "only", type=click.Choice(ONLY_CHOICES), default=None,
               help="Show only the builds that fail, spill or run at low occupancy (problems), or only those of one "
                    "of the three. Low: at most an eighth of the target's most, 1 of 8 waves per SIMD (AMD), 8 of "
@@ -71,7 +78,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
             click.echo(line)
         if only:
             builds = sum(not r.skipped for r in survey.rows)
-            click.echo(f"--only {only}: {len(shown.rows)} of {counted(builds, 'build')} shown")
+            click.echo(f"--only {only}: {len(shown.rows)} of {count(builds, 'build')} shown")
         elif any(problems.is_problem(r) for r in survey.rows):
             click.echo("(--only problems shows only these builds)")
     sys.exit(EXIT_FINDINGS if strict and _any_failed(survey) else EXIT_OK)

@@ -36,6 +36,7 @@ from ..model.progress import Progress
 from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
+from ..model.words import count
 from ..revisions.checkout import Checkout
 from ..secret_vars import without_secrets
 from ..store.files import MiB, atomic_write, read_regular
@@ -476,7 +477,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     rows, lint_s = deferred.finish(rows)
     timing.mark("lint done")
     for began, ended, cubins in deferred.runs:
-        timing.mark(f"lint batch of {cubins} cubins, {ended - began:.2f} s", at=began)
+        timing.mark(f"lint batch of {count(cubins, 'cubin')}, {ended - began:.2f} s", at=began)
     if lint_s:
         timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + lint_s
     targets = tuple(dict.fromkeys(k.target for k in keys))

@@ -58,6 +58,7 @@ from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, SaidOnce, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
+from ..model.words import count
 from ..processes import alive, die_with_parent, watch
 from ..store.files import WriteError, out_of_space
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
@@ -352,7 +353,7 @@ class Worker:
         saying where and why, then Python's traceback from the kind body down (the exception's whole
         text and chain at its end)."""
         text = error_text(exc)
-        after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
+        after = f" after {count(launches, 'launch')}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
         return Row(**base, kernel=None, launch=launches, status=Status.ERROR,
                    error=f"{summary}\n{full_traceback(exc, self.root)}".rstrip(), transient=out_of_space(exc))

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..diff.summary import summarize
 from ..model.comparison import Comparison, RowComparison, Stack
+from ..model.words import ASCII_ARROW
 
 
 def _header(report: str, data: Comparison | Stack) -> dict[str, Any]:
@@ -30,8 +31,8 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             "skipped_keys": dict(zip(("before", "after"), comparison.skipped_keys)),
             "lint": lint.to_dict() if (lint := comparison.lint_counts) is not None else None,
         },
-        "summary": [{"text": line.text, "tone": line.tone, "rows": list(line.rows), "where": list(line.where)}
-                    for line in summarize(comparison).lines],
+        "summary": [{"text": line.render(ASCII_ARROW), "tone": line.tone, "rows": list(line.rows),
+                     "where": list(line.where)} for line in summarize(comparison).lines],
         "rows": [_row_dict(r) for r in comparison.rows],
         "skipped": [asdict(k) for k in comparison.skipped],
         "rebuild": comparison.rebuild.to_dict() if comparison.rebuild is not None else None,

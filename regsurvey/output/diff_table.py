@@ -18,6 +18,7 @@ from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stac
 from ..model.figures import figure
 from ..model.rebuild import RebuildCheck
 from ..model.targets import TARGETS
+from ..model.words import count
 from .figure_text import (
     build_text,
     change_text,
@@ -79,7 +80,7 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
         if status:
             cells.append(Text(status_text(r), style="red" if mark is not Mark.FIXED else ""))
         if built:
-            cells.append(build_text(r, "->"))
+            cells.append(build_text(r))
         table.add_row(*cells)
     if len(rows) > len(shown):
         table.add_row(Text(f"[Other] {len(rows) - len(shown)} more", style="dim"), "", "",
@@ -143,7 +144,7 @@ class TableFormat:
                 console.print(mark_table(tuple(part), mark, self.limit, title))
         console.print()
         unchanged = comparison.counts[Mark.UNCHANGED]
-        console.print(Text(f"unchanged: {unchanged} builds", style="dim"))
+        console.print(Text(f"unchanged: {count(unchanged, 'build')}", style="dim"))
         if comparison.rebuild is not None:
             for text in rebuild_lines(comparison.rebuild):
                 console.print(text)
@@ -158,7 +159,7 @@ class TableFormat:
     def format_stack(self, stack: Stack) -> str:
         """A line per commit, then each commit against its parent, then the head against the base."""
         console, buffer = self._console()
-        table = Table(title=Text(f"{stack.base.short}..{stack.head.short}: {len(stack.steps)} commits",
+        table = Table(title=Text(f"{stack.base.short}..{stack.head.short}: {count(len(stack.steps), 'commit')}",
                                  style="bold"), title_justify="left", header_style="bold", box=None)
         for column in ("commit", "subject", "keys build", "worse", "mixed", "better", "newly failing", "fixed",
                        "spills", "lint"):

@@ -13,6 +13,7 @@ from html import escape
 
 from ..model.figures import figure
 from ..model.history import History, HistoryCommit, Point, Series
+from ..model.words import ARROW, agree, count
 from .markdown import code
 from .markdown import escape as md_escape
 
@@ -58,7 +59,7 @@ def _moves_text(p: Point) -> str:
         return ""
     parts = [(n, word) for n, word in ((p.worse, "worse"), (p.better, "better"),
                                         (p.moved - p.worse - p.better, "changed")) if n]
-    builds = f"{p.moved} build{'s' if p.moved > 1 else ''}"
+    builds = count(p.moved, "build")
     if len(parts) == 1:
         return f"{builds} {parts[0][1]}"
     return f"{builds} moved: " + ", ".join(f"{n} {word}" for n, word in parts)
@@ -114,7 +115,7 @@ def format_markdown(h: History) -> str:
                 quiet += 1
                 continue
             if quiet:
-                out.append(f"| | *{quiet} commit{'s' if quiet > 1 else ''} unchanged* |" + " |" * len(series))
+                out.append(f"| | *{count(quiet, 'commit')} unchanged* |" + " |" * len(series))
                 quiet = 0
             cells = [v + (f"; {m}" if m else "") for v, m in zip(values, moves)]
             out.append("| " + " | ".join([_span_text(h, i, code), md_escape(c.subject), *cells]) + " |")
@@ -143,7 +144,8 @@ def format_markdown(h: History) -> str:
         run = []
         if i is not None and step is not None:
             out.append(f"- {_span_text(h, i, code)} {md_escape(step.subject)}: {_step_title(step)}")
-            out.extend(f"  - {' → '.join(md_escape(part) for part in segments)}" for segments in step.summary[:6])
+            out.extend("  - " + f" {ARROW} ".join(md_escape(part) for part in segments)
+                       for segments in step.summary[:6])
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -272,7 +274,7 @@ def format_html(h: History) -> str:
            f"<div id=verdict class='verdict {tone}'>{escape(verdict)}</div><div class=muted>{len(h.commits)} commits"
            + (f", one in {h.every}" if h.every > 1 else "")
            + f" · {len(moved)} of {len(groups)} kinds×targets moved"
-           + (f" · {failing} commits with failing builds" if failing else "")
+           + (f" · {count(failing, 'commit')} with failing builds" if failing else "")
            + " · the line is the largest value over a kind's builds, the band the spread to the smallest;"
            " a point links to the commit's diff against the one before it, coloured where builds got worse or"
            " better" + ("; a change lies in the commits after the point before, up to the one it is shown at"
@@ -290,8 +292,8 @@ def format_html(h: History) -> str:
                "before</th></tr>")
     for i, c in enumerate(h.commits):
         step_moved = _moved(c)
-        items = "".join(f"<li>{escape(line)}</li>" for line in c.sentences("→")) if step_moved else ""
-        failed = f" · {c.failed} of {c.builds} builds fail" if c.failed else ""
+        items = "".join(f"<li>{escape(line)}</li>" for line in c.sentences()) if step_moved else ""
+        failed = f" · {c.failed} of {count(c.builds, 'build')} {agree(c.failed, 'fails', 'fail')}" if c.failed else ""
         out.append(f"<tr id='c-{c.sha}'" + ("" if step_moved or i == 0 else " class=quiet") + f"><td>{i}</td>"
                    f"<td class=mono>{escape(_span_text(h, i, str))}</td><td>{escape(c.subject)}</td>"
                    f"<td><span class='{_tone(c)}'>{escape(_step_title(c))}{failed}</span>"

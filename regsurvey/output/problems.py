@@ -15,7 +15,7 @@ from ..model.figures import FIGURES, OCCUPANCY, SPILL_FIGURES, Figure, figure
 from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
-from .counts import counted, counted_plural
+from ..model.words import count, count_plural
 
 LOW_OCCUPANCY_SHARE = 8  # low: at most 1/8 of the target's most (see the module's docstring)
 SHOWN_BUILDS = 3  # builds named on a line, then "and N more"
@@ -106,7 +106,7 @@ def spill_text(row: Row) -> str:
         value = row.resources.get(name)
         if value:
             fig = figure(name)
-            parts.append(f"{value}{fig.unit} of {fig.noun}" if fig.unit.strip() else counted_plural(value, fig.noun))
+            parts.append(f"{value}{fig.unit} of {fig.noun}" if fig.unit.strip() else count_plural(value, fig.noun))
     return ", ".join(parts)
 
 
@@ -137,10 +137,10 @@ def _lowest_text(survey: Survey, target: str, named: Callable[[Row], str]) -> st
     shown = ", ".join(builds[:SHOWN_BUILDS]) + (f" and {len(builds) - SHOWN_BUILDS} more"
                                                 if len(builds) > SHOWN_BUILDS else "")
     return (f"{target} {lowest} of {most_occupancy(target)}{occupancy_figure(target).unit}{low} "
-            f"({counted(len(at), 'build')}: {shown})")
+            f"({count(len(at), 'build')}: {shown})")
 
 
 def _listed(items: list[str]) -> str:
     """``2 builds: a; b``, the first :data:`SHOWN_BUILDS` named, then ``and N more``."""
     more = f"; and {len(items) - SHOWN_BUILDS} more" if len(items) > SHOWN_BUILDS else ""
-    return f"{counted(len(items), 'build')}: " + "; ".join(items[:SHOWN_BUILDS]) + more
+    return f"{count(len(items), 'build')}: " + "; ".join(items[:SHOWN_BUILDS]) + more

@@ -22,7 +22,7 @@ from typing import TextIO
 from ..model.keys import Key
 from ..model.progress import Progress
 from ..model.results import Row
-from .counts import counted
+from ..model.words import count
 
 LOG_INTERVAL_S = 10.0  # the most often a line is printed while keys finish
 QUIET_INTERVAL_S = 30.0  # the least often, while none does
@@ -59,7 +59,7 @@ class SurveyCount:
 
     def builds_text(self) -> str:
         """``30 builds compiled, 22 reused, 1 failed``."""
-        return f"{counted(self.compiled, 'build')} compiled, {self.reused} reused, {self.failed} failed"
+        return f"{count(self.compiled, 'build')} compiled, {self.reused} reused, {self.failed} failed"
 
     def left_s(self, now: float) -> float | None:
         """Seconds left at the rate keys finished so far (slowest keys go first: an overestimate early on);
@@ -73,8 +73,8 @@ class SurveyCount:
         if self.total is None:
             return f"regsurvey: {self.label}: listing keys; {clock(now - self.began)} elapsed"
         if not self.keys and not self.finished:
-            return f"regsurvey: {self.label}: {counted(self.total, 'key')} to survey; {clock(now - self.began)} elapsed"
-        done = f"{self.keys}/{counted(self.total, 'key')}, {self.builds_text()}"
+            return f"regsurvey: {self.label}: {count(self.total, 'key')} to survey; {clock(now - self.began)} elapsed"
+        done = f"{self.keys}/{count(self.total, 'key')}, {self.builds_text()}"
         if self.finished:
             return f"regsurvey: {self.label}: {done}; done in {clock(now - self.began)}"
         left = self.left_s(now)

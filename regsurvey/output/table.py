@@ -10,7 +10,7 @@ from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, v
 from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
-from .counts import counted
+from ..model.words import count, listing
 
 _MESSAGE_WIDTH = 120  # the line for what a key's body said: its first message, cut (a terminal's width at most)
 
@@ -55,8 +55,7 @@ def vendor_tables(survey: Survey, width: int | None = None) -> list[tuple[Table,
             table.add_column(fig.label, justify="right", no_wrap=j > 0, overflow="fold")
         if said:
             table.add_column("said", justify="right", no_wrap=True)
-        table.caption = ("bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM"
-                         if vendor == AMD else "spill, stack and smem in bytes; blocks and warps per SM")
+        table.caption = units_caption(vendor)
         table.caption_justify = "left"
         lines = []
         for i, (r, kernel) in enumerate(zip(rows, kernels)):
@@ -74,6 +73,20 @@ def vendor_tables(survey: Survey, width: int | None = None) -> list[tuple[Table,
                 lines.append(messages_text(r.messages, subject=f"{r.key} on {r.target}", line_width=width))
         out.append((table, lines))
     return out
+
+
+def units_caption(vendor: str) -> str:
+    """The units of ``vendor``'s table, from the figure registry: its columns in bytes, and those per SIMD
+    or per SM (``scratch, LDS and kernarg in bytes; waves per SIMD``); the others are counts."""
+    figures = vendor_figures(vendor)
+    in_bytes = [f.label for f in figures if f.unit.strip() == "B"]
+    per: dict[str, list[str]] = {}  # "SIMD" -> ["waves"], from the unit " waves/SIMD"
+    for f in figures:
+        what, slash, of = f.unit.strip().partition("/")
+        if slash:
+            per.setdefault(of, []).append(what)
+    parts = [f"{listing(in_bytes)} in bytes"] if in_bytes else []
+    return "; ".join(parts + [f"{listing(whats)} per {of}" for of, whats in per.items()])
 
 
 def messages_text(messages: list[str], width: int = _MESSAGE_WIDTH, subject: str = "",
@@ -109,15 +122,15 @@ def summary_line(survey: Survey) -> str:
     flaky = sum(r.is_flaky for r in builds)
     # Builds per spill figure (those that are not another's companion: scratch restates VGPR spills).
     spills = ", ".join(
-        f"{fig.noun} in {counted(sum(1 for r in builds if r.resources.get(fig.name)), 'build')}"
+        f"{fig.noun} in {count(sum(1 for r in builds if r.resources.get(fig.name)), 'build')}"
         for fig in (figure(name) for name in SPILL_FIGURES) if fig.companion_of is None)
     # Every build is linted (docs/commands.md, "The kernarg lint"): say so when one could not be.
     unlinted = sum(1 for r in builds if r.ok and r.lint is None)
-    return (f"{counted(len(keys), 'key')} on {', '.join(survey.targets)}: {counted(len(builds), 'build')} "
+    return (f"{count(len(keys), 'key')} on {', '.join(survey.targets)}: {count(len(builds), 'build')} "
             f"({sum(r.ok for r in builds)} ok, {sum(r.failed for r in builds)} failed"
             + (f", {flaky} flaky" if flaky else "") + ")"
-            + (f", {counted(len(skipped), 'key')} skipped" if skipped else "") + "; "
-            + spills + (f"; {counted(unlinted, 'build')} not linted" if unlinted else ""))
+            + (f", {count(len(skipped), 'key')} skipped" if skipped else "") + "; "
+            + spills + (f"; {count(unlinted, 'build')} not linted" if unlinted else ""))
 
 
 def timing_line(survey: Survey) -> str | None:
@@ -126,11 +139,13 @@ def timing_line(survey: Survey) -> str | None:
     if not t or "wall_s" not in t:
         return None
     compiled = sum(1 for r in survey.rows if r.ok and not r.reused)
+    reused = sum(1 for r in survey.rows if r.ok and r.reused)
+    failed = sum(1 for r in survey.rows if not r.ok and not r.skipped)
     own = [(name, t.get(f"{name}_s", 0.0)) for name in ("analyze", "store", "pressure", "lint", "capture", "hash")]
     parts = ", ".join(f"{name.replace('_', ' and ')} {seconds:.1f}" for name, seconds in own if seconds >= 0.05)
-    return (f"made {survey.created or 'earlier'} on {counted(int(t.get('jobs', 1)), 'worker')} in {t['wall_s']:.1f} s: "
-            f"{counted(compiled, 'launch', 'launches')} compiled in {t.get('compile_s', 0.0):.1f} s of compile time, "
-            f"{len(survey.rows) - compiled} reused or failed; regsurvey's own work {sum(s for _, s in own):.1f} s"
+    return (f"made {survey.created or 'earlier'} on {count(int(t.get('jobs', 1)), 'worker')} in {t['wall_s']:.1f} s: "
+            f"{count(compiled, 'launch')} compiled in {t.get('compile_s', 0.0):.1f} s of compile time, "
+            f"{reused} reused, {failed} failed; regsurvey's own work {sum(s for _, s in own):.1f} s"
             + (f" ({parts})" if parts else ""))
 
 

@@ -199,7 +199,7 @@ def test_page_data_names_every_figure_and_tells_the_rebuild_check(layer: Survey)
     page = get_format("html").format(check)
     data = json.loads(page.split('<script id="report-data" type="application/json">')[1].split("</script>")[0])
     assert data["comparisons"][0]["rebuild"] == {
-        "text": "rebuild check of HEAD: 1 of 40 builds differ from a cold Triton cache",
+        "text": "rebuild check of HEAD: 1 of 40 builds differs from a cold Triton cache",
         "differences": ["attn/tp4/w2/bf16 gfx950 -: .text: 12 bytes differ"]}
     figures = data["figures"]
     assert figures["scratch_bytes"]["heading"] == "scratch (B)" and figures["vgpr"]["heading"] == "VGPRs"

@@ -11,7 +11,7 @@ import pytest
 from regsurvey.model.figures import SPILL_FIGURES
 from regsurvey.model.names import build_names
 from regsurvey.model.results import Row
-from regsurvey.output.counts import counted, counted_plural
+from regsurvey.model.words import count, count_plural
 from regsurvey.output.problems import (
     FAILURES,
     LOW_OCCUPANCY,
@@ -72,10 +72,10 @@ def test_the_lines_say_what_spills_fails_and_runs_lowest(problems: ProblemSurvey
     names = build_names(survey.rows)
     spills, failures, lowest = problem_lines(survey)
     spilling = [b for b, fig in readings.items() if any(fig.get(name) for name in SPILL_FIGURES)]
-    assert spills.startswith(f"spills: {counted(len(spilling), 'build')}: ")
+    assert spills.startswith(f"spills: {count(len(spilling), 'build')}: ")
     for target, row_id in spilling:
         fig = readings[(target, row_id)]
-        said = ([counted_plural(fig["vgpr_spill"], "VGPR spills")] if fig.get("vgpr_spill") else []) + (
+        said = ([count_plural(fig["vgpr_spill"], "VGPR spills")] if fig.get("vgpr_spill") else []) + (
             [f"{fig['spill_store_bytes']} B of spill stores"] if fig.get("spill_store_bytes") else [])
         assert said and f"{names[(target, row_id)]} on {target} ({', '.join(said)}" in spills, spills
     broken = {r.target: r for r in survey.rows if r.key == "broken/n4"}
@@ -90,7 +90,7 @@ def test_the_lines_say_what_spills_fails_and_runs_lowest(problems: ProblemSurvey
         at = [str(names[b]) for b, v in values.items() if v == least]
         low = ", low" if least <= low_occupancy_level(target) else ""
         parts.append(f"{target} {least} of {most_occupancy(target)}{figure.unit}{low} "
-                     f"({counted(len(at), 'build')}: {', '.join(at)})")
+                     f"({count(len(at), 'build')}: {', '.join(at)})")
     assert lowest == "lowest occupancy: " + "; ".join(parts)
     assert ", low (" in lowest  # the wide tile takes gfx950's registers: 1 wave per SIMD
 
@@ -105,8 +105,8 @@ def test_the_summary_line_counts_keys_and_builds_in_agreement(problems: ProblemS
     ok = len(readings)
     assert summary_line(survey) == (
         f"7 keys on gfx950, sm90: 6 builds ({ok} ok, 2 failed), 1 key skipped; "
-        f"VGPR spills in {counted(spilled['vgpr_spill'], 'build')}, SGPR spills in "
-        f"{counted(spilled['sgpr_spill'], 'build')}, spill stores in {counted(spilled['spill_store_bytes'], 'build')}")
+        f"VGPR spills in {count(spilled['vgpr_spill'], 'build')}, SGPR spills in "
+        f"{count(spilled['sgpr_spill'], 'build')}, spill stores in {count(spilled['spill_store_bytes'], 'build')}")
 
 
 def test_a_survey_without_problems_says_none(problems: ProblemSurvey) -> None:
