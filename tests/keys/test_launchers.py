@@ -197,7 +197,8 @@ def test_a_compile_error_shows_its_cause_and_keeps_its_whole_text(worker: Worker
     assert FP8_CAUSE in problem_message(judge(new, Baseline()).problems[0])
     still = compare(head, head)
     assert FP8_CAUSE in TableFormat(width=300).format(still) and FP8_CAUSE in MarkdownFormat().format(still)
-    side = comparison_data(still, "x")["rows"][0]["after"]
+    ((label, side),) = comparison_data(still, "x")["rows"][0]["sides"]  # the same on both sides: sent once
+    assert label == "before and after"
     assert side["error_line"] == row.error_line and side["error"] == row.error
 
 
@@ -228,8 +229,9 @@ def test_what_a_launcher_logs_warns_and_prints_is_kept_with_the_key(worker: Work
     text = table_text(head)
     assert "said: INFO launcherkernels.ops: Using configuration from" in text
     assert "said: UserWarning: no tuned config for 8 rows" in text and "(+1 more)" in text
-    data = comparison_data(compare(head, head), "x")
-    assert [r["after"]["messages"] for r in data["rows"]] == [tuned.messages, fallback.messages]
+    # The HTML report lists the builds of kinds where something changed (here: both added), each side's messages.
+    data = comparison_data(compare(survey([], "base"), head), "x")
+    assert [dict(r["sides"])["after"]["messages"] for r in data["rows"]] == [tuned.messages, fallback.messages]
 
 
 def test_a_survey_json_without_messages_or_skip_reason_loads(worker: Worker) -> None:
