@@ -14,7 +14,7 @@ from ..model.results import Survey
 from ..model.targets import get_target
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
-from .options import survey_options
+from .options import columns_option, survey_options, table_columns
 
 
 @click.command()
@@ -22,6 +22,7 @@ from .options import survey_options
               "Default: the working tree as it is.")
 @survey_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@columns_option
 @click.option("--strict", is_flag=True, help="Exit 1 if any key fails to build.")
 @click.option("--force", is_flag=True, help="Compile every key again: reuse neither a stored survey of this "
               "commit nor stored results of identical kernels, and have Triton compile every launch (warmups "
@@ -29,7 +30,7 @@ from .options import survey_options
               "survey, except that it leaves a stored survey of a target holding more kinds as it is.")
 def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
         jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, strict: bool,
-        quiet: bool, force: bool) -> None:
+        quiet: bool, force: bool, columns: int | None) -> None:
     """Compile every key of a commit for every target and report its resources."""
     from ..output.progress import survey_progress
 
@@ -55,7 +56,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
 
         from ..output.table import print_survey
 
-        print_survey(survey, Console())
+        print_survey(survey, Console(width=table_columns(columns)))
     sys.exit(EXIT_FINDINGS if strict and _any_failed(survey) else EXIT_OK)
 
 

@@ -40,9 +40,10 @@ def test_the_table_reuses_the_stored_survey_and_strict_exits_1(tiny: Tiny, tiny_
     table = invoke("run", *tiny.survey_args())
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.strip().splitlines()
-    assert lines[-2].startswith("2 keys (2 rows) on sm90: 1 build, 1 fail;")
+    made = next(i for i, line in enumerate(lines) if line.startswith("made "))  # wrapped at 120 columns
+    assert lines[made - 1].startswith("2 keys (2 rows) on sm90: 1 build, 1 fail;")
     # The stored survey itself: made when the JSON survey was.
-    assert lines[-1].startswith(f"made {tiny_survey['data']['created']} on ")
+    assert lines[made].startswith(f"made {tiny_survey['data']['created']} on ")
     strict = invoke("run", *tiny.survey_args(), "--strict")
     assert (strict.exit_code, strict.stdout) == (1, table.stdout)
 
@@ -127,7 +128,7 @@ def test_a_commit_needs_a_git_repository(outside_git: Path) -> None:
 @pytest.mark.parametrize(("args", "error"), [
     (("--format", "xml"), "Invalid value for '--format': 'xml' is not one of 'table', 'json'."),
     (("--timeout", "0"), "Invalid value for '--timeout': 0.0 is not in the range x>=1."),
-    (("--color",), "No such option '--color'."),
+    (("--color",), "No such option '--color'. Did you mean '--columns'?"),
     (("extra",), "Got unexpected extra argument (extra)"),
 ])
 def test_bad_arguments_are_usage_errors(args: tuple[str, ...], error: str) -> None:
