@@ -30,7 +30,7 @@ from .figure_text import (
     status_text,
     total_line,
 )
-from .terminal import NAME, TEXT, Cell, Column, Grid, break_text
+from .terminal import NAME, TEXT, Cell, Column, Grid, hanging
 
 _MARK_STYLE = {
     Mark.WORSE: "bold red", Mark.MIXED: "bold yellow", Mark.NEWLY_FAILING: "bold red", Mark.BETTER: "bold green",
@@ -150,14 +150,6 @@ def _vendor(target: str) -> str:
     return "AMD" if known is not None and known.is_amd else "NVIDIA" if known is not None else "other"
 
 
-def _hanging(console: Console, text: Text, indent: int) -> None:
-    """``text`` wrapped to the console's width, its second line on indented by ``indent``."""
-    first, *rest = break_text(text, console.width)
-    console.print(first)
-    for line in break_text(Text(" ").join(rest), console.width - indent) if rest else []:
-        console.print(Text(" " * indent) + line)
-
-
 class TableFormat:
     """``--format table``: tables for a terminal of ``width`` columns (colour only when asked)."""
 
@@ -177,9 +169,11 @@ class TableFormat:
         for change in comparison.toolchain_changes:
             console.print(Text(f"toolchain differs: {change.describe()}", style="yellow"))
         for line in summarize(comparison).lines:
-            _hanging(console, Text("- " + line.text, style=_TONE_STYLE.get(line.tone, "")), 2)
+            for text in hanging(Text("- " + line.text, style=_TONE_STYLE.get(line.tone, "")), console.width):
+                console.print(text)
             for where in line.where:
-                _hanging(console, Text(f"    where: {where}"), 6)
+                for text in hanging(Text(f"    where: {where}"), console.width, 6):
+                    console.print(text)
         for mark in MARK_ORDER:
             if mark is Mark.UNCHANGED:
                 continue
@@ -202,7 +196,8 @@ class TableFormat:
         if comparison.rebuild is not None:
             for text in rebuild_lines(comparison.rebuild):
                 console.print(text)
-        console.print(Text("TOTAL " + total_line(comparison), style="bold"))
+        for text in hanging(Text("TOTAL " + total_line(comparison), style="bold"), console.width):
+            console.print(text)
 
     def format(self, comparison: Comparison) -> str:
         """The whole comparison as terminal text."""

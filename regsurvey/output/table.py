@@ -10,7 +10,7 @@ from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, v
 from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
-from .terminal import NAME, UNDER, Column, Grid
+from .terminal import NAME, UNDER, Column, Grid, hanging
 
 _MESSAGE_WIDTH = 120  # the line for what a key's body said: its first message, cut (a terminal's width at most)
 _CAPTIONS = {AMD: "bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM",
@@ -26,11 +26,12 @@ def _cell(row: Row, fig: Figure) -> Text:
 
 
 def figure_column(fig: Figure) -> Column:
-    """A figure's column in the survey table: fixed at its widest cell, never wrapped. A figure that
-    restates another (scratch, the unified VGPRs, spill loads, stack, blocks) or costs nothing (kernel
-    arguments) may be left out where the terminal is narrow, the least important first."""
+    """A figure's column in the survey table: fixed at its widest cell, never wrapped. Where the terminal
+    is narrow, a figure that restates another (scratch, the unified VGPRs, spill loads, stack, blocks) or
+    costs nothing (kernel arguments) is left out before a name folds further than it must, the least
+    important first; the others only where the terminal is narrower still (under 70 columns)."""
     spare = fig.companion_of is not None or fig.worse == 0
-    return Column(fig.label, justify="right", leave_out=fig.rank + 1 if spare else None)
+    return Column(fig.label, justify="right", leave_out=fig.rank + 1, spare=spare)
 
 
 def _status(row: Row) -> Text:
@@ -137,10 +138,14 @@ def print_survey(survey: Survey, console: Console) -> None:
             console.print()
         for line in grid.lines(console.width):
             console.print(line)
+    lines: list[Text] = []
     once = said_once_text(survey)
     if once is not None:
-        console.print(once)
-    console.print(summary_line(survey))
+        heading, *said = once.split()
+        lines += [heading, *(part for line in said for part in hanging(line, console.width, 4))]
+    lines += hanging(Text(summary_line(survey)), console.width)
     timing = timing_line(survey)
     if timing:
-        console.print(timing, style="dim")
+        lines += hanging(Text(timing, style="dim"), console.width)
+    for line in lines:
+        console.print(line)

@@ -27,6 +27,7 @@ NAME, FIGURE, TEXT = "name", "figure", "text"
 GAP = 2  # blanks between two columns (between two figures: the grid's ``figure_gap``)
 UNDER = 4  # the indent of the lines under a row
 _FOLD_AFTER = "/_-.,:]"  # where a name folds when it has no blank to break at
+_NAME_FLOOR = 12  # the narrowest a name folds to on a terminal too narrow for anything else
 
 Cell = Text | str | Sequence[Text | str]  # a sequence: a text column's items, kept whole where they fit
 
@@ -35,14 +36,17 @@ Cell = Text | str | Sequence[Text | str]  # a sequence: a text column's items, k
 class Column:
     """One column: its header, its kind (:data:`NAME`, :data:`FIGURE` or :data:`TEXT`), how its cells
     stand, the narrowest it may get (names, texts), for a figure whether the table may leave it out when
-    the width runs short (the higher ``leave_out``, the sooner; None: never), and for a text whether its
-    line under the row starts with its header."""
+    the width runs short (the higher ``leave_out``, the sooner; None: never) and whether it goes before a
+    name folds below its ``min_width`` (``spare``: it restates another figure; else only where the names
+    folded to their floor still leave too little), and for a text whether its line under the row starts
+    with its header."""
 
     header: str
     role: str = FIGURE
     justify: str = "left"
     min_width: int = 0
     leave_out: int | None = None
+    spare: bool = False
     labelled_under: bool = True  # a text column said under the row: after its header (``why: ...``)
 
 
@@ -100,6 +104,15 @@ def break_text(text: Text, width: int) -> list[Text]:
     for line in lines:
         line.rstrip()
     return lines
+
+
+def hanging(text: Text, width: int, indent: int = 2) -> list[Text]:
+    """A sentence in lines of at most ``width`` characters, those after its first indented by ``indent``
+    (as ``- a summary line`` or ``made ...`` wraps under a table)."""
+    first, *rest = break_text(text, width)
+    if not rest:
+        return [first]
+    return [first, *(Text(" " * indent) + line for line in break_text(Text(" ").join(rest), width - indent))]
 
 
 def _wrap_items(items: list[Text], width: int) -> list[Text]:
@@ -197,26 +210,31 @@ class Grid:
         def need(names: dict[int, int]) -> int:
             return sum(names[i] if self.columns[i].role == NAME else least[i] for i in shown) + self._gaps(shown)
 
-        # A text column goes under the rows (the last first) rather than fold a name beside it; a figure
-        # the table can do without is left out (the least important first) rather than fold a name
-        # below its narrowest.
+        # A text column goes under the rows (the last first) rather than fold a name beside it; a spare
+        # figure is left out (the least important first) rather than fold a name below its narrowest; any
+        # other figure that may be, only where the names folded to the floor still leave too little.
         while need(natural) > width and any(self.columns[i].role == TEXT for i in shown):
             moved = [i for i in shown if self.columns[i].role == TEXT][-1]
             shown.remove(moved)
             under.insert(0, moved)
-        while need(least) > width:
-            spare = [i for i in shown if self.columns[i].role == FIGURE and self.columns[i].leave_out is not None]
-            if not spare:
-                break
-            gone = max(spare, key=lambda i: self.columns[i].leave_out or 0)
-            shown.remove(gone)
-            left_out.append(gone)
+        floor = {i: min(least[i], _NAME_FLOOR) for i in least}
+        for narrowest, spare_only in ((least, True), (floor, False)):
+            while need(narrowest) > width:
+                spare = [i for i in shown if self.columns[i].role == FIGURE and self.columns[i].leave_out is not None
+                         and (self.columns[i].spare or not spare_only)]
+                if not spare:
+                    break
+                gone = max(spare, key=lambda i: self.columns[i].leave_out or 0)
+                shown.remove(gone)
+                left_out.append(gone)
         widths = {i: least[i] for i in shown}
         spare_width = width - need(least)
-        if spare_width < 0:  # narrower than the names at their narrowest: they fold further
-            names = [i for i in shown if self.columns[i].role == NAME]
-            while spare_width < 0 and any(widths[i] > 1 for i in names):
-                widest = max(names, key=lambda i: widths[i])
+        # Narrower than the names at their narrowest: they fold further where that makes the table fit
+        # (else they stay readable, and a terminal narrower than the figures gets lines past its width).
+        names = [i for i in shown if self.columns[i].role == NAME]
+        if 0 > spare_width >= sum(floor[i] - widths[i] for i in names):
+            while spare_width < 0:
+                widest = max((i for i in names if widths[i] > floor[i]), key=lambda i: widths[i])
                 widths[widest] -= 1
                 spare_width += 1
         for role in (NAME, TEXT, FIGURE):  # a header wraps before a text does
@@ -283,4 +301,4 @@ class Grid:
         return [Text(" " * UNDER) + line for line in break_text(text, width - UNDER)]
 
 
-__all__ = ["FIGURE", "GAP", "NAME", "TEXT", "UNDER", "Cell", "Column", "Grid", "break_text"]
+__all__ = ["FIGURE", "GAP", "NAME", "TEXT", "UNDER", "Cell", "Column", "Grid", "break_text", "hanging"]

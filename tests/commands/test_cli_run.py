@@ -151,9 +151,12 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     # The table ends with where the time went: all four from the results the first survey stored.
     table = regsurvey("run", "-q", "-j", "1", "--target", "sm90", "--kind", "scale", cwd=toy_repo)
     lines = table.stdout.strip().splitlines()
-    assert lines[-2].startswith("4 keys (4 rows) on sm90: 4 build, 0 fail;")
+    made = next(i for i, line in enumerate(lines) if line.startswith("made "))  # wrapped at the table's width
+    counts = next(i for i, line in enumerate(lines) if line.startswith("4 keys (4 rows) on sm90: 4 build, 0 fail;"))
+    assert counts < made
+    timing = " ".join(" ".join(lines[made:]).split())
     assert re.fullmatch(r"made \S+ on 1 worker\(s\) in [\d.]+ s: 0 launches compiled in 0\.0 s of compile time, "
-                        r"4 reused or failed; regsurvey's own work [\d.]+ s.*", lines[-1]), lines[-1]
+                        r"4 reused or failed; regsurvey's own work [\d.]+ s.*", timing), timing
 
 
 def test_commit_survey_uses_a_temporary_worktree_and_ignores_edits(toy_repo: Path) -> None:
@@ -555,7 +558,7 @@ def test_what_a_library_says_once_per_process_is_the_surveys_not_a_keys(toy_repo
                                                        "on this device"}]
     # The table says them under the keys' tables, from the stored survey.
     table = regsurvey("run", "-q", "--commit", "HEAD", "--kind", "once", "--store", str(tmp_path / "1"),
-                      cwd=toy_repo)
+                      "--columns", "200", cwd=toy_repo)  # wide enough for each line whole
     assert ("said once per process (by whichever key of the kind ran first in a worker):\n"
             "  once on sm90: INFO toykernels.oncelib: Using configuration from "
             "toykernels/configs/N=4096,device=toy.json\n") in table.stdout, table.stdout
