@@ -15,6 +15,7 @@ from ..revisions.obtain import open_store
 from ..revisions.range import is_survey_file, obtain_surveys, survey_store
 from ..revisions.rebuild import rebuild_check
 from .common import EXIT_OK, command_errors, fail
+from .helptext import examples
 from .options import (
     columns_option,
     default_report_path,
@@ -27,7 +28,11 @@ from .options import (
 )
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey diff main", "main against the working tree, as tables in the terminal"),
+    ("regsurvey diff HEAD~1 HEAD --target gfx950 --format html",
+     "the last commit against its parent on gfx950, written to reports/HEAD_1..HEAD.html"),
+))
 @click.argument("base")
 @click.argument("head", required=False)
 @survey_options
@@ -43,8 +48,9 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
 
     BASE and HEAD are git revisions (or survey JSON files from `regsurvey run --format json`). A stored
     survey made with the toolchain in use is reused; any other revision is surveyed in a temporary
-    worktree and stored. Each build is marked worse, better, newly failing, fixed, added, removed,
-    unchanged, or not comparable (different toolchains). Exit status 0 whatever changed.
+    worktree and stored. Each build is marked worse, mixed (some figures worse, others better), newly
+    failing, better, fixed, added, removed, changed (only kernel arguments or lint notes), still failing,
+    not comparable (different toolchains) or unchanged. Exit status 0 whatever changed.
     """
     from ..output.progress import survey_progress
 

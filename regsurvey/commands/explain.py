@@ -17,17 +17,24 @@ from ..revisions.obtain import obtain_survey, open_store
 from ..revisions.sources import SourcePaths
 from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
+from .helptext import examples
 from .options import columns_option, make_survey_options, selection_options, store_options, table_columns, write_report
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey explain 'mla_decode/tp4/w8/*' --target gfx950",
+     "where the registers of every matching build go on gfx950, in the terminal"),
+    ("regsurvey explain gemm/w2 --commit HEAD~1 --format html",
+     "the same for gemm/w2 at the parent commit, written to reports/explain-gemm_w2.html"),
+))
 @click.argument("key")
 @click.option("--commit", "rev", metavar="REV", help="Explain the build of this git revision (default: the "
               "working tree). A stored survey made with this toolchain is reused.")
 @click.option("--kernel", metavar="NAME", help="Only the builds of this kernel, or of the launches the kind body "
               "gave this name (rs.name): a key may launch several.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
-              show_default=True)
+              show_default=True, help="text: for a terminal; json: for programs; markdown: for a pull request; "
+              "html: the annotated source, written to a file (see -o).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report here (default: stdout; HTML: reports/explain-<key>.html at the repository "
                    "root).")

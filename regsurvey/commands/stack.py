@@ -14,6 +14,7 @@ from ..output.formats import FORMAT_NAMES, get_format
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, obtain_surveys, survey_store
 from .common import EXIT_OK, command_errors
+from .helptext import examples
 from .options import (
     columns_option,
     default_report_path,
@@ -26,10 +27,14 @@ from .options import (
 )
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey stack main..HEAD", "each commit of the branch against its parent, and the branch against main"),
+    ("regsurvey stack main..HEAD --format html --kind gemm",
+     "the same for the gemm kind, written to reports/main..HEAD.stack.html"),
+))
 @click.argument("commits", metavar="BASE..HEAD")
 @survey_options
-@report_options(FORMAT_NAMES)
+@report_options(FORMAT_NAMES, html_name="<base>..<head>.stack.html")
 @columns_option
 def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,

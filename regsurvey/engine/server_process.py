@@ -170,6 +170,11 @@ def serve_forever(path: Path, idle_s: float) -> None:
                 elif op == "retire":
                     _reply(conn, {"ok": True})
                     retiring = True
+                elif op == "idle":  # `regsurvey server start --idle` while this server runs
+                    wanted = request.get("idle_s")
+                    if isinstance(wanted, (int, float)) and wanted > 0:
+                        idle_s, last_busy = float(wanted), time.monotonic()  # counted from now
+                    _reply(conn, {"ok": idle_s == wanted, "idle_s": idle_s})
                 elif op == "worker":
                     server_pid = os.getpid()
                     pid = os.fork()

@@ -36,6 +36,7 @@ from ..model.progress import Progress
 from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, TARGETS, get_target
 from ..model.version import READER_REVISION
+from ..model.words import count
 from ..revisions.checkout import Checkout
 from ..secret_vars import without_secrets
 from ..store.files import MiB, atomic_write, read_regular
@@ -75,7 +76,7 @@ class SurveyError(Exception):
 def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
     """What a worker runs with: ``env`` without its secret variables, but for ``REGSURVEY_CACHE_KEY``,
     with which workers sign the results they store. That key belongs only in jobs that survey trusted
-    revisions (README, "Trust"): a merge request's job never holds it, so no project's code it runs
+    revisions (docs/trust.md): a merge request's job never holds it, so no project's code it runs
     could read it there."""
     clean = without_secrets(env)
     if env.get(CACHE_KEY_VAR):
@@ -409,6 +410,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             get_target(t)  # raises UnknownTargetError with the known names
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
+    progress.on_survey(checkout.label)
     from .ray_executor import ray_address, survey_on_ray
 
     if ray_address(options) is not None:  # on a Ray cluster: each key a call to an actor there
@@ -475,7 +477,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     rows, lint_s = deferred.finish(rows)
     timing.mark("lint done")
     for began, ended, cubins in deferred.runs:
-        timing.mark(f"lint batch of {cubins} cubins, {ended - began:.2f} s", at=began)
+        timing.mark(f"lint batch of {count(cubins, 'cubin')}, {ended - began:.2f} s", at=began)
     if lint_s:
         timing.phases["lint_s"] = timing.phases.get("lint_s", 0.0) + lint_s
     targets = tuple(dict.fromkeys(k.target for k in keys))

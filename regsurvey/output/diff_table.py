@@ -17,6 +17,7 @@ from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stac
 from ..model.figures import figure
 from ..model.rebuild import RebuildCheck
 from ..model.targets import TARGETS
+from ..model.words import count
 from .figure_text import (
     build_text,
     change_text,
@@ -107,7 +108,7 @@ def _group_grid(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: 
             style = "red" if r.lint_findings.new_errors else "green" if r.lint_findings.fixed_errors else ""
             cells.append(Text(lint_change_text(r), style=style))
         if built:
-            cells.append(build_text(r, "->"))
+            cells.append(build_text(r))
         status = _status_line(r, mark) if mark in _STATUS_MARKS or mark is Mark.NOT_COMPARABLE else None
         grid.add_row(*cells, under=[status] if status is not None else [])
     if len(rows) > len(shown):
@@ -123,7 +124,8 @@ def stack_table(stack: Stack) -> Grid:
                                                                "newly failing", "fixed")),
                  Column("spills", TEXT, min_width=16), Column("lint", TEXT, min_width=10),
                  Column("subject", TEXT, min_width=24, labelled_under=False)],
-                title=Text(f"{stack.base.short}..{stack.head.short}: {len(stack.steps)} commits", style="bold"))
+                title=Text(f"{stack.base.short}..{stack.head.short}: {count(len(stack.steps), 'commit')}",
+                           style="bold"))
     for step in stack.steps:
         counts = step.comparison.counts
         ok, total = step.keys_built
@@ -192,7 +194,7 @@ class TableFormat:
                     console.print(text)
         console.print()
         unchanged = comparison.counts[Mark.UNCHANGED]
-        console.print(Text(f"unchanged: {unchanged} builds", style="dim"))
+        console.print(Text(f"unchanged: {count(unchanged, 'build')}", style="dim"))
         if comparison.rebuild is not None:
             for text in rebuild_lines(comparison.rebuild):
                 console.print(text)

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from ..model.names import BuildName
 from ..model.pressure import LineStats, Pressure, Site, attribution
 from ..model.results import Row
+from ..model.words import count
 from .markdown import escape as md_escape
 
 
@@ -70,18 +71,18 @@ def site_text(site: Site, paths: SourcePaths) -> str:
 
 
 def spill_summary(pressure: Pressure) -> str:
-    """``52 stores, 58 reloads (168 dwords to scratch, 1 to AGPRs)``, or ``no spills``."""
+    """``52 spill stores, 58 reloads (168 dwords to scratch, 1 dword to AGPRs)``, or ``no spills``."""
     stores = [s for s in pressure.spills if s.kind == "store"]
     reloads = [s for s in pressure.spills if s.kind == "reload"]
     if not stores and not reloads:
         return "no spills"
-    unit = "bytes" if any(s.medium == "local" for s in pressure.spills) else "dwords"
+    unit = "byte" if any(s.medium == "local" for s in pressure.spills) else "dword"
     media: dict[str, int] = {}
     for s in stores:
         media[s.medium] = media.get(s.medium, 0) + s.size
     where = {"scratch": "to scratch", "agpr": "to AGPRs", "vgpr-lane": "to VGPR lanes (SGPRs)", "local": "to local"}
-    parts = ", ".join(f"{n} {unit} {where.get(m, m)}" for m, n in media.items())
-    return f"{len(stores)} spill stores, {len(reloads)} reloads" + (f" ({parts})" if parts else "")
+    parts = ", ".join(f"{count(n, unit)} {where.get(m, m)}" for m, n in media.items())
+    return f"{count(len(stores), 'spill store')}, {count(len(reloads), 'reload')}" + (f" ({parts})" if parts else "")
 
 
 def _peak_sentences(pressure: Pressure, row: Row, paths: SourcePaths) -> list[str]:
@@ -116,7 +117,7 @@ def _allocated(row: Row, name: str) -> int | None:
 
 def _title(item: Explained) -> str:
     row, p = item.row, item.pressure
-    return f"{row.key} on {row.target}: kernel {item.name.text or p.kernel}, {p.instructions} instructions"
+    return f"{row.key} on {row.target}: kernel {item.name.text or p.kernel}, {count(p.instructions, 'instruction')}"
 
 
 # -- text ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from ..model.findings import ERROR, Finding
+from ..model.words import count
 
 
 def findings_json(findings: Sequence[Finding]) -> str:
@@ -43,6 +44,5 @@ def findings_table(findings: Sequence[Finding], *, kernels: int, color: bool = F
         for text in grid.lines(width):
             console.print(text)
     notes = len(findings) - errors
-    console.print(f"{kernels} kernel{'s' if kernels != 1 else ''} linted: "
-                  f"{errors} miscompile suspect{'s' if errors != 1 else ''}, {notes} note{'s' if notes != 1 else ''}")
+    console.print(f"{count(kernels, 'kernel')} linted: {count(errors, 'miscompile suspect')}, {count(notes, 'note')}")
     return out.getvalue()

@@ -10,11 +10,10 @@ from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, v
 from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
+from ..model.words import count, listing
 from .terminal import NAME, UNDER, Column, Grid, hanging
 
 _MESSAGE_WIDTH = 120  # the line for what a key's body said: its first message, cut (a terminal's width at most)
-_CAPTIONS = {AMD: "bytes for scratch/LDS/kernarg/spill/stack/smem; waves per SIMD; blocks and warps per SM",
-             NVIDIA: "spill, stack and smem in bytes; blocks and warps per SM"}
 
 
 def _cell(row: Row, fig: Figure) -> Text:
@@ -71,9 +70,23 @@ def survey_grids(survey: Survey, width: int) -> list[Grid]:
             kernel = Text(names[(r.target, r.row_id)].text or "-")
             cells = [_cell(r, fig) if r.ok else Text("") for fig in figures]
             grid.add_row(Text(r.key), r.target, kernel, *cells, under=under)
-        grid.footer.append(Text(_CAPTIONS[vendor], style="dim"))
+        grid.footer.append(Text(units_caption(vendor), style="dim"))
         grids.append(grid)
     return grids
+
+
+def units_caption(vendor: str) -> str:
+    """The units of ``vendor``'s table, from the figure registry: its columns in bytes, and those per SIMD
+    or per SM (``scratch, LDS and kernarg in bytes; waves per SIMD``); the others are counts."""
+    figures = vendor_figures(vendor)
+    in_bytes = [f.label for f in figures if f.unit.strip() == "B"]
+    per: dict[str, list[str]] = {}  # "SIMD" -> ["waves"], from the unit " waves/SIMD"
+    for f in figures:
+        what, slash, of = f.unit.strip().partition("/")
+        if slash:
+            per.setdefault(of, []).append(what)
+    parts = [f"{listing(in_bytes)} in bytes"] if in_bytes else []
+    return "; ".join(parts + [f"{listing(whats)} per {of}" for of, whats in per.items()])
 
 
 def messages_text(messages: list[str], width: int = _MESSAGE_WIDTH, line_width: int | None = None) -> Text:
@@ -100,21 +113,24 @@ def said_once_text(survey: Survey) -> Text | None:
 
 
 def summary_line(survey: Survey) -> str:
-    """``142 keys, 142 ok, 0 errors; 3 spill VGPRs, 1 spills SGPRs`` for the survey."""
+    """``12 keys on gfx950, sm90: 10 builds (4 ok, 6 failed), 2 keys skipped; VGPR spills in 1 build, SGPR
+    spills in 0 builds, spill stores in 0 builds``: keys on each target, builds (a key's rows; a skipped key
+    is no build), and the builds with each spill figure."""
+    keys = {(r.key, r.target) for r in survey.rows}
     skipped = {(r.key, r.target) for r in survey.rows if r.skipped}
-    keys = {(r.key, r.target) for r in survey.rows} - skipped
-    failed = {(r.key, r.target) for r in survey.rows if r.failed}
-    flaky = {(r.key, r.target) for r in survey.rows if r.is_flaky} - failed
-    # Keys per spill figure (those that are not another's companion: scratch restates VGPR spills).
+    builds = [r for r in survey.rows if not r.skipped]
+    flaky = sum(r.is_flaky for r in builds)
+    # Builds per spill figure (those that are not another's companion: scratch restates VGPR spills).
     spills = ", ".join(
-        f"{fig.noun} in {len({(r.key, r.target) for r in survey.rows if r.resources.get(fig.name)})}"
+        f"{fig.noun} in {count(sum(1 for r in builds if r.resources.get(fig.name)), 'build')}"
         for fig in (figure(name) for name in SPILL_FIGURES) if fig.companion_of is None)
-    # Every build is linted (README "The kernarg lint"): say so when one could not be.
-    unlinted = sum(1 for r in survey.rows if r.ok and r.lint is None)
-    return (f"{len(keys)} keys ({len(survey.rows) - len(skipped)} rows) on {', '.join(survey.targets)}: "
-            f"{len(keys) - len(failed) - len(flaky)} build, {len(failed)} fail"
-            + (f", {len(flaky)} flaky" if flaky else "") + (f", {len(skipped)} skipped" if skipped else "") + "; "
-            + spills + (f"; {unlinted} builds not linted" if unlinted else ""))
+    # Every build is linted (docs/commands.md, "The kernarg lint"): say so when one could not be.
+    unlinted = sum(1 for r in builds if r.ok and r.lint is None)
+    return (f"{count(len(keys), 'key')} on {', '.join(survey.targets)}: {count(len(builds), 'build')} "
+            f"({sum(r.ok for r in builds)} ok, {sum(r.failed for r in builds)} failed"
+            + (f", {flaky} flaky" if flaky else "") + ")"
+            + (f", {count(len(skipped), 'key')} skipped" if skipped else "") + "; "
+            + spills + (f"; {count(unlinted, 'build')} not linted" if unlinted else ""))
 
 
 def timing_line(survey: Survey) -> str | None:
@@ -123,16 +139,19 @@ def timing_line(survey: Survey) -> str | None:
     if not t or "wall_s" not in t:
         return None
     compiled = sum(1 for r in survey.rows if r.ok and not r.reused)
+    reused = sum(1 for r in survey.rows if r.ok and r.reused)
+    failed = sum(1 for r in survey.rows if not r.ok and not r.skipped)
     own = [(name, t.get(f"{name}_s", 0.0)) for name in ("analyze", "store", "pressure", "lint", "capture", "hash")]
     parts = ", ".join(f"{name.replace('_', ' and ')} {seconds:.1f}" for name, seconds in own if seconds >= 0.05)
-    return (f"made {survey.created or 'earlier'} on {int(t.get('jobs', 1))} worker(s) in {t['wall_s']:.1f} s: "
-            f"{compiled} launches compiled in {t.get('compile_s', 0.0):.1f} s of compile time, "
-            f"{len(survey.rows) - compiled} reused or failed; regsurvey's own work {sum(s for _, s in own):.1f} s"
+    return (f"made {survey.created or 'earlier'} on {count(int(t.get('jobs', 1)), 'worker')} in {t['wall_s']:.1f} s: "
+            f"{count(compiled, 'launch')} compiled in {t.get('compile_s', 0.0):.1f} s of compile time, "
+            f"{reused} reused, {failed} failed; regsurvey's own work {sum(s for _, s in own):.1f} s"
             + (f" ({parts})" if parts else ""))
 
 
-def print_survey(survey: Survey, console: Console) -> None:
-    """Print the tables, laid out for the console's width, and a summary line."""
+def print_survey(survey: Survey, console: Console, whole: Survey | None = None) -> None:
+    """Print the tables, laid out for the console's width, and a summary line; ``whole``: the survey the
+    summary and timing lines count, where ``survey`` shows only some of its rows (``run --only``)."""
     for k, grid in enumerate(survey_grids(survey, console.width)):
         if k:
             console.print()
@@ -143,9 +162,17 @@ def print_survey(survey: Survey, console: Console) -> None:
     if once is not None:
         heading, *said = once.split()
         lines += [heading, *(part for line in said for part in hanging(line, console.width, 4))]
-    lines += hanging(Text(summary_line(survey)), console.width)
-    timing = timing_line(survey)
+    lines += hanging(Text(summary_line(whole or survey)), console.width)
+    timing = timing_line(whole or survey)
     if timing:
         lines += hanging(Text(timing, style="dim"), console.width)
     for line in lines:
         console.print(line)
+
+
+def print_lines(console: Console, lines: list[str]) -> None:
+    """Lines of prose under the tables (``run``'s builds to look at), each wrapped to the console's width,
+    its lines after the first indented."""
+    for line in lines:
+        for part in hanging(Text(line), console.width):
+            console.print(part)

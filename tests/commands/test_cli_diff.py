@@ -204,7 +204,10 @@ def test_every_format_from_the_stored_surveys(history: dict[str, Any]) -> None:
     assert html.stdout.strip() == f"wrote {path}"
     page = path.read_text()
     data = json.loads(page.split('<script id="report-data" type="application/json">')[1].split("</script>")[0])
-    assert data["comparisons"][0]["counts"]["worse"] == 4 and len(data["comparisons"][0]["rows"]) == 12
+    # The 4 worse builds listed; the 8 unchanged ones, of kinds on targets where nothing changed, named.
+    shown = data["comparisons"][0]
+    assert shown["counts"]["worse"] == 4 and shown["counts"]["unchanged"] == 8 and len(shown["rows"]) == 4
+    assert shown["folded"]["unlisted"].startswith("not listed: 8 unchanged builds of the ")
     out = regsurvey("diff", *common, "--format", "json", "--output", str(history["root"] / "c.json"), cwd=repo)
     assert out.returncode == 0 and json.loads((history["root"] / "c.json").read_text())["counts"]["worse"] == 4
 

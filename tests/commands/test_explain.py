@@ -214,7 +214,7 @@ def test_beside_spills_the_peak_says_what_it_counts_and_the_demand_before_spilli
     assert out[2].startswith(f"  VGPR demand before spilling: 67 at {loop}: ")
     assert out[2].endswith("(the values live at once, those waiting in spill slots too; the peak counts registers "
                            "after allocation and spilling)")
-    assert out[4] == "  1 spill stores, 1 reloads (4 dwords to scratch)"
+    assert out[4] == "  1 spill store, 1 reload (4 dwords to scratch)"
     data = json.loads(invoke("explain", "spill/block2048", *args, "--format", "json").stdout)
     demand = Pressure.from_dict(data["builds"][0]["pressure"]).demand
     assert set(demand) == {"vgpr"} and demand["vgpr"].live["vgpr"] == 67

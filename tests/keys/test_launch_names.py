@@ -229,11 +229,11 @@ def test_every_report_names_the_build_alike(project: tuple[Path, Worker], survey
     (html,) = [r for r in comparison_data(comparison, "x")["rows"] if r["mark"] == "worse"]
     assert html["kernel_text"] == "expert_matmul [down]"
     assert summarize(comparison).texts[0] == (f"adds VGPR spills to moe (expert_matmul [down]) w2 on gfx950 "
-                                              f"({spill} -> {spill + 4})")
+                                              f"({spill} → {spill + 4})")
     # The check: its report and SARIF say the same sentence.
     result = judge(comparison, Baseline())
     (problem,) = result.problems
-    message = (f"moe/w2 on gfx950 (expert_matmul [down]): VGPR spills {spill} -> {spill + 4}; "
+    message = (f"moe/w2 on gfx950 (expert_matmul [down]): VGPR spills {spill} → {spill + 4}; "
                "no baseline entry allows it")
     assert (problem.rule, problem_message(problem)) == (NEW_SPILL, message)
     assert f"- moe/w2 on gfx950 (expert_matmul \\[down\\]): VGPR spills {spill} → {spill + 4}" in \

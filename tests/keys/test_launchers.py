@@ -149,7 +149,7 @@ def test_a_body_that_raises_after_launching_keeps_its_launches(worker: Worker, o
     assert line in TableFormat(width=300).format(comparison)
     assert "kind body raised after 1 launch at launcherkernels/ops.py:" in MarkdownFormat().format(comparison)
     assert f"error: {line}" in table_text(head) and "raises/w2" in table_text(head)
-    assert summary_line(head).startswith("1 keys (2 rows) on gfx950: 0 build, 1 fail")
+    assert summary_line(head).startswith("1 key on gfx950: 2 builds (1 ok, 1 failed);")
     # A key that raised on the base and builds on the head is fixed.
     assert {r.row_id: r.mark for r in compare(head, base).rows}["raises/w2#1"] is Mark.FIXED
 
@@ -292,4 +292,4 @@ def test_a_skipped_key_is_no_build_and_no_failure(worker: Worker, ops: Any, monk
     (step,) = stack([base, head], ["skip the 64-row variant"]).steps
     assert step.keys_built == (1, 1)
     assert "skipped: no 64-row variant of this layer" in table_text(head)
-    assert summary_line(head).startswith("1 keys (1 rows) on sm90: 1 build, 0 fail, 1 skipped")
+    assert summary_line(head).startswith("2 keys on sm90: 1 build (1 ok, 0 failed), 1 key skipped;")

@@ -283,7 +283,7 @@ def check_group(lines: list[str], rows: tuple[RowComparison, ...], width: int) -
             for moved in moved_text(r):
                 assert flat(moved) in record.text or flat(moved) in record.said, (moved, record)
         if r.build_changes:
-            assert flat(build_text(r, "->")) in record.text + " " + record.said
+            assert flat(build_text(r)) in record.text + " " + record.said
         status = status_text(r)
         if r.mark in (Mark.NEWLY_FAILING, Mark.STILL_FAILING) and status:
             assert record.said.startswith("error: " + flat(status)[:60]), record.said
