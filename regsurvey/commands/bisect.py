@@ -16,7 +16,7 @@ from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail, split_csv
 from .helptext import examples
-from .options import check_figures, make_survey_options, store_options, table_style
+from .options import check_figures, columns_option, make_survey_options, store_options, table_style
 
 
 @click.command(epilog=examples(
@@ -46,8 +46,10 @@ from .options import check_figures, make_survey_options, store_options, table_st
               default=Path("."), help="Run as if started in this directory.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress on stderr (bars in a terminal, a line every 10 s elsewhere).")
+@columns_option
 def bisect(good: str, bad: str, key: str, figure: str, above: int | None, targets: tuple[str, ...], fmt: str,
-           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool) -> None:
+           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
+           columns: int | None) -> None:
     """Find the first commit of GOOD..BAD (first parents) where FIGURE of the builds matching --key
     changes from GOOD's (or, with --above N, exceeds N), by binary search: about log2(n) commits are
     surveyed, only for the matching keys, stored surveys and unchanged kernels reused. A commit whose
@@ -144,6 +146,6 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
     click.echo(", ".join(f"{commits[i].sha[:10]} {verdicts[i].verdict}" for i in found.probes))
     click.echo(tally)
     click.echo("")
-    style = table_style() if fmt == "table" else {}
+    style = table_style(columns) if fmt == "table" else {}
     click.echo(get_format(fmt, **style).format(comparison).rstrip())
     sys.exit(EXIT_OK)

@@ -18,7 +18,7 @@ from ..revisions.sources import SourcePaths
 from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
 from .helptext import examples
-from .options import make_survey_options, selection_options, store_options, write_report
+from .options import columns_option, make_survey_options, selection_options, store_options, table_columns, write_report
 
 
 @click.command(epilog=examples(
@@ -45,9 +45,10 @@ from .options import make_survey_options, selection_options, store_options, writ
 @store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")
+@columns_option
 def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Path | None, top: int,
             targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None,
-            timeout: float, quiet: bool, store_dir: Path | None, repo: Path) -> None:
+            timeout: float, quiet: bool, store_dir: Path | None, repo: Path, columns: int | None) -> None:
     """Where KEY's registers go: the live registers along its code, the peak, every spill store and
     reload, each on the Triton source line it came from (helpers inlined at a call site count there too).
 
@@ -81,7 +82,8 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         except ValueError as exc:  # a text that holds no kernel
             fail(str(exc))
     root = repo_root(start)
-    text = _format(items, failed, fmt, SourcePaths(root, survey.commit, checkout=start), top)
+    width = table_columns(columns, terminal=output is None)
+    text = _format(items, failed, fmt, SourcePaths(root, survey.commit, checkout=start), top, width)
     write_report(text, fmt, output, (root or start) / "reports" / f"explain-{_file_part(key)}.html")
     sys.exit(EXIT_OK)
 
@@ -114,7 +116,7 @@ def _chosen(survey: Survey, key: str, kernel: str | None,
     return built, [r for r in matching if not r.ok and not r.skipped]
 
 
-def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePaths, top: int) -> str:
+def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePaths, top: int, width: int) -> str:
     from ..output import explain as out
 
     if fmt == "json":
@@ -123,7 +125,7 @@ def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePa
         return out.format_markdown(items, paths, top, failed)
     if fmt == "html":
         return out.format_html(items, paths, top, failed)
-    return out.format_text(items, paths, top, failed)
+    return out.format_text(items, paths, top, failed, width)
 
 
 def _file_part(key: str) -> str:

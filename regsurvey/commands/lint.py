@@ -13,7 +13,7 @@ from ..model.words import count
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .helptext import examples
-from .options import make_survey_options, survey_options, table_style
+from .options import columns_option, make_survey_options, survey_options, table_style
 
 
 @click.command(epilog=examples(
@@ -26,10 +26,11 @@ from .options import make_survey_options, survey_options, table_style
 @survey_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="table: the findings and a line counting them; json: a list of the findings.")
+@columns_option
 @click.option("-v", "--verbose", is_flag=True, help="Also print the time the lint itself took, and its share.")
 def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
          keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
-         fmt: str, verbose: bool) -> None:
+         fmt: str, columns: int | None, verbose: bool) -> None:
     """Find kernel arguments that are loaded into registers and never read on any path.
 
     Without FILES, lints every key of a survey (the working tree, or --commit REV): AMD objects with
@@ -86,7 +87,7 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     if fmt == "json":
         click.echo(findings_json(findings))
     else:
-        click.echo(findings_table(findings, kernels=kernels, **table_style()), nl=False)
+        click.echo(findings_table(findings, kernels=kernels, **table_style(columns)), nl=False)
     for run in runs:
         for skipped in run.skipped:
             click.echo(f"regsurvey: not linted: {skipped}", err=True)

@@ -182,10 +182,35 @@ def make_report_dir(directory: Path) -> None:
         write_text(directory / ".gitignore", "# written by regsurvey: generated reports\n*\n")
 
 
-def table_style() -> dict[str, Any]:
-    """Colour and width for the terminal table: the terminal's when stdout is one, else wide and plain."""
+# The width of a table that goes to no terminal (a pipe, a file, CI's log) when neither --columns nor
+# COLUMNS says: readable in a log viewer and a code review, and wide enough for a figure per column.
+PIPE_COLUMNS = 120
+
+
+def columns_option(command: F) -> F:
+    """``--columns N``: the width every table of the command is laid out for (:func:`table_columns`)."""
+    return click.option("--columns", type=click.IntRange(min=20), metavar="N",
+                        help=f"Lay tables out for N columns (default: the COLUMNS variable, else the terminal's "
+                             f"width; {PIPE_COLUMNS} when stdout is no terminal).")(command)
+
+
+def table_columns(columns: int | None, terminal: bool = True) -> int:
+    """The width to lay tables out for: ``--columns``, else the ``COLUMNS`` variable, else the terminal's
+    where the table goes to stdout (``terminal``) and stdout is one, else :data:`PIPE_COLUMNS`."""
+    import os
     import shutil
 
-    if sys.stdout.isatty():
-        return {"color": True, "width": shutil.get_terminal_size().columns}
-    return {"color": False, "width": 200}
+    if columns:
+        return columns
+    variable = os.environ.get("COLUMNS", "").strip()
+    if variable.isdigit() and int(variable) > 0:
+        return max(20, int(variable))
+    if terminal and sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return PIPE_COLUMNS
+
+
+def table_style(columns: int | None = None, terminal: bool = True) -> dict[str, Any]:
+    """Colour and width for the terminal table: colour when it goes to stdout (``terminal``) and stdout is a
+    terminal; the width of :func:`table_columns`."""
+    return {"color": terminal and sys.stdout.isatty(), "width": table_columns(columns, terminal)}

@@ -18,7 +18,7 @@ from ..output.problems import ONLY_CHOICES
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
 from .helptext import examples
-from .options import survey_options
+from .options import columns_option, survey_options, table_columns
 
 
 @click.command(epilog=examples(
@@ -36,6 +36,7 @@ from .options import survey_options
               help="Show only the builds that fail, spill or run at low occupancy (problems), or only those of one "
                    "of the three. Low: at most an eighth of the target's most, 1 of 8 waves per SIMD (AMD), 8 of "
                    "64 warps per SM (NVIDIA). Narrows the JSON too; --strict still judges every build.")
+@columns_option
 @click.option("--strict", is_flag=True, help="Exit 1 if any key fails to build.")
 @click.option("--force", is_flag=True, help="Compile every key again: reuse neither a stored survey of this "
               "commit nor stored results of identical kernels, and have Triton compile every launch (warmups "
@@ -43,7 +44,7 @@ from .options import survey_options
               "survey, except that it leaves a stored survey of a target holding more kinds as it is.")
 def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
         jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, only: str | None,
-        strict: bool, quiet: bool, force: bool) -> None:
+        columns: int | None, strict: bool, quiet: bool, force: bool) -> None:
     """Compile every key of a commit for every target and report its resources.
 
     The table ends with a line on what spills, what fails, and each target's lowest occupancy.
@@ -71,16 +72,17 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
     else:
         from rich.console import Console
 
-        from ..output.table import print_survey
+        from ..output.table import print_lines, print_survey
 
-        print_survey(shown, Console(), whole=survey)
-        for line in problems.problem_lines(survey):
-            click.echo(line)
+        console = Console(width=table_columns(columns))
+        print_survey(shown, console, whole=survey)
+        said = problems.problem_lines(survey)
         if only:
             builds = sum(not r.skipped for r in survey.rows)
-            click.echo(f"--only {only}: {len(shown.rows)} of {count(builds, 'build')} shown")
+            said.append(f"--only {only}: {len(shown.rows)} of {count(builds, 'build')} shown")
         elif any(problems.is_problem(r) for r in survey.rows):
-            click.echo("(--only problems shows only these builds)")
+            said.append("(--only problems shows only these builds)")
+        print_lines(console, said)
     sys.exit(EXIT_FINDINGS if strict and _any_failed(survey) else EXIT_OK)
 
 

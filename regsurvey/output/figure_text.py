@@ -131,11 +131,15 @@ def status_text(r: RowComparison, arrow: str = ARROW) -> str:
     return ""
 
 
+def figure_total_deltas(comparison: Comparison, arrow: str = ARROW) -> list[str]:
+    """The spill totals that changed, each on its own (``VGPR spills 112 → 16``)."""
+    return [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
+            for t in comparison.spill_totals if t.before != t.after]
+
+
 def figure_total_delta(comparison: Comparison, arrow: str = ARROW) -> str:
-    """The spill totals that changed (``VGPR spills 112 → 16``), or ``unchanged``."""
-    parts = [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
-             for t in comparison.spill_totals if t.before != t.after]
-    return ", ".join(parts) if parts else "unchanged"
+    """The spill totals that changed (``VGPR spills 112 → 16, spill stores 0 → 8 B``), or ``unchanged``."""
+    return ", ".join(figure_total_deltas(comparison, arrow)) or "unchanged"
 
 
 def finding_text(finding: Finding) -> str:

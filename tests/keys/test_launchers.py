@@ -34,7 +34,7 @@ from regsurvey.output.diff_table import TableFormat
 from regsurvey.output.gate_text import problem_message
 from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat
-from regsurvey.output.table import summary_line, vendor_tables
+from regsurvey.output.table import print_survey, summary_line
 
 from ..conftest import FIXTURES
 
@@ -71,12 +71,10 @@ def survey(rows: list[Row], label: str) -> Survey:
 
 
 def table_text(s: Survey) -> str:
-    """The survey tables and the lines under each (what kind bodies said)."""
+    """The survey tables as ``run`` prints them, with the lines under their rows (errors, what kind bodies
+    said)."""
     console = Console(file=io.StringIO(), width=400, no_color=True)
-    for table, said in vendor_tables(s):
-        console.print(table)
-        for line in said:
-            console.print(line)
+    print_survey(s, console)
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
