@@ -27,6 +27,7 @@ from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET
 from ..revisions.checkout import Checkout
 from ..store.signing import Unsigned, unsigned_warning
 from . import server
+from .copies import KeyId
 from .errors import SurveyError
 from .protocol import (
     Answer,
@@ -42,7 +43,7 @@ from .protocol import (
     ToolchainOf,
     WorkerExited,
 )
-from .schedule import KeyId, Policy, Schedule
+from .schedule import Policy, Schedule
 from .server import ServerWorker
 from .timing import SurveyTiming
 from .worker_start import ensure_forkserver, main_module_hidden, worker_context, worker_environment, worker_start

@@ -53,9 +53,9 @@ def test_no_private_name_crosses_an_engine_module() -> None:
 
 
 def test_the_scheduler_knows_no_transport() -> None:
-    """schedule.py imports nothing but the model and the protocol: no ray, no process, no pipe."""
+    """schedule.py imports nothing but the model, the protocol and the copies: no ray, no process, no pipe."""
     tree = ast.parse((ENGINE / "schedule.py").read_text())
     imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
     assert imported <= {"__future__", "time", "collections", "collections.abc", "dataclasses", "typing",
-                        "model.keys", "model.progress", "model.results", "model.targets", "protocol"}
+                        "model.keys", "model.progress", "model.results", "model.targets", "protocol", "copies"}

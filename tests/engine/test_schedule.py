@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from regsurvey.engine.protocol import Failed, KeyCaptured, KeyCompiled, KeyFinished, KeyWaiting
-from regsurvey.engine.schedule import Policy, Schedule, merged_copies, wanted_target
+from regsurvey.engine.schedule import Policy, Schedule, wanted_target
 from regsurvey.engine.transport_local import POLICY as LOCAL
 from regsurvey.engine.transport_ray import HELP_COPIES, HELP_MIN_S
 from regsurvey.engine.transport_ray import POLICY as RAY
@@ -379,18 +379,3 @@ def test_wanted_target_is_the_one_with_most_work_per_worker() -> None:
     assert wanted_target(pending, [], lambda k: cost[k.id]) == "sm90"
     assert wanted_target(pending, ["sm90"], lambda k: cost[k.id]) == "gfx950"
     assert wanted_target([], ["gfx942"], lambda k: 1.0) == "gfx942"
-
-
-def test_merged_copies_take_each_launch_from_the_copy_that_compiled_it() -> None:
-    def row(launch: int, reused: bool, kernel: str | None = "k") -> Row:
-        return Row(key="a", kind="a", axes={}, target="sm90", kernel=kernel, status="ok" if kernel else "error",
-                   launch=launch, triton_hash=f"h{launch}" if kernel else None, reused=reused)
-
-    one = [row(0, False), row(1, True), row(2, True)]
-    two = [row(0, True), row(1, False), row(2, True)]  # launch 2: reused by both (an earlier survey's)
-    merged, shared = merged_copies([one, two])
-    assert [(r.launch, r.reused) for r in merged] == [(0, False), (1, False), (2, True)] and shared == 1
-    assert merged[1] is two[1]
-    failed = [row(0, False, kernel=None)]  # a copy whose body raised before any launch: the other's rows
-    assert merged_copies([failed, two]) == (two, 0)
-    assert merged_copies([failed]) == (failed, 0)
