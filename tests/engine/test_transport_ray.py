@@ -71,7 +71,8 @@ def stand_in_actor(gate: str) -> type:
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, log_to_driver=False, logging_level="ERROR", include_dashboard=False)
+    # A Ray of its own ("local"): not whatever cluster this machine already runs, which a bare init would join.
+    ray.init(address="local", num_cpus=2, log_to_driver=False, logging_level="ERROR", include_dashboard=False)
     try:
         yield
     finally:
