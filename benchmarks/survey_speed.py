@@ -1,4 +1,4 @@
-"""How fast regsurvey surveys, against the toolchain's own compile time (issue targets in README).
+"""How fast regsurvey surveys, against the toolchain's own compile time (issue targets in docs/speed.md).
 
 Prints, in one run on the demo suite (this repository's keys/ and decode_layer/):
 

@@ -83,7 +83,7 @@ def refuse_privileged_event(env: Mapping[str, str]) -> None:
     if event in PRIVILEGED_EVENTS:
         raise ValueError(f"refusing to run on {event}: its job holds the base repository's write token and "
                          "secrets, and the check runs the pull request's code; run it on pull_request "
-                         "(README.md, \"CI: GitHub Actions and GitLab\")")
+                         "(docs/ci.md, \"CI: GitHub Actions and GitLab\")")
 
 
 def command(env: Mapping[str, str]) -> list[str]:
@@ -96,7 +96,7 @@ def command(env: Mapping[str, str]) -> list[str]:
         raise ValueError("REGSURVEY_BASE is not set: the revision to judge the change against "
                          "(the action's base input; GitLab: CI_MERGE_REQUEST_DIFF_BASE_SHA)")
     args = [_get(env, "REGSURVEY_PYTHON") or sys.executable, "-m", "regsurvey", "check", "--base", base,
-            "--sarif", sarif_path(env), "--quiet"]
+            "--sarif", sarif_path(env)]  # not --quiet: its progress lines keep the job's log alive
     if head:
         args += ["--head", head]
     targets = _split(_get(env, "REGSURVEY_TARGETS"))
@@ -130,12 +130,18 @@ def fetch_base(env: Mapping[str, str]) -> None:
                         "origin", base], capture_output=True)
 
 
+# regsurvey's progress lines outside a terminal (regsurvey/output/progress.py): the log shows them; the
+# report of a check that could not judge keeps what was said besides them.
+PROGRESS = re.compile(r"regsurvey: (surveying .*|.*: (listing keys|\d+ keys? to survey|\d+/\d+ keys[,;]).*)\n?")
+
+
 def _tee(stream: IO[str], out: IO[str], tail: deque[str], scrub: Scrubber) -> None:
     for line in stream:
         line = scrub.text(line)
         out.write(line)
         out.flush()
-        tail.append(line)
+        if not PROGRESS.fullmatch(line):
+            tail.append(line)
 
 
 def check_environment(env: Mapping[str, str]) -> dict[str, str]:

@@ -1,11 +1,11 @@
-"""Regenerate the pictures README shows: ``python docs/screenshots.py`` (a clone installed with
+"""Regenerate the pictures docs/commands.md shows: ``python docs/screenshots.py`` (a clone installed with
 ``pip install -e '.[test]'``, Debian's chromium at /usr/bin/chromium; a few minutes from a cold Triton cache).
 
 It builds the demo repository (``regsurvey demo --keep`` builds the same), then
 - ``docs/history.png``: ``regsurvey history HEAD~20..HEAD --kind mla_decode -t gfx950,sm90``;
 - ``docs/diff.png``: ``regsurvey diff HEAD~1 HEAD --kind mla_decode -t gfx950,sm90 --format html``, the
-  top of the page (summary and the keys laid out by their axes);
-each page opened in headless Chromium (tests/output/chromium.py) and captured.
+  top of the page (the verdict and the summary; the keys laid out by their axes follow);
+each page opened in headless Chromium (tests/output/chromium.py) 1400 px wide and captured.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def main() -> None:
         build_demo_repo(repo)
         history, diff = Path(tmp) / "history.html", Path(tmp) / "diff.html"
         regsurvey(repo, "history", "HEAD~20..HEAD", "-o", str(history))
-        shoot(history, HERE / "history.png", 1300, 900, full=False)
+        shoot(history, HERE / "history.png", 1400, 900, full=False)
         regsurvey(repo, "diff", "HEAD~1", "HEAD", "--format", "html", "-o", str(diff))
         shoot(diff, HERE / "diff.png", 1400, 1000, full=False)
 

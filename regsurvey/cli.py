@@ -6,10 +6,14 @@ from __future__ import annotations
 import click
 
 from .commands import LazyGroup
+from .commands.helptext import examples
 from .model.version import __version__
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=examples(
+    ("regsurvey run --target gfx950,sm90", "survey every key of the working tree for gfx950 and sm90"),
+    ("regsurvey diff main", "compare main's survey with the working tree's, build by build"),
+))
 @click.version_option(__version__, prog_name="regsurvey")
 def main() -> None:
     """Register, spill and occupancy surveys of Triton kernels, key by key, target by target.

@@ -23,6 +23,7 @@ from .model.figures import BY_IMPORTANCE, REGISTER, SPILL
 from .model.pressure import Pressure, attribution
 from .model.results import Row
 from .model.targets import get_target
+from .model.words import count
 from .revisions.checkout import repo_root
 from .revisions.sources import NO_LINE, SourcePaths
 from .store.files import WriteError
@@ -201,7 +202,7 @@ def where_sentences(before: Pressure, after: Pressure, base: SourcePaths, head: 
         for line in moved[:MAX_SPILL_LINES]:
             (st0, ld0), (st1, ld1) = was_spills[line], now_spills[line]
             more = "more" if st1 + ld1 > st0 + ld0 else "fewer"
-            out.append(f"{more} {what} {_at(line)} ({st0} to {st1} stores, {ld0} to {ld1} reloads)")
+            out.append(f"{more} {what} {_at(line)} ({st0} to {count(st1, 'store')}, {ld0} to {count(ld1, 'reload')})")
         for line in gone[:MAX_SPILL_LINES]:
             out.append(f"no {what} left {_at(line)} (were {_counts(was_spills[line])})")
     return tuple(out)
@@ -229,4 +230,4 @@ def _spills_by_line(pressure: Pressure, paths: SourcePaths, sgpr: bool) -> dict[
 
 def _counts(counts: tuple[int, int]) -> str:
     stores, reloads = counts
-    return f"{stores} store{'s' if stores != 1 else ''}, {reloads} reload{'s' if reloads != 1 else ''}"
+    return f"{count(stores, 'store')}, {count(reloads, 'reload')}"

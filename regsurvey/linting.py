@@ -3,7 +3,8 @@
 A survey row's object is read back from the store with the texts kept beside it: ``amdgcn`` or ``ptx``,
 and ``llir`` (the evidence whether the source uses an argument). A loose file is amdgcn text
 (``.s``/``.amdgcn``, gzip accepted) or an AMD code object (``.hsaco``/``.co``/``.o``), disassembled with
-``llvm-objdump``; it comes with no LLVM IR.
+``llvm-objdump``; it comes with no LLVM IR. A cubin is linted against the PTX of its compile
+(:func:`regsurvey.analysis.lint_object`), which only a survey keeps beside it: never as a loose file.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .lint import LintInputError, lint_amdgcn
 from .lint.disassembler import disassemble
 from .model.findings import Finding
 from .model.results import Row, Survey
-from .model.targets import get_target
+from .model.targets import TARGETS, get_target
 from .store.objectstore import ObjectStore
 
 _ELF = b"\x7fELF"
@@ -136,10 +137,17 @@ def lint_row(row: Row, objects: ObjectStore, sass: str | None = None) -> tuple[F
     return tuple(lint_object(row.target, binary, lambda name: objects.text(rel, name), sass))
 
 
+# Why a cubin given as a file is not linted, and how it is: in a survey of an NVIDIA target.
+LOOSE_CUBIN = ("an NVIDIA cubin: the lint reads a cubin only with the PTX of its compile, which a survey keeps "
+               "beside it; `regsurvey lint --target "
+               + ",".join(t.name for t in TARGETS.values() if t.is_nvidia) + "` (no FILES) lints every key's cubin")
+
+
 def lint_file(path: Path) -> LintRun:
     """Lint one loose file: amdgcn text, or an AMD code object (disassembled with llvm-objdump).
 
-    Raises OSError (unreadable), LintInputError (not something the lint reads),
+    Raises OSError (unreadable), LintInputError (not something the lint reads: a cubin among them,
+    :data:`LOOSE_CUBIN`),
     CorruptObjectError (an object that does not parse) and DisassemblerMissing.
     """
     data = path.read_bytes()
@@ -151,6 +159,10 @@ def lint_file(path: Path) -> LintRun:
     start = time.perf_counter()
     if data.startswith(_ELF):
         from .objects.amd_object import parse_hsaco
+        from .objects.elfcheck import machine
+
+        if machine(data) == "EM_CUDA":
+            raise LintInputError(LOOSE_CUBIN)
 
         parse_hsaco(data)  # CorruptObjectError for a cut, altered or non-AMD object, before objdump runs
         try:

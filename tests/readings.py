@@ -2,7 +2,10 @@
 
 AMD: the compiler's own amdgcn text (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumVgprs``,
 ``; TotalNumSgprs``, ``; ScratchSize``, ``; Occupancy``, the YAML metadata block, ``Folded Spill``
-comments) and a direct msgpack decode of the object's note written here, not regsurvey's reader.
+comments) and a direct msgpack decode of the object's note written here, not regsurvey's reader. LDS from
+the compile's TTGIR, its buffers allocated again and sized here from their types (not Triton's metadata
+``shared``, which regsurvey reads), and the occupancy where LDS binds from LLVM itself, told that LDS and
+the workgroup's size.
 NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX, and the cubin's own ``.nv.info.<kernel>``
 walked here with struct.
 Both: Triton's own record of the kernel (the metadata JSON in its cache: the LDS or shared memory it
@@ -13,9 +16,11 @@ each vendor's occupancy rules written here (:func:`independent_reading`: every f
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import io
 import json
+import os
 import re
 import struct
 import subprocess
@@ -74,6 +79,12 @@ def note_metadata(hsaco: bytes) -> dict[str, Any]:
     raise AssertionError("no AMDGPU metadata note")
 
 
+def note_waves(note: dict[str, Any]) -> int:
+    """Waves per workgroup, from the note: Triton declares workgroups of exactly its ``num_warps`` waves
+    as the most (``.max_flat_workgroup_size``) over the ``.wavefront_size``."""
+    return int(note[".max_flat_workgroup_size"]) // int(note[".wavefront_size"])
+
+
 def asm_comment(text: str, name: str) -> int:
     """The value of LLVM's ``; NAME: value`` comment in an amdgcn text."""
     match = re.search(rf"^\s*; {name}: (\d+)", text, re.M)
@@ -94,24 +105,197 @@ def _directive(text: str, name: str) -> int:
     return int(match.group(1))
 
 
-# LDS per CU and its allocation block (AMDGPUUsage GRANULATED_LDS_SIZE; CDNA3/CDNA4 ISA guides).
-_LDS = {"gfx942": (64 * 1024, 512), "gfx950": (160 * 1024, 1280)}
+def amd_lds_reading(ttgir: str, hsaco: bytes) -> int:
+    """LDS of one workgroup, read without Triton's metadata ``shared`` (which regsurvey reads).
+
+    The object's static LDS (its note's ``.group_segment_fixed_size``: 0 under Triton, whose LDS is all
+    dynamic, ``@global_smem = external addrspace(3) global [0 x i8]`` in the LLIR) plus what the
+    compile's TTGIR needs: its buffers allocated again by Triton's AMD pass (the kept TTGIR is the one
+    before allocation), each sized here from its own type (``ttg.local_alloc``'s memdesc: shape, element
+    bits and the padded layout's padding) or by the scratch size the pass gives an op (``allocation.size``:
+    a reduction's, a layout conversion's), at the offset the pass gives it. The pass's own total, the
+    module's ``ttg.shared`` that becomes Triton's ``shared``, must be that extent.
+    """
+    allocated = _allocated_ttgir(ttgir)
+    buffers = _lds_buffers(allocated)
+    total = re.search(r"\bttg\.shared = (\d+) : i32", allocated)
+    assert total, "the allocated TTGIR has no ttg.shared"
+    if all(size is not None for _, size in buffers):
+        extent = max((offset + size for offset, size in buffers if size is not None), default=0)
+        assert int(total.group(1)) == extent, f"ttg.shared {total.group(1)} is not its buffers' extent {extent}"
+    else:
+        # Triton before 3.9 prints no size for an op's scratch: the pass's own total, from the TTGIR kept
+        # beside the object (not the compile's metadata), holds every buffer sized here.
+        extent = int(total.group(1))
+        assert all(offset + size <= extent for offset, size in buffers if size is not None), (buffers, extent)
+    return int(note_metadata(hsaco)[".group_segment_fixed_size"]) + extent
+
+
+def _allocated_ttgir(ttgir: str) -> str:
+    """The TTGIR with Triton's AMD shared-memory allocation run on it (``allocation.offset`` on every
+    buffer, ``ttg.shared`` on the module), printed."""
+    from triton._C.libtriton import amd, ir
+
+    arch = re.search(r'ttg\.target = "hip:(\w+)"', ttgir)
+    assert arch, "not an AMD TTGIR (no ttg.target hip:...)"
+    context = ir.context()
+    ir.load_dialects(context)
+    amd.load_dialects(context)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.ttgir"
+        path.write_text(ttgir)
+        module = ir.parse_mlir_module(str(path), context)
+    module.context = context
+    passes = ir.pass_manager(context)
+    if TRITON_39_CODEGEN:
+        amd.passes.ttgpuir.add_allocate_shared_memory(passes, arch.group(1))
+        passes.run(module, "lds_reading")
+    else:  # Triton before 3.9 (not run here): make_llir lowered the LDS use first, and its passes took no arch
+        amd.passes.ttgpuir.add_optimize_lds_usage(passes, arch.group(1), 0)
+        amd.passes.ttgpuir.add_allocate_shared_memory(passes)
+        passes.run(module, "lds_reading")
+    return str(module)
+
+
+_OFFSET = re.compile(r"\ballocation\.offset = (\d+) : i32")
+_SIZE = re.compile(r"\ballocation\.size = (\d+) : i32")
+_ALIAS = re.compile(r"^(#\w+) = (.*)$", re.M)
+
+
+def _lds_buffers(allocated: str) -> list[tuple[int, int | None]]:
+    """(offset, bytes) of every LDS buffer of an allocated TTGIR; bytes None for an op's scratch (a
+    reduction's, a layout conversion's, an atomic's), which Triton before 3.9 sizes without saying."""
+    aliases = dict(_ALIAS.findall(allocated))
+    buffers: list[tuple[int, int | None]] = []
+    for line in allocated.splitlines():
+        offset = _OFFSET.search(line)
+        if offset is None:
+            continue
+        size = _SIZE.search(line)
+        if size is not None:  # scratch: the pass says how much
+            buffers.append((int(offset.group(1)), int(size.group(1))))
+            continue
+        memdesc = re.search(r"ttg\.local_alloc\b.*-> !ttg\.memdesc<([^,>]+), (#[\w.]+)", line)
+        if memdesc is None and not TRITON_39_CODEGEN:  # scratch: sized by the pass, which does not say
+            buffers.append((int(offset.group(1)), None))
+            continue
+        assert memdesc, f"an LDS buffer of no known size: {line.strip()[:200]}"
+        # The layout: an alias defined at the top (#shared = #ttg.padded_shared<...>), or written inline.
+        encoding = aliases.get(memdesc.group(2), line[memdesc.start(2):])
+        buffers.append((int(offset.group(1)), _memdesc_bytes(memdesc.group(1), encoding)))
+    return buffers
+
+
+def _memdesc_bytes(shape_type: str, encoding: str) -> int:
+    """Bytes of a shared-memory buffer ``2x128x64xf16`` in ``encoding``: its elements, plus, in a padded
+    layout (``#ttg.padded_shared<[512:+8]>``), ``pad`` elements after every ``interval`` but the last."""
+    *dims, element = shape_type.split("x")
+    count = 1
+    for dim in dims:
+        count *= int(dim)
+    if element.startswith("!tt.ptr"):
+        bits = 64
+    else:
+        width = re.match(r"(?:bf|f|i|ui|si)(\d+)", element)
+        assert width, f"an element type of unknown width: {element}"
+        bits = max(8, int(width.group(1)))  # i1 is kept in a byte
+    padded = re.search(r"padded_shared<\[([^\]]*)\]", encoding)
+    if padded:
+        count += sum((count - 1) // int(interval) * int(pad)
+                     for interval, pad in re.findall(r"(\d+):\+(\d+)", padded.group(1)))
+    return count * bits // 8
+
+
+def llvm_amdgcn(llir: str, arch: str, *, fp_fusion: bool = True) -> tuple[str, str]:
+    """The amdgcn text the code generator Triton compiles with makes of an LLVM module, and what LLVM
+    printed on the way (its diagnostics go to stderr, a kernel over the CU's LDS among them, and do not
+    raise). Triton 3.9 runs its own AMD code generator library; older Triton, its LLVM's translate_to_asm."""
+    from triton.backends.amd import compiler
+
+    with tempfile.TemporaryFile() as said:
+        saved = os.dup(2)
+        os.dup2(said.fileno(), 2)
+        try:
+            if hasattr(compiler, "compile_amdgpu"):
+                text = compiler.compile_amdgpu(
+                    llir, compiler.get_amd_codegen_target_triple(arch), arch, "", flags=compiler.get_llvm_flags(arch),
+                    enable_fp_fusion=fp_fusion, disable_optimization=False, canonicalize_gep=False, disabled_passes="",
+                    dump_ir=False, enable_timing=False)
+            else:
+                from triton._C.libtriton import amd, llvm
+
+                llvm.init_targets()  # once per process; done by a compile, which a cached kernel skips
+                text = llvm.translate_to_asm(llir, amd.TARGET_TRIPLE, arch, "", [], fp_fusion, False)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        said.seek(0)
+        return text, said.read().decode(errors="replace")
+
+
+def declare_lds(llir: str, lds_bytes: int) -> str:
+    """The kernel's LLIR with its LDS and workgroup size declared to LLVM: ``amdgpu-lds-size`` (Triton
+    allocates the LDS at launch, so LLVM saw none) and ``amdgpu-flat-work-group-size`` "N,N" for Triton's
+    "1,N" (a Triton launch's workgroups are always N work-items; "1,N" lets LLVM assume one wave)."""
+    declared, count = re.subn(r'"amdgpu-flat-work-group-size"="1,(\d+)"',
+                              rf'"amdgpu-flat-work-group-size"="\1,\1" "amdgpu-lds-size"="{lds_bytes}"', llir)
+    assert count == 1, f"{count} amdgpu-flat-work-group-size attributes of the form 1,N"
+    return declared
+
+
+# The LDS allocation block (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE granularity), for LLVM before the fix.
+_LDS_BLOCK = {"gfx942": 512, "gfx950": 1280}
+
+
+@functools.cache
+def llvm_occupancy(target: str, *, lds_bytes: int = 0, workgroup: int = 64, vgprs: int = 0) -> int:
+    """LLVM's ``; Occupancy`` for a kernel that only declares ``lds_bytes`` of LDS (``amdgpu-lds-size``,
+    the attribute LLVM's own LDS lowering sets), workgroups of exactly ``workgroup`` work-items
+    (``amdgpu-flat-work-group-size``) and, with ``vgprs``, uses that many VGPRs (an inline asm clobbering
+    the last): LLVM's occupancy model (``GCNSubtarget::computeOccupancy``) given those figures and no
+    others. 0 where LLVM says the LDS is more than a CU has.
+
+    The LLVM of Triton before 3.9 divides a CU's LDS by the bytes asked, not by the blocks the hardware
+    allocates (its FIXME, fixed by llvm/llvm-project#205637): there the LDS is declared rounded up to the
+    block (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE: 512 B on gfx942, 1280 B on gfx950), the one figure
+    of the model not left to LLVM."""
+    if not TRITON_39_CODEGEN and lds_bytes:
+        block = _LDS_BLOCK[target]
+        lds_bytes = -(-lds_bytes // block) * block
+    clobber = f'  call void asm sideeffect "", "~{{v{vgprs - 1}}}"()\n' if vgprs else ""
+    module = (f"define amdgpu_kernel void @lds_reading() #0 {{\n{clobber}  ret void\n}}\n"
+              f'attributes #0 = {{ "amdgpu-flat-work-group-size"="{workgroup},{workgroup}" '
+              f'"amdgpu-lds-size"="{lds_bytes}" }}\n')
+    text, said = llvm_amdgcn(module, target)
+    if "exceeds limit" in said:  # "local memory (N) exceeds limit (M)": no workgroup fits
+        return 0
+    assert asm_comment(text, "LDSByteSize") == lds_bytes, "LLVM did not take the declared LDS"
+    return asm_comment(text, "Occupancy")
 
 
 def amd_occupancy_reading(text: str, *, lds_bytes: int, num_warps: int, target: str) -> int:
-    """Waves per SIMD: LLVM's ``; Occupancy``, lowered to what whole workgroups leave.
+    """Waves per SIMD as LLVM counts them for this kernel, given its LDS and workgroup size.
 
-    LLVM sees none of Triton's LDS (it is allocated at launch) and counts one-wave workgroups, so its
-    figure is the register limit alone. A CU holds whole workgroups of ``num_warps`` waves over its 4
-    SIMDs, at most 32, at most what the register limit leaves room for, and at most as many as its LDS
-    holds (each workgroup's LDS rounded up to the allocation block).
+    LLVM's ``; Occupancy`` in the kernel's own amdgcn is its register limit: it saw no LDS (Triton's is
+    dynamic) and workgroups of one wave and up (``amdgpu-flat-work-group-size`` "1,N"). Its limit for the
+    kernel's LDS and workgroup size comes from LLVM too, for a kernel declaring both
+    (:func:`llvm_occupancy`); LLVM takes the least of its limits. LLVM rounds the LDS up to the
+    allocation block itself since llvm/llvm-project#205637 (in Triton 3.9's code generator), as the
+    hardware allocates it (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE granularity).
+
+    One rule LLVM's model does not have: a workgroup is resident on a CU whole or not at all (its waves
+    share its LDS and barrier; ROCm Compute Profiler's CDNA model: "All wavefronts of a workgroup are
+    scheduled on the same CU"), so the register limit holds whole workgroups of ``num_warps`` waves over
+    the CU's 4 SIMDs. LLVM's ``min()`` of its limits skips that: 8-wave workgroups under a 3-wave
+    register limit fit 12 // 8 = 1 workgroup per CU, 2 waves a SIMD, where LLVM says 3. 0: no workgroup
+    fits.
     """
-    llvm = asm_comment(text, "Occupancy")
-    workgroups = min(32, llvm * 4 // num_warps)
-    if lds_bytes:
-        per_cu, block = _LDS[target]
-        workgroups = min(workgroups, per_cu // (-(-lds_bytes // block) * block))
-    return min(llvm, -(-workgroups * num_warps // 4))
+    registers = asm_comment(text, "Occupancy")
+    lds = llvm_occupancy(target, lds_bytes=lds_bytes, workgroup=num_warps * 64)
+    workgroups = registers * 4 // num_warps
+    if not workgroups or not lds:
+        return 0
+    return min(registers, lds, -(-workgroups * num_warps // 4))
 
 
 def vgpr_spills(text: str) -> int:
@@ -123,9 +307,12 @@ def vgpr_spills(text: str) -> int:
 
 
 def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
-    """The row's AMD figures as the amdgcn text and the raw note give them."""
+    """The row's AMD figures as the amdgcn text and the raw note give them; its LDS from the TTGIR kept
+    beside the object, and its occupancy from LLVM told that LDS and the note's workgroup size."""
     text = stored_text(store, row, "amdgcn")
-    note = note_metadata((store / row["object"]["path"]).read_bytes())
+    hsaco = (store / row["object"]["path"]).read_bytes()
+    note = note_metadata(hsaco)
+    lds = amd_lds_reading(stored_text(store, row, "ttgir"), hsaco)
     agpr = asm_comment(text, "NumAgprs")
     vgpr = asm_comment(text, "NumVgprs")
     if agpr:  # the AGPRs start at the arch VGPRs rounded up to 4: all the object records of them
@@ -139,8 +326,8 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "vgpr_spill": vgpr_spills(text),
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
-        "occupancy": amd_occupancy_reading(text, lds_bytes=row["resources"]["lds_bytes"],
-                                           num_warps=row["num_warps"], target=row["target"]),
+        "lds_bytes": lds,
+        "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"]),
     }
     # The note in the binary says the same as the text.
     assert note[".vgpr_count"] == reading["vgpr_total"]
@@ -188,7 +375,8 @@ def check_row(store: Path, row: dict[str, Any]) -> None:
         reading = amd_second_reading(store, row)
     else:
         reading = ptxas_reading(store, row)
-    assert {k: res[k] for k in reading} == reading, row["key"]
+    differ = {figure: (res[figure], value) for figure, value in reading.items() if res[figure] != value}
+    assert not differ, f"{row['key']} {row['target']} {row['kernel']}: (survey, reading) {differ}"
 
 
 def nop_parameter_reads(cubin: bytes, bank_offset: int) -> tuple[bytes, int]:
@@ -260,10 +448,13 @@ def independent_reading(store: Path, row: dict[str, Any], cache: Path | None = N
     if row["target"].startswith("gfx"):
         note = note_metadata(obj)
         assert note[".max_flat_workgroup_size"] == warps * note[".wavefront_size"], row["key"]
-        # The occupancy again, with Triton's LDS and warps in place of the row's own.
+        # The LDS from the TTGIR's buffers is Triton's own record of it, and the occupancy again with
+        # Triton's warps in place of the note's.
+        reading = amd_second_reading(store, row)
+        assert reading["lds_bytes"] == shared, (row["key"], reading["lds_bytes"], shared)
         occupancy = amd_occupancy_reading(stored_text(store, row, "amdgcn"), lds_bytes=shared, num_warps=warps,
                                           target=row["target"])
-        return {**amd_second_reading(store, row), "lds_bytes": shared, "occupancy": occupancy}
+        return {**reading, "occupancy": occupancy}
     # A block's threads as the cubin requires them (EIATTR_REQNTID: x, y, z).
     assert [x * y * z for attr, payload in nv_info_entries(obj) if attr == 0x10 and len(payload) == 12
             for x, y, z in [struct.unpack("<III", payload)]] == [warps * 32], row["key"]

@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..model.words import count
+
 ENV_FILE = "REGSURVEY_CAPTURE_FILE"
 ENV_OFFLINE = "REGSURVEY_CAPTURE_OFFLINE"
 
@@ -111,8 +113,8 @@ def keys_file_text(groups: dict[str, list[dict[str, Any]]], targets: list[str], 
                 for name, recs in groups.items()}
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f'''"""Launches captured by `regsurvey capture -- {' '.join(command)}`
-on {when}{f' ({device})' if device else ''}: {sum(map(len, launches.values()))} distinct launches of \
-{len(launches)} kernels. Each key replays one launch through Triton's own binder for the surveyed target.
+on {when}{f' ({device})' if device else ''}: {count(sum(map(len, launches.values())), 'distinct launch')} of \
+{count(len(launches), 'kernel')}. Each key replays one launch through Triton's own binder for the surveyed target.
 """
 
 from math import inf, nan  # noqa: F401 - how the records below spell infinite and NaN arguments

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.targets import Target
+from ..model.words import count
 
 
 @dataclass
@@ -126,8 +127,8 @@ class QueuedNames:
         if not left:
             return None
         of = f" of {self.kernel if isinstance(self.kernel, str) else _kernel_name(self.kernel)}" if self.kernel else ""
-        return (f"rs.names: {', '.join(map(repr, left))} named no launch (the kind body made {self.taken} "
-                f"launch{'es' if self.taken != 1 else ''}{of} after naming {len(self.names)})")
+        return (f"rs.names: {', '.join(map(repr, left))} named no launch (the kind body made "
+                f"{count(self.taken, 'launch')}{of} after naming {len(self.names)})")
 
 
 def _kernel_name(kernel: Any) -> str:
@@ -239,5 +240,5 @@ def pin_config(kernel: Any, index: int) -> None:
     if not hasattr(kernel, "configs"):
         raise TypeError(f"{kernel!r} is not an @triton.autotune kernel")
     if not 0 <= index < len(kernel.configs):
-        raise IndexError(f"config {index} out of range: {kernel!r} has {len(kernel.configs)} configs")
+        raise IndexError(f"config {index} out of range: {kernel!r} has {count(len(kernel.configs), 'config')}")
     session.pinned_configs[id(kernel)] = index

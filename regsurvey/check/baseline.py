@@ -223,7 +223,7 @@ def _allowance(entry: dict[str, Any], number: int, where: str) -> Allowance:
 # ---- writing (check --update-baseline) --------------------------------------------------------------
 
 _NEW_FILE_HEADER = """\
-# regsurvey check: figures this project accepts, per key, each with a reason (README, "check").
+# regsurvey check: figures this project accepts, per key, each with a reason (regsurvey's docs/ci.md).
 # A build fails the gate when it stops building, gains a miscompile suspect, spills more or loses
 # occupancy, unless an [[allow]] entry matching its key (target, kernel) allows the figure.
 """

@@ -10,14 +10,21 @@ from pathlib import Path
 import click
 
 from ..model.results import Survey
+from ..model.words import ARROW, ASCII_ARROW, count
 from ..revisions.checkout import commit_message
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail, split_csv
-from .options import check_figures, make_survey_options, store_options, table_style
+from .helptext import examples
+from .options import check_figures, columns_option, make_survey_options, store_options, table_style
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey bisect v1.0 main --key 'mla_decode/tp4/*' --figure vgpr",
+     "the first commit after v1.0 where the VGPRs of mla_decode/tp4's builds differ from v1.0's"),
+    ("regsurvey bisect HEAD~50 HEAD --key 'gemm/*' --figure spill_store_bytes --above 0 --target sm90",
+     "the first of the last 50 commits where a gemm build spills on sm90"),
+))
 @click.argument("good", metavar="GOOD")
 @click.argument("bad", metavar="BAD")
 @click.option("--key", "key", required=True, metavar="GLOB",
@@ -37,9 +44,12 @@ from .options import check_figures, make_survey_options, store_options, table_st
 @store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress on stderr (bars in a terminal, a line every 10 s elsewhere).")
+@columns_option
 def bisect(good: str, bad: str, key: str, figure: str, above: int | None, targets: tuple[str, ...], fmt: str,
-           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool) -> None:
+           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
+           columns: int | None) -> None:
     """Find the first commit of GOOD..BAD (first parents) where FIGURE of the builds matching --key
     changes from GOOD's (or, with --above N, exceeds N), by binary search: about log2(n) commits are
     surveyed, only for the matching keys, stored surveys and unchanged kernels reused. A commit whose
@@ -54,6 +64,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
     from ..revisions.bisect import SKIP, Verdict, judge_survey, search
 
     check_figures((figure,))
+    arrow = ASCII_ARROW if fmt == "json" else ARROW  # in the verdicts' words: the JSON's are ASCII
     start = repo.resolve()
     with command_errors():
         options = make_survey_options(tuple(split_csv(targets)), (), (key,), jobs, timeout)
@@ -61,26 +72,29 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
         store = open_store(store_dir, start)
         surveys: dict[str, Survey] = {}
         made = 0
+        # How each survey is announced: GOOD, or the commit's place in the range.
+        places = {base: "GOOD", **{c.sha: f"commit {i} of {len(commits)}" for i, c in enumerate(commits, start=1)}}
 
         def survey_of(sha: str) -> Survey:
             nonlocal made
             if sha not in surveys:
                 with survey_progress(enabled=not quiet) as progress:
-                    survey, fresh = selection_survey(start, sha, store, options, progress)
+                    named = progress.named(f"{sha[:10]}, {places[sha]}")
+                    survey, fresh = selection_survey(start, sha, store, options, named)
                 surveys[sha] = survey
                 made += fresh
             return surveys[sha]
 
         reference: dict[str, int] | None = None
         if above is None:
-            first = judge_survey(survey_of(base), figure, None, None)
+            first = judge_survey(survey_of(base), figure, None, None, arrow)
             if first.verdict == SKIP:
                 fail(f"GOOD ({good}) cannot be judged: {first.why}")
             reference = first.values
         verdicts: dict[int, Verdict] = {}
 
         def judge(i: int) -> str:
-            verdicts[i] = judge_survey(survey_of(commits[i].sha), figure, reference, above)
+            verdicts[i] = judge_survey(survey_of(commits[i].sha), figure, reference, above, arrow)
             v = verdicts[i]
             if not quiet:
                 detail = f": {v.why}" if v.why else ""
@@ -97,7 +111,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
             survey_of(parent_of(found.first))
     n = len(commits)
     what = f"{figure} of {key!r}" + (f" above {above}" if above is not None else " changes from GOOD's")
-    tally = (f"{len(surveys)} of {n + 1} commits surveyed for the matching keys ({made} now, "
+    tally = (f"{len(surveys)} of {count(n + 1, 'commit')} surveyed for the matching keys ({made} now, "
              f"{len(surveys) - made} from the store)")
     if found.first is None:
         if not found.candidates:
@@ -132,6 +146,6 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
     click.echo(", ".join(f"{commits[i].sha[:10]} {verdicts[i].verdict}" for i in found.probes))
     click.echo(tally)
     click.echo("")
-    style = table_style() if fmt == "table" else {}
+    style = table_style(columns) if fmt == "table" else {}
     click.echo(get_format(fmt, **style).format(comparison).rstrip())
     sys.exit(EXIT_OK)

@@ -11,11 +11,18 @@ import click
 
 from ..capture.recorder import capture_environment, group_launches, keys_file_text, read_records
 from ..model.targets import UnknownTargetError, get_target
+from ..model.words import ARROW, count
 from ..store.files import write_text
 from .common import EXIT_OK, fail, split_csv, writing
+from .helptext import examples
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+@click.command(context_settings={"ignore_unknown_options": True}, epilog=examples(
+    ("regsurvey capture -o keys/decode_step.py -- python serve_one_step.py --batch 4",
+     "run one serving step on this machine's GPU and write a key per distinct launch"),
+    ("regsurvey capture --offline sm90 -- python bench.py",
+     "no GPU: record bench.py's launches for sm90 without running them"),
+))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("keys/captured.py"), show_default=True, help="The keys file to write.")
 @click.option("--offline", "offline", metavar="TARGET",
@@ -27,10 +34,7 @@ from .common import EXIT_OK, fail, split_csv, writing
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def capture(output: Path, offline: str | None, targets: tuple[str, ...], records_path: Path | None,
             command: tuple[str, ...]) -> None:
-    """Run COMMAND (a Python program) and write a keys file replaying every distinct launch.
-
-    Example: regsurvey capture -o keys/decode_step.py -- python serve_one_step.py --batch 4
-    """
+    """Run COMMAND (a Python program) and write a keys file replaying every distinct launch."""
     try:
         if offline:
             offline = get_target(offline).name
@@ -55,8 +59,8 @@ def capture(output: Path, offline: str | None, targets: tuple[str, ...], records
         with writing(output):
             output.parent.mkdir(parents=True, exist_ok=True)
             write_text(output, keys_file_text(groups, chosen, list(command), device))
-        click.echo(f"captured {len(records)} launches: {sum(map(len, groups.values()))} distinct, "
-                   f"{len(groups)} kernels -> {output}", err=True)
+        click.echo(f"captured {count(len(records), 'launch')}: {sum(map(len, groups.values()))} distinct, "
+                   f"{count(len(groups), 'kernel')} {ARROW} {output}", err=True)
     else:
         click.echo("captured no Triton launch; no keys file written", err=True)
     if status != 0:

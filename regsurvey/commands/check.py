@@ -11,16 +11,22 @@ import click
 from ..check.baseline import BASELINE_FILE, BaselineError, check_reason, load_baseline
 from ..check.gate import GateResult, judge, rebaseline
 from ..diff.core import compare
+from ..model.words import count
 from ..revisions.checkout import repo_root
 from ..revisions.obtain import open_store
 from ..revisions.range import obtain_surveys, survey_store
 from ..secret_vars import Scrubber
 from ..store.files import WriteError, write_text
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
+from .helptext import examples
 from .options import make_survey_options, survey_options
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey check --base origin/main", "the working tree judged against origin/main, as a CI job runs it"),
+    ("regsurvey check --base origin/main --update-baseline --reason 'larger tiles: worth the spills'",
+     "accept the working tree's worse figures: write them into the baseline with the reason"),
+))
 @click.option("--base", "base", required=True, metavar="REV",
               help="The revision the change is judged against, e.g. origin/main.")
 @click.option("--head", "head", metavar="REV", help="The revision judged (default: the working tree as it is).")
@@ -106,8 +112,8 @@ def _update_baseline(result: GateResult, path: Path, reason: str) -> GateResult:
         return result
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, new_text)  # whole or not at all: a full disk never cuts a baseline
-    click.echo(f"regsurvey: {path}: allowed the figures of {builds} build"
-               f"{'s' if builds > 1 else ''} ({'created' if text is None else 'updated'})", err=True)
+    click.echo(f"regsurvey: {path}: allowed the figures of {count(builds, 'build')} "
+               f"({'created' if text is None else 'updated'})", err=True)
     return judged
 
 

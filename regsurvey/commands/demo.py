@@ -11,6 +11,7 @@ import click
 
 from ..diff.summary import summarize
 from ..explaining import where_changed
+from ..model.words import count
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
 from ..revisions.checkout import repo_root
@@ -18,12 +19,17 @@ from ..revisions.demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, r
 from ..store.files import write_text
 from ..store.store import Store
 from .common import BAD_INPUT, EXIT_OK, fail, split_csv, writing
+from .helptext import examples
 from .options import make_report_dir, make_survey_options, selection_options
 
 SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey demo", "the demo's diff on its default targets, written to reports/demo.html"),
+    ("regsurvey demo --target gfx942,sm100 --keep",
+     "the same on gfx942 and sm100, keeping the demo repository to try other commands in"),
+))
 @selection_options(
     target_help=f"Targets (default: {','.join(DEMO_TARGETS)}); e.g. --target gfx942,gfx950,sm90,sm100.",
     kind_help=f"Kinds to survey (default: {','.join(DEMO_KINDS)}, the one the change touches; "
@@ -74,8 +80,8 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
         for where in line.where:
             click.echo(f"    where: {where}")
     if len(lines) > SHOWN_LINES:
-        click.echo(f"- ... {len(lines) - SHOWN_LINES} more lines in the report")
-    click.echo(total_line(comparison, arrow="->"))
+        click.echo(f"- ... {count(len(lines) - SHOWN_LINES, 'more line')} in the report")
+    click.echo(total_line(comparison))
     note = (f"regsurvey demo: HEAD~1 is the decode-layer demo suite; HEAD changes one kernel: "
             f"\"{DEMO_CHANGE.message}\" ({DEMO_CHANGE.path})")
     with writing(path):

@@ -15,7 +15,9 @@ from ..revisions.obtain import open_store
 from ..revisions.range import is_survey_file, obtain_surveys, survey_store
 from ..revisions.rebuild import rebuild_check
 from .common import EXIT_OK, command_errors, fail
+from .helptext import examples
 from .options import (
+    columns_option,
     default_report_path,
     filename_part,
     make_survey_options,
@@ -26,23 +28,29 @@ from .options import (
 )
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey diff main", "main against the working tree, as tables in the terminal"),
+    ("regsurvey diff HEAD~1 HEAD --target gfx950 --format html",
+     "the last commit against its parent on gfx950, written to reports/HEAD_1..HEAD.html"),
+))
 @click.argument("base")
 @click.argument("head", required=False)
 @survey_options
 @report_options(FORMAT_NAMES)
+@columns_option
 @click.option("--rebuild-check", "rebuild", is_flag=True,
               help="Also compile every key of HEAD twice more, each time from a cold Triton cache, and "
                    "report any object that differs (with its first differing ELF section).")
 def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,
-         output: Path | None, limit: int, rebuild: bool) -> None:
+         output: Path | None, limit: int, columns: int | None, rebuild: bool) -> None:
     """Compare the surveys of BASE and HEAD (default: the working tree) build by build.
 
     BASE and HEAD are git revisions (or survey JSON files from `regsurvey run --format json`). A stored
     survey made with the toolchain in use is reused; any other revision is surveyed in a temporary
-    worktree and stored. Each build is marked worse, better, newly failing, fixed, added, removed,
-    unchanged, or not comparable (different toolchains). Exit status 0 whatever changed.
+    worktree and stored. Each build is marked worse, mixed (some figures worse, others better), newly
+    failing, better, fixed, added, removed, changed (only kernel arguments or lint notes), still failing,
+    not comparable (different toolchains) or unchanged. Exit status 0 whatever changed.
     """
     from ..output.progress import survey_progress
 
@@ -58,7 +66,7 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
             if rebuild:
                 check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
                 comparison = replace(comparison, rebuild=check)
-    style = table_style() if output is None else {"color": False, "width": 200}
+    style = table_style(columns, terminal=output is None)
     text = get_format(fmt, limit=limit, **style).format(comparison)
     name = f"{filename_part(base, comparison.base.commit)}..{filename_part(head, comparison.head.commit)}.html"
     write_report(text, fmt, output, default_report_path(start, name))

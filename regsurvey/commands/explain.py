@@ -17,17 +17,24 @@ from ..revisions.obtain import obtain_survey, open_store
 from ..revisions.sources import SourcePaths
 from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
-from .options import make_survey_options, selection_options, store_options, write_report
+from .helptext import examples
+from .options import columns_option, make_survey_options, selection_options, store_options, table_columns, write_report
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey explain 'mla_decode/tp4/w8/*' --target gfx950",
+     "where the registers of every matching build go on gfx950, in the terminal"),
+    ("regsurvey explain gemm/w2 --commit HEAD~1 --format html",
+     "the same for gemm/w2 at the parent commit, written to reports/explain-gemm_w2.html"),
+))
 @click.argument("key")
 @click.option("--commit", "rev", metavar="REV", help="Explain the build of this git revision (default: the "
               "working tree). A stored survey made with this toolchain is reused.")
 @click.option("--kernel", metavar="NAME", help="Only the builds of this kernel, or of the launches the kind body "
               "gave this name (rs.name): a key may launch several.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
-              show_default=True)
+              show_default=True, help="text: for a terminal; json: for programs; markdown: for a pull request; "
+              "html: the annotated source, written to a file (see -o).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report here (default: stdout; HTML: reports/explain-<key>.html at the repository "
                    "root).")
@@ -38,9 +45,10 @@ from .options import make_survey_options, selection_options, store_options, writ
 @store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")
+@columns_option
 def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Path | None, top: int,
             targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None,
-            timeout: float, quiet: bool, store_dir: Path | None, repo: Path) -> None:
+            timeout: float, quiet: bool, store_dir: Path | None, repo: Path, columns: int | None) -> None:
     """Where KEY's registers go: the live registers along its code, the peak, every spill store and
     reload, each on the Triton source line it came from (helpers inlined at a call site count there too).
 
@@ -74,7 +82,8 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         except ValueError as exc:  # a text that holds no kernel
             fail(str(exc))
     root = repo_root(start)
-    text = _format(items, failed, fmt, SourcePaths(root, survey.commit, checkout=start), top)
+    width = table_columns(columns, terminal=output is None)
+    text = _format(items, failed, fmt, SourcePaths(root, survey.commit, checkout=start), top, width)
     write_report(text, fmt, output, (root or start) / "reports" / f"explain-{_file_part(key)}.html")
     sys.exit(EXIT_OK)
 
@@ -107,7 +116,7 @@ def _chosen(survey: Survey, key: str, kernel: str | None,
     return built, [r for r in matching if not r.ok and not r.skipped]
 
 
-def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePaths, top: int) -> str:
+def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePaths, top: int, width: int) -> str:
     from ..output import explain as out
 
     if fmt == "json":
@@ -116,7 +125,7 @@ def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePa
         return out.format_markdown(items, paths, top, failed)
     if fmt == "html":
         return out.format_html(items, paths, top, failed)
-    return out.format_text(items, paths, top, failed)
+    return out.format_text(items, paths, top, failed, width)
 
 
 def _file_part(key: str) -> str:

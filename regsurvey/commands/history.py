@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 
+from ..model.words import count
 from ..revisions.checkout import commit_message
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
 from .common import EXIT_OK, command_errors, split_csv
+from .helptext import examples
 from .options import (
     check_figures,
     default_report_path,
@@ -22,7 +24,12 @@ from .options import (
 )
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey history HEAD~20..HEAD --kind mla_decode",
+     "mla_decode's registers and spills over the last 20 commits, as charts in reports/"),
+    ("regsurvey history v1.0..main --figure vgpr_spill,spill_store_bytes --every 5 --format markdown",
+     "two spill figures at every fifth commit since v1.0, as Markdown tables on stdout"),
+))
 @click.argument("commits", metavar="A..B")
 @click.option("--figure", "figures", multiple=True, metavar="NAME",
               help="Figures to draw (repeat or comma-separate; names as in the survey JSON, e.g. vgpr, "
@@ -30,7 +37,9 @@ from .options import (
 @click.option("--every", type=click.IntRange(1), default=1, show_default=True,
               help="Survey one commit in N of a long range (the last one always).")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["html", "markdown", "json"]), default="html", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown", "json"]), default="html", show_default=True,
+              help="html: charts to open in a browser (written to a file, see -o); markdown: a table per kind that "
+                   "moved; json: every series, for programs.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report here (default: HTML to reports/<A>..<B>[.<selection>].history.html at the "
                    "repository root, the selection's targets, kinds, keys, figures and --every in its name; the others "
@@ -66,13 +75,14 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
         surveys = []
         made = 0
         with survey_progress(enabled=not quiet) as progress:
-            for sha in shas:
-                survey, fresh = selection_survey(start, sha, store, options, progress)
+            for number, sha in enumerate(shas, start=1):
+                named = progress.numbered(number, len(shas), "commit").named(sha[:10])
+                survey, fresh = selection_survey(start, sha, store, options, named)
                 surveys.append(survey)
                 made += fresh
         if not quiet:
-            click.echo(f"regsurvey: {len(shas)} commits, {made} surveyed now, {len(shas) - made} from the store",
-                       err=True)
+            click.echo(f"regsurvey: {count(len(shas), 'commit')}, {made} surveyed now, {len(shas) - made} from the "
+                       "store", err=True)
         result = make_history(commits, surveys, subjects, chosen, every, spans)
     text = {"html": format_html, "markdown": format_markdown, "json": format_json}[fmt](result)
     base_rev, head_rev = commits.split("..")

@@ -9,26 +9,34 @@ from pathlib import Path
 import click
 
 from ..errors import CorruptObjectError
+from ..model.words import count
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
-from .options import make_survey_options, survey_options, table_style
+from .helptext import examples
+from .options import columns_option, make_survey_options, survey_options, table_style
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey lint --target gfx950,sm90", "every build of the working tree's keys for gfx950 and sm90"),
+    ("regsurvey lint attention.hsaco dump.amdgcn", "an AMD code object and an amdgcn text, as loose files"),
+))
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--commit", "rev", metavar="REV", help="Lint the survey of this git revision (default: the "
               "working tree). A stored survey made with this toolchain is reused.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table: the findings and a line counting them; json: a list of the findings.")
+@columns_option
 @click.option("-v", "--verbose", is_flag=True, help="Also print the time the lint itself took, and its share.")
 def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
          keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
-         fmt: str, verbose: bool) -> None:
+         fmt: str, columns: int | None, verbose: bool) -> None:
     """Find kernel arguments that are loaded into registers and never read on any path.
 
     Without FILES, lints every key of a survey (the working tree, or --commit REV): AMD objects with
     their amdgcn text and LLVM IR, NVIDIA cubins against their PTX. With FILES, lints loose amdgcn
-    text (.s, .amdgcn) or AMD code objects (.hsaco, .co; needs llvm-objdump of LLVM >= 20).
+    text (.s, .amdgcn) or AMD code objects (.hsaco, .co; needs llvm-objdump of LLVM >= 20). A cubin
+    is linted only in a survey, against the PTX its compile kept beside it: not as a loose file.
 
     An argument the LLVM IR (or the PTX) uses but the machine code never reads is a miscompile
     suspect (error); one loaded and never read with nothing saying it is needed is a note. Exit
@@ -79,7 +87,7 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     if fmt == "json":
         click.echo(findings_json(findings))
     else:
-        click.echo(findings_table(findings, kernels=kernels, **table_style()), nl=False)
+        click.echo(findings_table(findings, kernels=kernels, **table_style(columns)), nl=False)
     for run in runs:
         for skipped in run.skipped:
             click.echo(f"regsurvey: not linted: {skipped}", err=True)
@@ -87,6 +95,6 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
         total = time.perf_counter() - started
         spent = sum(run.seconds for run in runs)
         per = spent / kernels * 1000 if kernels else 0.0
-        click.echo(f"lint: {spent:.2f} s for {kernels} kernels ({per:.0f} ms each), "
+        click.echo(f"lint: {spent:.2f} s for {count(kernels, 'kernel')} ({per:.0f} ms each), "
                    f"{100 * spent / total if total else 0:.0f}% of {total:.2f} s", err=True)
     sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in findings) else EXIT_OK)

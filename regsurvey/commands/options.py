@@ -38,7 +38,8 @@ def selection_options(*, target_help: str = _TARGET_HELP, kind_help: str = _KIND
                      help="Worker processes (default: the number of usable cores)."),
         click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
                      help="Seconds one key may take before it is marked error."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="No progress on stderr (bars in a terminal, a line every 10 s elsewhere)."),
     ]
 
     def apply(command: F) -> F:
@@ -101,16 +102,23 @@ def _results_dir(ctx: click.Context, param: click.Parameter, value: Path | None)
         os.environ["REGSURVEY_RESULTS"] = str(value.absolute())
 
 
-def report_options(formats: tuple[str, ...]) -> Callable[[F], F]:
-    """``--format`` (one of ``formats``), ``--output PATH`` and ``--limit N`` (terminal rows per group)."""
+# What each report format is, for --format's help.
+_FORMAT_HELP = {"table": "tables for a terminal", "json": "everything, for programs",
+                "markdown": "for a pull request", "html": "a page to open in a browser, written to a file (see -o)"}
+
+
+def report_options(formats: tuple[str, ...], html_name: str = "<base>..<head>.html") -> Callable[[F], F]:
+    """``--format`` (one of ``formats``), ``--output PATH`` (``html_name``: the HTML report's file name under
+    ``reports/`` when not given) and ``--limit N`` (terminal rows per group)."""
     def apply(command: F) -> F:
         command = click.option("--limit", type=click.IntRange(0), default=50, show_default=True,
                                help="Table: rows shown per group before an [Other] line (0: all).")(command)
         command = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-                               help="Write the report here (default: stdout; HTML: "
-                                    "reports/<base>..<head>.html at the repository root).")(command)
+                               help=f"Write the report here (default: stdout; HTML: "
+                                    f"reports/{html_name} at the repository root).")(command)
         return click.option("--format", "fmt", type=click.Choice(list(formats)), default=formats[0],
-                            show_default=True)(command)
+                            show_default=True,
+                            help="; ".join(f"{name}: {_FORMAT_HELP[name]}" for name in formats) + ".")(command)
     return apply
 
 
@@ -174,10 +182,35 @@ def make_report_dir(directory: Path) -> None:
         write_text(directory / ".gitignore", "# written by regsurvey: generated reports\n*\n")
 
 
-def table_style() -> dict[str, Any]:
-    """Colour and width for the terminal table: the terminal's when stdout is one, else wide and plain."""
+# The width of a table that goes to no terminal (a pipe, a file, CI's log) when neither --columns nor
+# COLUMNS says: readable in a log viewer and a code review, and wide enough for a figure per column.
+PIPE_COLUMNS = 120
+
+
+def columns_option(command: F) -> F:
+    """``--columns N``: the width every table of the command is laid out for (:func:`table_columns`)."""
+    return click.option("--columns", type=click.IntRange(min=20), metavar="N",
+                        help=f"Lay tables out for N columns (default: the COLUMNS variable, else the terminal's "
+                             f"width; {PIPE_COLUMNS} when stdout is no terminal).")(command)
+
+
+def table_columns(columns: int | None, terminal: bool = True) -> int:
+    """The width to lay tables out for: ``--columns``, else the ``COLUMNS`` variable, else the terminal's
+    where the table goes to stdout (``terminal``) and stdout is one, else :data:`PIPE_COLUMNS`."""
+    import os
     import shutil
 
-    if sys.stdout.isatty():
-        return {"color": True, "width": shutil.get_terminal_size().columns}
-    return {"color": False, "width": 200}
+    if columns:
+        return columns
+    variable = os.environ.get("COLUMNS", "").strip()
+    if variable.isdigit() and int(variable) > 0:
+        return max(20, int(variable))
+    if terminal and sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return PIPE_COLUMNS
+
+
+def table_style(columns: int | None = None, terminal: bool = True) -> dict[str, Any]:
+    """Colour and width for the terminal table: colour when it goes to stdout (``terminal``) and stdout is a
+    terminal; the width of :func:`table_columns`."""
+    return {"color": terminal and sys.stdout.isatty(), "width": table_columns(columns, terminal)}

@@ -11,14 +11,20 @@ import click
 from ..revisions.obtain import open_store
 from ..revisions.rebuild import rebuild_check as check_rebuild
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors
+from .helptext import examples
 from .options import make_survey_options, survey_options
 
 
-@click.command("rebuild-check")
+@click.command("rebuild-check", epilog=examples(
+    ("regsurvey rebuild-check", "every key of the working tree, built twice from a cold cache"),
+    ("regsurvey rebuild-check --commit HEAD --kind gemm --target sm90 --format json",
+     "the gemm kind of HEAD on sm90, the result as JSON"),
+))
 @click.option("--commit", "rev", metavar="REV", help="Check this git revision (in a temporary worktree). "
               "Default: the working tree as it is.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table: the verdict and each build that differs; json: the same, for programs.")
 def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
                   jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
                   fmt: str) -> None:

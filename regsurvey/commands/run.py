@@ -12,25 +12,43 @@ from ..engine.errors import SurveyError
 from ..model.options import SurveyOptions
 from ..model.results import Survey
 from ..model.targets import get_target
+from ..model.words import count
+from ..output import problems
+from ..output.problems import ONLY_CHOICES
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
-from .options import survey_options
+from .helptext import examples
+from .options import columns_option, survey_options, table_columns
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey run --target gfx950,sm90 --kind 'mla_*'", "survey the working tree's MLA kinds for gfx950 and sm90"),
+    ("regsurvey run --commit HEAD~1 --format json > base.json",
+     "survey the parent commit, as a file that diff takes in place of a revision"),
+))
 @click.option("--commit", "rev", metavar="REV", help="Survey this git revision (in a temporary worktree). "
               "Default: the working tree as it is.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table: a table per vendor, then the counts and the builds to look at; json: the survey itself "
+                   "(diff and check take such a file in place of a revision).")
+@click.option("--only", "only", type=click.Choice(ONLY_CHOICES), default=None,
+              help="Show only the builds that fail, spill or run at low occupancy (problems), or only those of one "
+                   "of the three. Low: at most an eighth of the target's most, 1 of 8 waves per SIMD (AMD), 8 of "
+                   "64 warps per SM (NVIDIA). Narrows the JSON too; --strict still judges every build.")
+@columns_option
 @click.option("--strict", is_flag=True, help="Exit 1 if any key fails to build.")
 @click.option("--force", is_flag=True, help="Compile every key again: reuse neither a stored survey of this "
               "commit nor stored results of identical kernels, and have Triton compile every launch (warmups "
               "too) past its own cache (~/.triton/cache, TRITON_CACHE_DIR), which it writes anew. Stored as any "
               "survey, except that it leaves a stored survey of a target holding more kinds as it is.")
 def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
-        jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, strict: bool,
-        quiet: bool, force: bool) -> None:
-    """Compile every key of a commit for every target and report its resources."""
+        jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, only: str | None,
+        columns: int | None, strict: bool, quiet: bool, force: bool) -> None:
+    """Compile every key of a commit for every target and report its resources.
+
+    The table ends with a line on what spills, what fails, and each target's lowest occupancy.
+    """
     from ..output.progress import survey_progress
 
     options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys,
@@ -48,14 +66,23 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
             if fmt == "json" and exc.traceback:  # a keys file raised: the whole traceback for whoever reads the JSON
                 click.echo(json.dumps({"error": str(exc), "traceback": exc.traceback}, indent=1))
             raise
+    shown = problems.only(survey, only) if only else survey
     if fmt == "json":
-        click.echo(survey.to_json())
+        click.echo(shown.to_json())
     else:
         from rich.console import Console
 
-        from ..output.table import print_survey
+        from ..output.table import print_lines, print_survey
 
-        print_survey(survey, Console())
+        console = Console(width=table_columns(columns))
+        print_survey(shown, console, whole=survey)
+        said = problems.problem_lines(survey)
+        if only:
+            builds = sum(not r.skipped for r in survey.rows)
+            said.append(f"--only {only}: {len(shown.rows)} of {count(builds, 'build')} shown")
+        elif any(problems.is_problem(r) for r in survey.rows):
+            said.append("(--only problems shows only these builds)")
+        print_lines(console, said)
     sys.exit(EXIT_FINDINGS if strict and _any_failed(survey) else EXIT_OK)
 
 

@@ -14,7 +14,9 @@ from ..output.formats import FORMAT_NAMES, get_format
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, obtain_surveys, survey_store
 from .common import EXIT_OK, command_errors
+from .helptext import examples
 from .options import (
+    columns_option,
     default_report_path,
     filename_part,
     make_survey_options,
@@ -25,13 +27,18 @@ from .options import (
 )
 
 
-@click.command()
+@click.command(epilog=examples(
+    ("regsurvey stack main..HEAD", "each commit of the branch against its parent, and the branch against main"),
+    ("regsurvey stack main..HEAD --format html --kind gemm",
+     "the same for the gemm kind, written to reports/main..HEAD.stack.html"),
+))
 @click.argument("commits", metavar="BASE..HEAD")
 @survey_options
-@report_options(FORMAT_NAMES)
+@report_options(FORMAT_NAMES, html_name="<base>..<head>.stack.html")
+@columns_option
 def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,
-          output: Path | None, limit: int) -> None:
+          output: Path | None, limit: int, columns: int | None) -> None:
     """Survey every commit of BASE..HEAD (first parents, oldest first) and report each against its
     parent, plus HEAD against BASE, in one report. Stored surveys are reused. Exit status 0."""
     from ..output.progress import survey_progress
@@ -54,7 +61,7 @@ def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
                              steps=tuple(replace(step, comparison=where_changed(step.comparison, used.objects, start,
                                                                                 options.jobs))
                                          for step in result.steps))
-    style = table_style() if output is None else {"color": False, "width": 200}
+    style = table_style(columns, terminal=output is None)
     text = get_format(fmt, limit=limit, **style).format_stack(result)
     name = (f"{filename_part(base_rev or 'HEAD', result.base.commit)}.."
             f"{filename_part(head_rev or 'HEAD', result.head.commit)}.stack.html")

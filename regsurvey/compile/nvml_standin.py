@@ -4,8 +4,8 @@
 object whose attributes are NVML's C functions, answered in Python with ctypes' calling convention (output
 arguments by ``byref``, status codes returned). Every ``pynvml`` goes through those functions (nvidia-ml-py's,
 a library's vendored copy such as ``vllm.third_party.pynvml``, torch's own NVML calls), so each answers the
-same. The answers come from ``model.targets`` (``DeviceProperties``, ``ManagementFacts``); the README's
-"What a launcher sees" lists them, and ``tests/gpu/nvml_answers.py`` compares them with a real H200's.
+same. The answers come from ``model.targets`` (``DeviceProperties``, ``ManagementFacts``); docs/figures.md,
+"What a launcher sees", lists them, and ``tests/gpu/nvml_answers.py`` compares them with a real H200's.
 """
 
 from __future__ import annotations

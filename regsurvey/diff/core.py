@@ -30,6 +30,7 @@ from ..model.findings import Finding
 from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import TARGETS
+from ..model.words import ASCII_ARROW
 
 
 def toolchain_changes(base: Survey, head: Survey) -> tuple[ToolchainChange, ...]:
@@ -143,7 +144,8 @@ def compare(base: Survey, head: Survey) -> Comparison:
         if backend in changed_backends and before is not None and after is not None:
             mark = Mark.NOT_COMPARABLE
             backend_changes = tuple(c for c in changes if c.backend == backend)
-            note = "; ".join(c.describe() for c in backend_changes)
+            # The JSON's words: each report draws its own arrow from ``toolchain_changes``.
+            note = "; ".join(c.describe(ASCII_ARROW) for c in backend_changes)
         elif flaky:  # the toolchain's intermittent failure, twice: neither a build nor a failure
             mark = Mark.NOT_COMPARABLE
             note = f"flaky on the {'base' if flaky[0] is before else 'head'}: {flaky[0].error_line}"

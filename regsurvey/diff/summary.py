@@ -26,6 +26,7 @@ from typing import Any
 
 from ..model.comparison import FIGURE_MARKS, Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, SPILL_FIGURES, figure
+from ..model.words import ARROW, agree, count
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
@@ -34,7 +35,7 @@ _TOLD_WHEN_DIFFERENT = {"vgpr_total"}  # companions told only where they moved o
 MAX_BREAKDOWN_PARTS = 4
 # Where a sentence has an arrow (before -> after): SummaryLine keeps the words between, a report draws it.
 _ARROW_MARK = "\x00"
-ARROW = f" {_ARROW_MARK} "
+ARROW_GAP = f" {_ARROW_MARK} "
 MAX_KINDS_NAMED, MAX_BUILD_CHANGES = 5, 3  # kinds, and build changes, named per line
 
 
@@ -50,17 +51,17 @@ class SummaryLine:
 
     @classmethod
     def of(cls, text: str, tone: str, rows: tuple[str, ...]) -> SummaryLine:
-        """A line from text whose arrows are :data:`ARROW`."""
-        return cls(tuple(text.split(ARROW)), tone, rows)
+        """A line from text whose arrows are :data:`ARROW_GAP`."""
+        return cls(tuple(text.split(ARROW_GAP)), tone, rows)
 
-    def render(self, arrow: str = "->") -> str:
+    def render(self, arrow: str = ARROW) -> str:
         """The sentence, with ``arrow`` between a before and an after."""
         return f" {arrow} ".join(self.segments)
 
     @property
     def text(self) -> str:
-        """The sentence with ASCII arrows (the terminal's and the JSON's)."""
-        return self.render("->")
+        """The sentence as a person reads it (:data:`regsurvey.model.words.ARROW`; the JSON's are ASCII)."""
+        return self.render()
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ class _Describer:
             qualify = len(self.kernels_of[kind]) > 1 and set(kernels) != self.kernels_of[kind]
             named.append(f"{kind} ({', '.join(kernels)})" if qualify and kernels else kind)
         if len(kinds) > MAX_KINDS_NAMED:
-            named.append(f"{len(kinds) - MAX_KINDS_NAMED} more kinds")
+            named.append(count(len(kinds) - MAX_KINDS_NAMED, "more kind"))
         words = [_join(named)]
         constants = _constants(rows)
         words += [constants[a] for a in _axis_order(rows) if a in constants and a != omit]
@@ -266,7 +267,7 @@ def _deltas(rows: list[RowComparison], name: str) -> list[FigureDelta]:
 def _arrow(deltas: list[FigureDelta], unit: str) -> str:
     before = _span([d.before for d in deltas if d.before is not None])
     after = _span([d.after for d in deltas if d.after is not None])
-    return f"{_fmt_span(before)}{ARROW}{_fmt_span(after)}{unit}"
+    return f"{_fmt_span(before)}{ARROW_GAP}{_fmt_span(after)}{unit}"
 
 
 def _spread(deltas: list[FigureDelta]) -> int:
@@ -371,7 +372,7 @@ def _first_error(rows: list[RowComparison], side: str) -> str:
     if not lines:
         return ""
     (common, _), *rest = Counter(lines).most_common()
-    others = f" (and {len(rest)} other error{'s' if len(rest) > 1 else ''})" if rest else ""
+    others = f" (and {count(len(rest), 'other error')})" if rest else ""
     return f": {common}{others}"
 
 
@@ -379,8 +380,7 @@ def _status_sentence(rows: list[RowComparison], effect: _Effect, describer: _Des
     subject, coverage = describer.subject(rows, effect)
     if coverage:
         subject += f" ({coverage})"
-    n = len(rows)
-    builds = f"{n} build{'s' if n > 1 else ''}"
+    builds = count(len(rows), "build")
     if effect.verb == "breaks":
         return f"breaks {subject}{_first_error(rows, 'after')}"
     if effect.verb == "fixes":
@@ -401,9 +401,8 @@ def _lint_sentence(rows: list[RowComparison], effect: _Effect, describer: _Descr
     found = [f for r in rows for f in (r.lint_findings.new if verb == "adds" else r.lint_findings.fixed)
              if f.is_error == error]
     names = list(dict.fromkeys(f.argument for f in found))
-    what = ("a miscompile suspect" if len(names) == 1 else "miscompile suspects") if error else \
-        ("a kernarg lint note" if len(names) == 1 else "kernarg lint notes")
-    arguments = f"argument{'s' if len(names) > 1 else ''} {', '.join(names)}"
+    what = ("a " if len(names) == 1 else "") + agree(len(names), "miscompile suspect" if error else "kernarg lint note")
+    arguments = f"{agree(len(names), 'argument')} {', '.join(names)}"
     if verb == "adds":
         return f"adds {what} to {subject}: {arguments} ({'never read' if error else 'loaded, never read'})"
     return f"removes {what} from {subject}: {arguments}"
@@ -486,15 +485,16 @@ def _closing_lines(comparison: Comparison) -> list[SummaryLine]:
     unchanged = comparison.with_mark(Mark.UNCHANGED)
     total = len(comparison.rows)
     if unchanged and len(unchanged) == total:
-        lines.append(SummaryLine.of(f"no figure changed in any of the {total} builds", "neutral", ()))
+        lines.append(SummaryLine.of("no figure changed in the one build" if total == 1 else
+                                    f"no figure changed in any of the {total} builds", "neutral", ()))
     elif unchanged:
         lines.append(SummaryLine.of(f"{len(unchanged)} of {total} builds unchanged", "neutral",
                                  tuple(r.ref for r in unchanged)))
     not_comparable = comparison.with_mark(Mark.NOT_COMPARABLE)
     if not_comparable:
-        targets = _join(sorted({r.target for r in not_comparable}))
+        n, targets = len(not_comparable), _join(sorted({r.target for r in not_comparable}))
         why = "; ".join(c.describe(_ARROW_MARK) for c in comparison.toolchain_changes)
         lines.append(SummaryLine.of(
-            f"{len(not_comparable)} builds on {targets} are not comparable: the toolchain differs ({why})",
+            f"{count(n, 'build')} on {targets} {agree(n, 'is')} not comparable: the toolchain differs ({why})",
             "neutral", tuple(r.ref for r in not_comparable)))
     return lines

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.options import SurveyOptions
+from ..model.words import count
 from ..revisions.checkout import Checkout
 from .errors import SurveyError
 from .ray_actor import SurveyActor, TreeError, pack_tree, tree_files
@@ -78,8 +79,8 @@ def packed_checkout(checkout: Checkout) -> bytes:
     tree = tree_files(checkout.root, included())
     if tree.left_out:
         shown = ", ".join(tree.left_out[:3]) + (f" and {len(tree.left_out) - 3} more" if len(tree.left_out) > 3 else "")
-        print(f"regsurvey: warning: --ray: {len(tree.left_out)} untracked file(s) not sent to the cluster ({shown}): "
-              "git add them, or name them with --ray-include", file=sys.stderr)
+        print(f"regsurvey: warning: --ray: {count(len(tree.left_out), 'untracked file')} not sent to the cluster "
+              f"({shown}): git add them, or name them with --ray-include", file=sys.stderr)
     try:
         return pack_tree(checkout.root, tree.files)
     except TreeError as exc:

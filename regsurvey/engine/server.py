@@ -26,9 +26,11 @@ Protocol, one Unix stream connection per worker (multiprocessing ``Connection`` 
 the client sends ``{"op": "worker", "args": [...]}``; the forked worker sends
 :class:`~.protocol.WorkerStarted` and then speaks :func:`regsurvey.engine.worker.serve`'s protocol
 (:mod:`.protocol`); when it exits, the server sends :class:`~.protocol.WorkerExited` and closes the
-connection. ``{"op": "ping"}``, ``{"op": "stop"}`` (which kills the workers) and ``{"op": "retire"}``
-(exit once the last worker has) are answered at once. The server's requests stay plain dicts: a
-server of an older regsurvey must still understand the ping and the retirement a newer one sends.
+connection. ``{"op": "ping"}``, ``{"op": "stop"}`` (which kills the workers), ``{"op": "retire"}``
+(exit once the last worker has) and ``{"op": "idle", "idle_s": S}`` (exit after S seconds without a
+survey, counted from now: ``regsurvey server start --idle`` while it runs) are answered at once. The
+server's requests stay plain dicts: a server of an older regsurvey must still understand the ping and
+the retirement a newer one sends (the idle time goes only to a server of the same identity).
 """
 
 from __future__ import annotations
@@ -164,11 +166,16 @@ def ping(path: Path | None = None) -> dict[str, Any] | None:
 
 def _ping_any(path: Path) -> dict[str, Any] | None:
     """The status of whatever server listens on ``path`` (of any identity), or None."""
+    return _ask(path, {"op": "ping"})
+
+
+def _ask(path: Path, message: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer of the server on ``path`` to a request, or None (no trusted server there, or no answer)."""
     if not _trusted_socket(path):
         return None
     try:
         with _connect(path) as conn:
-            conn.send({"op": "ping"})
+            conn.send(message)
             if not conn.poll(CONNECT_TIMEOUT_S):
                 return None
             answer = conn.recv()
@@ -187,13 +194,22 @@ def package() -> str:
     return str(Path(__file__).resolve().parents[1])
 
 
-def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = START_WAIT_S) -> dict[str, Any]:
-    """Start this identity's server (if it is not running) and wait until it answers; its status."""
+def start(idle_s: float = DEFAULT_IDLE_S, wait_s: float = START_WAIT_S, keep_idle: bool = False) -> dict[str, Any]:
+    """Start this identity's server (if it is not running) and wait until it answers; its status, and
+    ``started``: whether this call started it. A server already running takes ``idle_s`` as its idle time
+    from now on (its status then holds ``idle_was_s``, the one it had), unless ``keep_idle``."""
     path = address()
     status = ping(path)
     if status is not None:
-        return status
-    return wait_until_up(path, launch(idle_s), wait_s)
+        if keep_idle:
+            return {**status, "started": False}
+        answer = _ask(path, {"op": "idle", "idle_s": idle_s})
+        if answer is not None:
+            if not answer.get("ok"):
+                raise ServerError(f"the running worker server refused the idle time {idle_s:g} s")
+            return {**status, "idle_s": answer["idle_s"], "idle_was_s": status["idle_s"], "started": False}
+        # No answer: it exited since the ping (its idle time was up); a new one starts.
+    return {**wait_until_up(path, launch(idle_s), wait_s), "started": True}
 
 
 def launch(idle_s: float) -> subprocess.Popen:

@@ -195,6 +195,11 @@ class _Server:
         elif op == "retire":
             _reply(conn, {"ok": True})
             self.retiring = True
+        elif op == "idle":  # `regsurvey server start --idle` while this server runs
+            wanted = request.get("idle_s")
+            if isinstance(wanted, (int, float)) and wanted > 0:
+                self.idle_s, self.last_busy = float(wanted), time.monotonic()  # counted from now
+            _reply(conn, {"ok": self.idle_s == wanted, "idle_s": self.idle_s})
         elif op == "worker":
             self.fork(conn, request["args"], peer)
         else:

@@ -97,6 +97,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             get_target(t)  # raises UnknownTargetError with the known names
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
+    progress.on_survey(checkout.label)
     if ray_address(options) is not None:  # on a Ray cluster: each key a call to an actor there
         with ray_pool(checkout, objects_dir, options) as on_ray:
             return surveyed(on_ray, checkout, objects_dir, options, progress)

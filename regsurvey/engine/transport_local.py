@@ -24,6 +24,7 @@ from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Row, SaidOnce
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET
+from ..model.words import count
 from ..revisions.checkout import Checkout
 from ..store.signing import Unsigned, unsigned_warning
 from . import server
@@ -218,7 +219,7 @@ class LocalPool:
         self.timing.mark("workers closed", at=closed_at)
         self.timing.mark("lint done")
         for began, ended, cubins in lint_runs:
-            self.timing.mark(f"lint batch of {cubins} cubins, {ended - began:.2f} s", at=began)
+            self.timing.mark(f"lint batch of {count(cubins, 'cubin')}, {ended - began:.2f} s", at=began)
         if lint_s:
             self.timing.phases["lint_s"] = self.timing.phases.get("lint_s", 0.0) + lint_s
         figures = self.timing.as_dict(self.ready)

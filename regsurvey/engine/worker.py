@@ -58,6 +58,7 @@ from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, SaidOnce, Status, error_line, error_text
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
+from ..model.words import count
 from ..processes import alive, die_with_parent, watch
 from ..store.files import WriteError, out_of_space
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
@@ -82,8 +83,9 @@ from .protocol import (
 )
 
 # A compile's texts kept beside its object: what the lint, the pressure reader and a later reading
-# of the object need (ttgir is not read back).
-KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", PTXAS_LOG)
+# of the object need. The ttgir holds the shared-memory buffers Triton allocates (their layouts and
+# sizes): the LDS the object does not record, which Triton passes at launch.
+KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", "ttgir", PTXAS_LOG)
 
 
 @dataclass
@@ -359,7 +361,7 @@ class Worker:
         saying where and why, then Python's traceback from the kind body down (the exception's whole
         text and chain at its end)."""
         text = error_text(exc)
-        after = f" after {launches} launch{'es' if launches != 1 else ''}" if launches else ""
+        after = f" after {count(launches, 'launch')}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
         return Row(**base, kernel=None, launch=launches, status=Status.ERROR,
                    error=f"{summary}\n{full_traceback(exc, self.root)}".rstrip(), transient=out_of_space(exc))
@@ -437,7 +439,7 @@ class Worker:
             except Exception as exc:
                 if not toolchain.is_flaky_failure(exc):
                     raise
-                # The in-process linker's intermittent failure (README, "Flaky builds"): once more.
+                # The in-process linker's intermittent failure (docs/commands.md, "Flaky builds"): once more.
                 flaky = f"first attempt failed, built on retry: {one_line(exc)}"
                 compiled = toolchain.compile_launch(launch, target)
         except Exception as exc:

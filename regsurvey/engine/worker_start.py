@@ -31,7 +31,7 @@ START_METHODS = ("server", "forkserver", "spawn")
 def worker_environment(env: Mapping[str, str]) -> dict[str, str]:
     """What a worker runs with: ``env`` without its secret variables, but for ``REGSURVEY_CACHE_KEY``,
     with which workers sign the results they store. That key belongs only in jobs that survey trusted
-    revisions (README, "Trust"): a merge request's job never holds it, so no project's code it runs
+    revisions (docs/trust.md): a merge request's job never holds it, so no project's code it runs
     could read it there."""
     clean = without_secrets(env)
     if env.get(CACHE_KEY_VAR):

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..model.keys import AxisValue, Key, axis_label
 from ..model.targets import get_target
+from ..model.words import agree
 
 
 def _sort_token(value: AxisValue) -> tuple[int, Any]:
@@ -123,7 +124,7 @@ class Matrix:
             if missing and not any(
                     p.kind == inspect.Parameter.VAR_KEYWORD
                     for p in inspect.signature(body).parameters.values()):
-                raise ValueError(f"kind {kind_name!r} does not take axis parameter(s) {missing}")
+                raise ValueError(f"kind {kind_name!r} does not take {agree(len(missing), 'axis parameter')} {missing}")
             if kind_name in self.kinds:
                 raise ValueError(f"kind {kind_name!r} is defined twice")
             if "/" in kind_name or not kind_name:

@@ -16,6 +16,7 @@ from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
 from .names import BuildName
 from .results import Row, Survey
+from .words import ARROW
 
 if TYPE_CHECKING:
     from .rebuild import RebuildCheck
@@ -164,8 +165,8 @@ class ToolchainChange:
     before: Any
     after: Any
 
-    def describe(self, arrow: str = "->") -> str:
-        """``cuda ptxas: 12.8 -> 13.4`` (``arrow``: how the report draws one)."""
+    def describe(self, arrow: str = ARROW) -> str:
+        """``cuda ptxas: 12.8 → 13.4`` (``arrow``: how the report draws one)."""
         return f"{self.backend} {self.part}: {self.before} {arrow} {self.after}"
 
 
@@ -180,8 +181,8 @@ class BuildChange:
     after: Any
     constexpr: bool = False  # a constexpr argument (else a compile option or the config index)
 
-    def describe(self, arrow: str = "->") -> str:
-        """``num_warps 4 -> 8``, ``BLOCK_N 64 -> 128`` (a side without it: ``-``)."""
+    def describe(self, arrow: str = ARROW) -> str:
+        """``num_warps 4 → 8``, ``BLOCK_N 64 → 128`` (a side without it: ``-``)."""
         def shown(value: Any) -> str:
             return "-" if value is None else str(value)
         return f"{self.name} {shown(self.before)} {arrow} {shown(self.after)}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .words import ARROW, ASCII_ARROW
+
 
 @dataclass(frozen=True)
 class HistoryCommit:
@@ -23,12 +25,12 @@ class HistoryCommit:
     # up to this one, any of which may have made a change the diff shows (0 for the first point).
     span: int = 1
 
-    def sentences(self, arrow: str = "->") -> tuple[str, ...]:
+    def sentences(self, arrow: str = ARROW) -> tuple[str, ...]:
         """The summary's sentences, with ``arrow`` between a before and an after."""
         return tuple(f" {arrow} ".join(segments) for segments in self.summary)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "summary": list(self.sentences())}
+        return {**asdict(self), "summary": list(self.sentences(ASCII_ARROW))}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .keys import Key
 from .results import Row
@@ -11,7 +11,22 @@ from .results import Row
 
 @dataclass
 class Progress:
-    """Callbacks a front end can give to follow a survey."""
+    """Callbacks a front end can give to follow surveys: ``on_survey`` as a survey begins (before its keys
+    are listed), with the name of what it surveys (a revision's label: ``HEAD~1 (abc1234567)``, ``working
+    tree``); ``on_start`` once its keys are listed, with how many; ``on_key`` as each key finishes. A command
+    that surveys several revisions gives one ``Progress`` to all of them: each survey says ``on_survey``
+    first."""
 
     on_start: Callable[[int], None] = lambda total: None
     on_key: Callable[[Key, list[Row]], None] = lambda key, rows: None
+    on_survey: Callable[[str], None] = lambda label: None
+
+    def named(self, label: str) -> Progress:
+        """This progress, its surveys announced as ``label`` whatever the checkout's own name (a commit's
+        short sha where the checkout is named by its full one)."""
+        return replace(self, on_survey=lambda _: self.on_survey(label))
+
+    def numbered(self, number: int, count: int, what: str = "revision") -> Progress:
+        """This progress, its surveys announced as the ``number``-th of ``count``: ``HEAD~1 (abc1234567),
+        revision 1 of 2``."""
+        return replace(self, on_survey=lambda label: self.on_survey(f"{label}, {what} {number} of {count}"))

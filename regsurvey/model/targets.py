@@ -24,7 +24,7 @@ class DeviceProperties:
     ``utils.get_device_properties`` reads that torch does not show. Every figure is the driver's own
     (cudaDeviceProp / hipDeviceProp_t), not a datasheet's: HIP, for one, reports the LDS of one CU as
     the shared memory per block but that LDS times the CU count as the shared memory "per
-    multiprocessor". The README's "What a launcher sees" table gives each figure's source.
+    multiprocessor". The "What a launcher sees" table (docs/figures.md) gives each figure's source.
     """
 
     name: str
@@ -56,7 +56,7 @@ class ManagementFacts:
     """What the vendor's management interface reports about one GPU of a target, beyond the driver's
     device properties: NVML (``pynvml``, ``nvidia-smi``) on NVIDIA, AMD SMI (``amdsmi``, ``amd-smi``,
     ``rocm-smi``) on AMD. Libraries that pick their platform, tuned configs or memory budget through these
-    instead of torch read them (vLLM: NVML and amdsmi). README's "What a launcher sees" gives the sources.
+    instead of torch read them (vLLM: NVML and amdsmi). docs/figures.md, "What a launcher sees", gives the sources.
     """
 
     pci_device_id: int  # the PCI device ID (vendor 0x10de or 0x1002): 0x2335 H200 SXM, 0x74a1 MI300X
@@ -116,7 +116,7 @@ class Target:
 _KIB = 1024
 _MIB = 1024 * 1024
 
-# What each GPU's driver reports (README, "What a launcher sees", gives the source of every figure).
+# What each GPU's driver reports (docs/figures.md, "What a launcher sees", gives the source of every figure).
 # H200: read with torch 2.11 / driver 580.159.04 on an H200 SXM. B200: a B200's driver query and torch
 # printouts (pytorch/ao#4002; torch prints memory in whole MiB). MI300X/MI355X: ROCm's
 # hipGetDeviceProperties (clr hip_device.cpp) over the CDNA3/CDNA4 figures, torch printouts, rocminfo.

@@ -308,8 +308,9 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
       the 16 trap-handler SGPRs. Checked against ``; Occupancy`` in Triton 3.9's amdgcn text:
       78 SGPRs -> 8, 86 and 94 -> 7, 102 and 106 -> 6.
     - LDS (getOccupancyWithWorkGroupSizes): workgroups per CU = LDS per CU // LDS per workgroup,
-      the latter rounded up to the allocation block (512 B gfx942, 1280 B gfx950; LLVM itself skips
-      this rounding, the hardware does not), at most max_blocks_per_cu and at most what the register
+      the latter rounded up to the allocation block (512 B gfx942, 1280 B gfx950: AMDGPUUsage's
+      COMPUTE_PGM_RSRC2 LDS_SIZE; LLVM rounds too since llvm/llvm-project#205637, in Triton 3.9's
+      code generator, and skipped it before), at most max_blocks_per_cu and at most what the register
       limit leaves room for; times num_warps waves each, spread over the 4 SIMDs (rounded up, as
       LLVM does: where they do not divide evenly, the SIMD that holds the most; 3 workgroups of 2
       waves are 2, 2, 1 and 1 waves a SIMD, so 2).
@@ -317,6 +318,9 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
     LLVM's own ``; Occupancy`` comment never sees Triton's LDS: Triton allocates it dynamically, so
     LLVM counts 0 bytes and assumes workgroups of one wave. It equals this function with
     ``lds_bytes=0``; where LDS (or a workgroup of more than 4 waves) binds, this is lower, and right.
+    Told the LDS and the workgroup size (``amdgpu-lds-size``, ``amdgpu-flat-work-group-size``), LLVM
+    gives this figure too, except where whole workgroups bind the register limit, a rule its model
+    lacks (tests/readings.py, ``amd_occupancy_reading``).
     """
     if num_warps < 1:
         raise ValueError(f"num_warps must be at least 1, not {num_warps}")

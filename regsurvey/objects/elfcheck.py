@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import struct
 
 from elftools.common.exceptions import ELFError
@@ -11,6 +13,14 @@ from ..errors import CorruptObjectError
 
 # How pyelftools reports a cut or altered object: every one means "corrupt".
 PARSE_ERRORS = (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError, EOFError, OverflowError)
+
+
+def machine(data: bytes) -> str | None:
+    """The machine an ELF object is for, as pyelftools names it (``EM_AMDGPU``, ``EM_CUDA``: which reader
+    reads it); None when ``data`` is no ELF that parses."""
+    with contextlib.suppress(*PARSE_ERRORS):
+        return str(ELFFile(io.BytesIO(data)).header["e_machine"])
+    return None
 
 
 def check_extent(elf: ELFFile, size: int, what: str) -> None:

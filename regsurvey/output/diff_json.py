@@ -1,4 +1,4 @@
-"""The comparison and the stack as schema-versioned JSON (documented in README, "The comparison JSON")."""
+"""The comparison and the stack as schema-versioned JSON (documented in docs/schemas.md, "The comparison JSON")."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from ..diff.summary import summarize
 from ..model.comparison import Comparison, RowComparison, Stack
+from ..model.words import ASCII_ARROW
 
 
 def _header(report: str, data: Comparison | Stack) -> dict[str, Any]:
@@ -16,7 +17,7 @@ def _header(report: str, data: Comparison | Stack) -> dict[str, Any]:
 
 
 def comparison_dict(comparison: Comparison) -> dict[str, Any]:
-    """The comparison as JSON-ready data (the schema is in README, "The comparison JSON")."""
+    """The comparison as JSON-ready data (the schema is in docs/schemas.md)."""
     return {
         **_header("comparison", comparison),
         "toolchain_changes": [asdict(c) for c in comparison.toolchain_changes],
@@ -30,8 +31,8 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             "skipped_keys": dict(zip(("before", "after"), comparison.skipped_keys)),
             "lint": lint.to_dict() if (lint := comparison.lint_counts) is not None else None,
         },
-        "summary": [{"text": line.text, "tone": line.tone, "rows": list(line.rows), "where": list(line.where)}
-                    for line in summarize(comparison).lines],
+        "summary": [{"text": line.render(ASCII_ARROW), "tone": line.tone, "rows": list(line.rows),
+                     "where": list(line.where)} for line in summarize(comparison).lines],
         "rows": [_row_dict(r) for r in comparison.rows],
         "skipped": [asdict(k) for k in comparison.skipped],
         "rebuild": comparison.rebuild.to_dict() if comparison.rebuild is not None else None,
@@ -53,7 +54,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
 
 
 def stack_dict(stack: Stack) -> dict[str, Any]:
-    """JSON-ready data: each step's comparison and the overall one (see README)."""
+    """JSON-ready data: each step's comparison and the overall one (docs/schemas.md)."""
     return {
         **_header("stack", stack),
         "steps": [{"commit": s.commit, "subject": s.subject,

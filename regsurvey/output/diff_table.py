@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ..diff.summary import summarize
@@ -18,11 +17,12 @@ from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stac
 from ..model.figures import figure
 from ..model.rebuild import RebuildCheck
 from ..model.targets import TARGETS
+from ..model.words import count
 from .figure_text import (
     build_text,
     change_text,
     changed_names,
-    figure_total_delta,
+    figure_total_deltas,
     launch_text,
     lint_change_text,
     lint_counts_text,
@@ -31,6 +31,7 @@ from .figure_text import (
     status_text,
     total_line,
 )
+from .terminal import NAME, TEXT, Cell, Column, Grid, hanging
 
 _MARK_STYLE = {
     Mark.WORSE: "bold red", Mark.MIXED: "bold yellow", Mark.NEWLY_FAILING: "bold red", Mark.BETTER: "bold green",
@@ -39,6 +40,7 @@ _MARK_STYLE = {
     Mark.NOT_COMPARABLE: "yellow",
 }
 _TONE_STYLE = {"worse": "red", "better": "green", "neutral": ""}
+_VERDICT_STYLE = {"worse": "red", "better": "green"}
 _STATUS_MARKS = (Mark.NEWLY_FAILING, Mark.FIXED, Mark.ADDED, Mark.REMOVED, Mark.STILL_FAILING)
 
 
@@ -46,45 +48,91 @@ def _figure_cell(r: RowComparison, name: str) -> Text:
     f = r.figure(name)
     if f is None or not f.changed:
         return Text("·" if f is not None else "", style="dim")
-    style = {"worse": "red", "better": "green"}.get(f.verdict, "yellow")
-    return Text(change_text(f), style=style)
+    return Text(change_text(f), style=_VERDICT_STYLE.get(f.verdict, "yellow"))
 
 
-def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: str | None = None) -> Table:
-    """One group: its builds, a column per figure that changed among them, an ``[Other]`` row past ``limit``."""
-    table = Table(title=Text(title or f"{mark.value} ({len(rows)})", style=_MARK_STYLE.get(mark, "")),
-                  title_justify="left", header_style="bold", box=None, pad_edge=False)
-    table.add_column("key", overflow="fold", min_width=12)
-    table.add_column("target", no_wrap=True, min_width=6)
-    table.add_column("kernel", overflow="fold", min_width=8)
+def _moved(r: RowComparison) -> list[Text]:
+    """The figures that moved in a build, each an item (``VGPR 38 → 64 (+26)``) of the compact layout."""
+    return [Text(f"{figure(f.name).label} {change_text(f)}", style=_VERDICT_STYLE.get(f.verdict, "yellow"))
+            for f in r.changed_figures]
+
+
+def _status_line(r: RowComparison, mark: Mark) -> Text | None:
+    """What a status row says instead of figures (its error, why it is not comparable), for the line
+    under it."""
+    text = status_text(r)
+    if not text:
+        return None
+    if mark in (Mark.NEWLY_FAILING, Mark.STILL_FAILING):
+        text = f"error: {text}"
+    elif mark is Mark.NOT_COMPARABLE:
+        text = f"why: {text}"
+    return Text(text, style="red" if mark is not Mark.FIXED else "")
+
+
+def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: str | None = None,
+               width: int = 200) -> Grid:
+    """One group for a terminal of ``width`` columns: its builds, each a row. A column per figure that
+    moved among them where they all fit, else one column listing each build's own figures that moved;
+    what the lint found and what the build was made with in columns of text (under the row where the
+    width runs short); an error, or why a build is not comparable, a line under its row; an ``[Other]``
+    line past ``limit``."""
     names = [] if mark in _STATUS_MARKS else changed_names(rows)
-    for name in names:
-        table.add_column(figure(name).label, justify="right", no_wrap=True)
+    grid = _group_grid(rows, mark, limit, title, names)
+    if names and not grid.fits(width):
+        grid = _group_grid(rows, mark, limit, title, None)
+    return grid
+
+
+def _group_grid(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: str | None,
+                names: list[str] | None) -> Grid:
+    """A group's grid: a column per figure of ``names``, or (None) a column of the figures each moved."""
     lint = any(r.lint_findings.changed for r in rows)
-    if lint:
-        table.add_column("kernarg lint", overflow="fold")
-    status = mark in _STATUS_MARKS or mark is Mark.NOT_COMPARABLE
-    if status:
-        table.add_column("why" if mark is Mark.NOT_COMPARABLE else "error", overflow="fold")
     built = any(r.build_changes for r in rows)
+    columns = [Column("key", NAME, min_width=12), Column("target", NAME), Column("kernel", NAME, min_width=10)]
+    if names is None:
+        columns.append(Column("moved", TEXT, min_width=24))
+    else:
+        columns += [Column(figure(name).label, justify="right") for name in names]
+    if lint:
+        columns.append(Column("kernarg lint", TEXT, min_width=16))
     if built:
-        table.add_column("built with", overflow="fold")
+        columns.append(Column("built with", TEXT, min_width=24))
+    grid = Grid(columns, title=Text(title or f"{mark.value} ({len(rows)})", style=_MARK_STYLE.get(mark, "")))
     shown = rows if limit <= 0 else rows[:limit]
     for r in shown:
         # Text, not markup: a build's name holds brackets (``matmul [launch 2]``).
-        cells: list[Text | str] = [Text(r.key), r.target, Text(launch_text(r)), *[_figure_cell(r, n) for n in names]]
+        cells: list[Cell] = [Text(r.key), r.target, Text(launch_text(r))]
+        cells += [_moved(r)] if names is None else [_figure_cell(r, n) for n in names]
         if lint:
             style = "red" if r.lint_findings.new_errors else "green" if r.lint_findings.fixed_errors else ""
             cells.append(Text(lint_change_text(r), style=style))
-        if status:
-            cells.append(Text(status_text(r), style="red" if mark is not Mark.FIXED else ""))
         if built:
-            cells.append(build_text(r, "->"))
-        table.add_row(*cells)
+            cells.append(build_text(r))
+        status = _status_line(r, mark) if mark in _STATUS_MARKS or mark is Mark.NOT_COMPARABLE else None
+        grid.add_row(*cells, under=[status] if status is not None else [])
     if len(rows) > len(shown):
-        table.add_row(Text(f"[Other] {len(rows) - len(shown)} more", style="dim"), "", "",
-                      *[""] * (len(names) + lint + status + built))
-    return table
+        grid.footer.append(Text(f"[Other] {len(rows) - len(shown)} more", style="dim"))
+    return grid
+
+
+def stack_table(stack: Stack) -> Grid:
+    """A line per commit of a stack, as ``git log --oneline`` has it (the subject last, under the line
+    where the width runs short): its marks' counts, the spill totals that moved, the lint's findings."""
+    grid = Grid([Column("commit", NAME, min_width=10),
+                 *(Column(head, justify="right") for head in ("keys build", "worse", "mixed", "better",
+                                                               "newly failing", "fixed")),
+                 Column("spills", TEXT, min_width=16), Column("lint", TEXT, min_width=10),
+                 Column("subject", TEXT, min_width=24, labelled_under=False)],
+                title=Text(f"{stack.base.short}..{stack.head.short}: {count(len(stack.steps), 'commit')}",
+                           style="bold"))
+    for step in stack.steps:
+        counts = step.comparison.counts
+        ok, total = step.keys_built
+        marks = [str(counts[m]) for m in (Mark.WORSE, Mark.MIXED, Mark.BETTER, Mark.NEWLY_FAILING, Mark.FIXED)]
+        grid.add_row(step.commit[:10], f"{ok}/{total}", *marks, figure_total_deltas(step.comparison) or ["unchanged"],
+                     lint_counts_text(step.lint_findings), step.subject)
+    return grid
 
 
 def rebuild_lines(check: RebuildCheck) -> list[Text]:
@@ -105,7 +153,7 @@ def _vendor(target: str) -> str:
 
 
 class TableFormat:
-    """``--format table``: rich tables for a terminal (colour only when asked)."""
+    """``--format table``: tables for a terminal of ``width`` columns (colour only when asked)."""
 
     name = "table"
 
@@ -123,9 +171,11 @@ class TableFormat:
         for change in comparison.toolchain_changes:
             console.print(Text(f"toolchain differs: {change.describe()}", style="yellow"))
         for line in summarize(comparison).lines:
-            console.print(Text("- " + line.text, style=_TONE_STYLE.get(line.tone, "")))
+            for text in hanging(Text("- " + line.text, style=_TONE_STYLE.get(line.tone, "")), console.width):
+                console.print(text)
             for where in line.where:
-                console.print(Text(f"    where: {where}"))
+                for text in hanging(Text(f"    where: {where}"), console.width, 6):
+                    console.print(text)
         for mark in MARK_ORDER:
             if mark is Mark.UNCHANGED:
                 continue
@@ -140,14 +190,16 @@ class TableFormat:
                 title = f"{mark.value} ({len(rows)})" if len(vendors) == 1 else \
                     f"{mark.value} ({len(part)} of {len(rows)}, {vendor})"
                 console.print()
-                console.print(mark_table(tuple(part), mark, self.limit, title))
+                for text in mark_table(tuple(part), mark, self.limit, title, console.width).lines(console.width):
+                    console.print(text)
         console.print()
         unchanged = comparison.counts[Mark.UNCHANGED]
-        console.print(Text(f"unchanged: {unchanged} builds", style="dim"))
+        console.print(Text(f"unchanged: {count(unchanged, 'build')}", style="dim"))
         if comparison.rebuild is not None:
             for text in rebuild_lines(comparison.rebuild):
                 console.print(text)
-        console.print(Text("TOTAL " + total_line(comparison), style="bold"))
+        for text in hanging(Text("TOTAL " + total_line(comparison), style="bold"), console.width):
+            console.print(text)
 
     def format(self, comparison: Comparison) -> str:
         """The whole comparison as terminal text."""
@@ -158,23 +210,12 @@ class TableFormat:
     def format_stack(self, stack: Stack) -> str:
         """A line per commit, then each commit against its parent, then the head against the base."""
         console, buffer = self._console()
-        table = Table(title=Text(f"{stack.base.short}..{stack.head.short}: {len(stack.steps)} commits",
-                                 style="bold"), title_justify="left", header_style="bold", box=None)
-        for column in ("commit", "subject", "keys build", "worse", "mixed", "better", "newly failing", "fixed",
-                       "spills", "lint"):
-            table.add_column(column, no_wrap=column != "subject",
-                             justify="right" if column not in ("commit", "subject", "spills") else "left")
-        for step in stack.steps:
-            counts = step.comparison.counts
-            ok, total = step.keys_built
-            marks = [str(counts[m]) for m in (Mark.WORSE, Mark.MIXED, Mark.BETTER, Mark.NEWLY_FAILING, Mark.FIXED)]
-            table.add_row(step.commit[:10], step.subject, f"{ok}/{total}", *marks,
-                          figure_total_delta(step.comparison), lint_counts_text(step.lint_findings))
-        console.print(table)
+        for line in stack_table(stack).lines(console.width):
+            console.print(line)
         for step in stack.steps:
             console.print()
             self._render(console, step.comparison, title=f"{step.commit[:10]} {step.subject} (against its parent)")
         console.print()
         self._render(console, stack.overall,
                      title=f"{stack.head.short} against {stack.base.short} (the whole range)")
-        return buffer.getvalue()
+        return _trimmed(buffer.getvalue())

@@ -4,12 +4,14 @@ lines that hold the most registers first, as text, Markdown or JSON (the HTML is
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..model.names import BuildName
 from ..model.pressure import LineStats, Pressure, Site, attribution
 from ..model.results import Row
+from ..model.words import count
 from .markdown import escape as md_escape
 
 
@@ -69,18 +71,18 @@ def site_text(site: Site, paths: SourcePaths) -> str:
 
 
 def spill_summary(pressure: Pressure) -> str:
-    """``52 stores, 58 reloads (168 dwords to scratch, 1 to AGPRs)``, or ``no spills``."""
+    """``52 spill stores, 58 reloads (168 dwords to scratch, 1 dword to AGPRs)``, or ``no spills``."""
     stores = [s for s in pressure.spills if s.kind == "store"]
     reloads = [s for s in pressure.spills if s.kind == "reload"]
     if not stores and not reloads:
         return "no spills"
-    unit = "bytes" if any(s.medium == "local" for s in pressure.spills) else "dwords"
+    unit = "byte" if any(s.medium == "local" for s in pressure.spills) else "dword"
     media: dict[str, int] = {}
     for s in stores:
         media[s.medium] = media.get(s.medium, 0) + s.size
     where = {"scratch": "to scratch", "agpr": "to AGPRs", "vgpr-lane": "to VGPR lanes (SGPRs)", "local": "to local"}
-    parts = ", ".join(f"{n} {unit} {where.get(m, m)}" for m, n in media.items())
-    return f"{len(stores)} spill stores, {len(reloads)} reloads" + (f" ({parts})" if parts else "")
+    parts = ", ".join(f"{count(n, unit)} {where.get(m, m)}" for m, n in media.items())
+    return f"{count(len(stores), 'spill store')}, {count(len(reloads), 'reload')}" + (f" ({parts})" if parts else "")
 
 
 def _peak_sentences(pressure: Pressure, row: Row, paths: SourcePaths) -> list[str]:
@@ -115,32 +117,54 @@ def _allocated(row: Row, name: str) -> int | None:
 
 def _title(item: Explained) -> str:
     row, p = item.row, item.pressure
-    return f"{row.key} on {row.target}: kernel {item.name.text or p.kernel}, {p.instructions} instructions"
+    return f"{row.key} on {row.target}: kernel {item.name.text or p.kernel}, {count(p.instructions, 'instruction')}"
 
 
 # -- text ---------------------------------------------------------------------------------------------
 
-def format_text(items: list[Explained], paths: SourcePaths, top: int = 12, failed: list[Row] | None = None) -> str:
+def format_text(items: list[Explained], paths: SourcePaths, top: int = 12, failed: list[Row] | None = None,
+                width: int | None = None) -> str:
     """Per build: its peaks and spills, the lines holding the most registers, the annotated source; then
-    the selected builds that did not build, with their error."""
+    the selected builds that did not build, with their error. For a terminal of ``width`` columns, where
+    given: sentences wrap, and the tables' lines are cut at the width (their source text last)."""
     out: list[str] = []
+
+    def say(*lines: str) -> None:
+        out.extend(part for line in lines for part in _wrapped(line, width))
+
+    def table(lines: list[str]) -> None:
+        out.extend(_cut(line, width) for line in lines)
+
     for item in items:
         p = item.pressure
-        out.append(_title(item) + f" ({p.method})")
-        out.extend(f"  {s}" for s in _peak_sentences(p, item.row, paths))
-        out.append(f"  {spill_summary(p)}")
+        say(_title(item) + f" ({p.method})")
+        say(*(f"  {s}" for s in _peak_sentences(p, item.row, paths)))
+        say(f"  {spill_summary(p)}")
         lines = p.top_lines(top)
         if lines:
             out.append("")
-            out.append("  the lines holding the most registers:")
-            out.extend(_line_table(p, lines, paths))
+            say("  the lines holding the most registers:")
+            table(_line_table(p, lines, paths))
         out.append("")
-        out.extend(_annotated(p, paths))
+        table(_annotated(p, paths))
         out.append("")
     if failed:
-        out.append(f"did not build ({len(failed)}):")
-        out.extend(f"  {line}" for line in _failed_lines(failed))
+        say(f"did not build ({len(failed)}):")
+        say(*(f"  {line}" for line in _failed_lines(failed)))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _wrapped(line: str, width: int | None) -> list[str]:
+    """A sentence in lines of ``width`` at most, the lines after its first indented two more."""
+    if width is None or len(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip(" ")))
+    return textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_on_hyphens=False) or [line[:width]]
+
+
+def _cut(line: str, width: int | None) -> str:
+    """A table's line cut at ``width`` (its last column, the source text, is what goes)."""
+    return line if width is None or len(line) <= width else line[: width - 1] + "…"
 
 
 def _counts(p: Pressure, stats: LineStats | None) -> list[str]:

@@ -8,9 +8,10 @@ from ..model.figures import FIGURE_ORDER, figure
 from ..model.findings import Finding
 from ..model.rebuild import RebuildCheck, RebuildDifference
 from ..model.results import error_line
+from ..model.words import ARROW, agree, count
 
 
-def change_text(f: FigureDelta, arrow: str = "→") -> str:
+def change_text(f: FigureDelta, arrow: str = ARROW) -> str:
     """``38 → 64 (+26)``; one side only: ``64`` or ``38 → -``."""
     if f.before is None and f.after is None:
         return ""
@@ -27,7 +28,7 @@ def change_text(f: FigureDelta, arrow: str = "→") -> str:
 _OCCUPANCY_FIGURES = ("occupancy", "occupancy_warps")
 
 
-def occupancy_text(r: RowComparison, arrow: str = "→") -> str:
+def occupancy_text(r: RowComparison, arrow: str = ARROW) -> str:
     """``warps/SM unchanged at 48`` or ``waves/SIMD 8 → 6``: the build's occupancy on both sides; empty
     where a side has none."""
     for name in _OCCUPANCY_FIGURES:
@@ -39,7 +40,7 @@ def occupancy_text(r: RowComparison, arrow: str = "→") -> str:
     return ""
 
 
-def build_text(r: RowComparison, arrow: str = "→") -> str:
+def build_text(r: RowComparison, arrow: str = ARROW) -> str:
     """What the build was made with that differs, then its occupancy: ``num_warps 4 → 8; warps/SM
     unchanged at 48``, ``BLOCK_N 64 → 128; waves/SIMD 8 → 6``; empty when the builds were made alike."""
     if not r.build_changes:
@@ -48,12 +49,12 @@ def build_text(r: RowComparison, arrow: str = "→") -> str:
     return "; ".join(t for t in (made, occupancy_text(r, arrow)) if t)
 
 
-def figures_text(r: RowComparison, arrow: str = "→") -> str:
+def figures_text(r: RowComparison, arrow: str = ARROW) -> str:
     """The figures that changed, each with its label (``VGPR 38 → 64 (+26), waves 8 → 6 (-2)``)."""
     return ", ".join(f"{figure(f.name).label} {change_text(f, arrow)}" for f in r.changed_figures)
 
 
-def row_change_text(r: RowComparison, arrow: str = "→") -> str:
+def row_change_text(r: RowComparison, arrow: str = ARROW) -> str:
     """A build's change column: the figures that changed (or its status), the lint's change, and what its
     build was made with that differs (``built with num_warps 4 → 8; warps/SM unchanged at 48``)."""
     text = figures_text(r, arrow) if r.mark in FIGURE_MARKS else status_text(r, arrow)
@@ -78,17 +79,17 @@ def counts_text(comparison: Comparison) -> str:
     return ", ".join(f"{n} {m.value}" for m, n in comparison.counts.items() if n)
 
 
-def spill_totals_text(comparison: Comparison, arrow: str = "→") -> str:
+def spill_totals_text(comparison: Comparison, arrow: str = ARROW) -> str:
     """``VGPR spills 112 → 16, spill stores 1200 → 800 B``."""
     parts = [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
              for t in comparison.spill_totals]
     return ", ".join(parts) if parts else "no spill figures"
 
 
-def total_line(comparison: Comparison, arrow: str = "→") -> str:
+def total_line(comparison: Comparison, arrow: str = ARROW) -> str:
     """The closing line: what was compared, the marks, and the spill totals before and after."""
     before, after = comparison.spilling_builds
-    line = (f"{comparison.keys} keys ({len(comparison.rows)} builds) compared on "
+    line = (f"{count(comparison.keys, 'key')} ({count(len(comparison.rows), 'build')}) compared on "
             f"{', '.join(comparison.targets) or 'no target'}: {counts_text(comparison) or 'nothing'}; "
             f"spill totals {spill_totals_text(comparison, arrow)}; builds that spill {before} {arrow} {after}")
     errors_before, errors_after = comparison.lint_errors
@@ -107,13 +108,13 @@ def first_line(text: str | None, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def note_text(r: RowComparison, arrow: str = "->") -> str:
+def note_text(r: RowComparison, arrow: str = ARROW) -> str:
     """A row's note: the toolchain parts that make it not comparable (with ``arrow``), else why the
     other side has no such build (it skipped the key, or the build was flaky)."""
     return "; ".join(c.describe(arrow) for c in r.toolchain_changes) or r.note or ""
 
 
-def status_text(r: RowComparison, arrow: str = "->") -> str:
+def status_text(r: RowComparison, arrow: str = ARROW) -> str:
     """What a build-status row says instead of figures (the error, that it is new, or which toolchain
     parts differ)."""
     if r.mark in (Mark.NEWLY_FAILING, Mark.STILL_FAILING):
@@ -130,11 +131,15 @@ def status_text(r: RowComparison, arrow: str = "->") -> str:
     return ""
 
 
-def figure_total_delta(comparison: Comparison, arrow: str = "→") -> str:
-    """The spill totals that changed (``VGPR spills 112 → 16``), or ``unchanged``."""
-    parts = [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
-             for t in comparison.spill_totals if t.before != t.after]
-    return ", ".join(parts) if parts else "unchanged"
+def figure_total_deltas(comparison: Comparison, arrow: str = ARROW) -> list[str]:
+    """The spill totals that changed, each on its own (``VGPR spills 112 → 16``)."""
+    return [f"{figure(t.name).noun} {t.before} {arrow} {t.after}{figure(t.name).unit}"
+            for t in comparison.spill_totals if t.before != t.after]
+
+
+def figure_total_delta(comparison: Comparison, arrow: str = ARROW) -> str:
+    """The spill totals that changed (``VGPR spills 112 → 16, spill stores 0 → 8 B``), or ``unchanged``."""
+    return ", ".join(figure_total_deltas(comparison, arrow)) or "unchanged"
 
 
 def finding_text(finding: Finding) -> str:
@@ -150,8 +155,7 @@ def lint_change_text(r: RowComparison) -> str:
         for error, noun in ((True, "miscompile suspect"), (False, "lint note")):
             names = [f.argument for f in found if f.is_error == error]
             if names:
-                plural = "s" if len(names) > 1 else ""
-                parts.append(f"{word} {noun}{plural} {', '.join(names)}")
+                parts.append(f"{word} {agree(len(names), noun)} {', '.join(names)}")
     return "; ".join(parts)
 
 
@@ -159,17 +163,19 @@ def lint_counts_text(counts: LintCounts | None, not_linted: str = "-") -> str:
     """A commit's findings for the stack's lint column: ``3 (1 suspect, 1 new)``, ``0``, or ``not_linted``."""
     if counts is None:
         return not_linted
-    parts = [f"{counts.errors} suspect{'s' if counts.errors > 1 else ''}"] if counts.errors else []
+    parts = [count(counts.errors, "suspect")] if counts.errors else []
     parts += [f"{counts.new} new"] if counts.new else []
     parts += [f"{counts.fixed} fixed"] if counts.fixed else []
     return str(counts.findings) + (f" ({', '.join(parts)})" if parts else "")
 
 
 def rebuild_verdict(check: RebuildCheck) -> str:
-    """``all 12 builds identical`` or ``2 of 12 builds differ``: the rebuild check in a few words."""
+    """``all 12 builds identical`` (``1 build identical``) or ``2 of 12 builds differ`` (``1 of 12 builds
+    differs``): the rebuild check in a few words."""
+    builds = count(check.builds, "build")
     if check.deterministic:
-        return f"all {check.builds} builds identical"
-    return f"{len(check.differences)} of {check.builds} builds differ"
+        return f"{'all ' if check.builds > 1 else ''}{builds} identical"
+    return f"{len(check.differences)} of {builds} {agree(len(check.differences), 'differs', 'differ')}"
 
 
 def rebuild_difference(d: RebuildDifference) -> str:

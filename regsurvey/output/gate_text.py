@@ -6,6 +6,7 @@ from ..check.gate import KERNARG_NEVER_READ, NEWLY_FAILING, Problem
 from ..model.comparison import FigureDelta, RowComparison
 from ..model.figures import figure
 from ..model.results import error_line
+from ..model.words import ARROW, agree
 from .figure_text import finding_text
 
 
@@ -21,7 +22,7 @@ def problem_subject(problem: Problem) -> str:
     return build_subject(problem.row)
 
 
-def problem_message(problem: Problem, arrow: str = "->") -> str:
+def problem_message(problem: Problem, arrow: str = ARROW) -> str:
     """One sentence: the build, and what fails."""
     subject = problem_subject(problem)
     if problem.rule is NEWLY_FAILING:
@@ -30,16 +31,16 @@ def problem_message(problem: Problem, arrow: str = "->") -> str:
         return f"{subject} {was}" + (f": {error[:200]}" if error else "")
     if problem.rule is KERNARG_NEVER_READ:
         args = ", ".join(map(finding_text, problem.findings))
-        plural = "s" if len(problem.findings) > 1 else ""
-        return (f"{subject}: kernel argument{plural} {args} loaded and never read, though the source "
-                f"uses {'them' if plural else 'it'} (a miscompile suspect)")
+        n = len(problem.findings)
+        return (f"{subject}: {agree(n, 'kernel argument')} {args} loaded and never read, though the source "
+                f"uses {agree(n, 'it', 'them')} (a miscompile suspect)")
     told = ", ".join(figure_change(f, arrow) for f in problem.figures)
     allowed = "; " + "; ".join(problem.limits) if problem.limits else "; no baseline entry allows it"
     return f"{subject}: {told}{allowed}"
 
 
-def figure_change(f: FigureDelta, arrow: str = "->") -> str:
-    """``spill stores 0 -> 72 B`` (a new build: ``spill stores 72 B (new build)``)."""
+def figure_change(f: FigureDelta, arrow: str = ARROW) -> str:
+    """``spill stores 0 → 72 B`` (a new build: ``spill stores 72 B (new build)``)."""
     fig = figure(f.name)
     if f.before is None:
         return f"{fig.noun} {f.after}{fig.unit} (new build)"

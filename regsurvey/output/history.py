@@ -1,5 +1,9 @@
 """``regsurvey history``'s reports: a self-contained HTML page (a chart per kind and target, drawn here as
-inline SVG: no script, no network), Markdown and JSON with the same series."""
+inline SVG: no script, no network), Markdown and JSON with the same series.
+
+The page leads with its verdict and the commits that changed builds; a kind on a target that did not move
+along the range is a line of its values, not charts of flat lines (they were 87% of a whole suite's page).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from html import escape
 
 from ..model.figures import figure
 from ..model.history import History, HistoryCommit, Point, Series
+from ..model.words import ARROW, agree, count
 from .markdown import code
 from .markdown import escape as md_escape
 
@@ -54,7 +59,7 @@ def _moves_text(p: Point) -> str:
         return ""
     parts = [(n, word) for n, word in ((p.worse, "worse"), (p.better, "better"),
                                         (p.moved - p.worse - p.better, "changed")) if n]
-    builds = f"{p.moved} build{'s' if p.moved > 1 else ''}"
+    builds = count(p.moved, "build")
     if len(parts) == 1:
         return f"{builds} {parts[0][1]}"
     return f"{builds} moved: " + ", ".join(f"{n} {word}" for n, word in parts)
@@ -110,7 +115,7 @@ def format_markdown(h: History) -> str:
                 quiet += 1
                 continue
             if quiet:
-                out.append(f"| | *{quiet} commit{'s' if quiet > 1 else ''} unchanged* |" + " |" * len(series))
+                out.append(f"| | *{count(quiet, 'commit')} unchanged* |" + " |" * len(series))
                 quiet = 0
             cells = [v + (f"; {m}" if m else "") for v, m in zip(values, moves)]
             out.append("| " + " | ".join([_span_text(h, i, code), md_escape(c.subject), *cells]) + " |")
@@ -139,7 +144,8 @@ def format_markdown(h: History) -> str:
         run = []
         if i is not None and step is not None:
             out.append(f"- {_span_text(h, i, code)} {md_escape(step.subject)}: {_step_title(step)}")
-            out.extend(f"  - {' → '.join(md_escape(part) for part in segments)}" for segments in step.summary[:6])
+            out.extend("  - " + f" {ARROW} ".join(md_escape(part) for part in segments)
+                       for segments in step.summary[:6])
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -157,9 +163,12 @@ tr.quiet td{color:#98a2b3;padding-top:1px;padding-bottom:1px}
 svg .fail{stroke:#b42318;stroke-width:2}svg .axis{stroke:#98a2b3;stroke-width:1}svg text{font-size:10px;fill:#667085}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #e4e7ec;
 vertical-align:top;text-align:left}tr:target td{background:#fef0c7}.mono{font-family:ui-monospace,monospace}
-.worse{color:#b42318}.better{color:#067647}ul{margin:2px 0;padding-left:18px}"""
+.worse{color:#b42318}.better{color:#067647}ul{margin:2px 0;padding-left:18px}
+.verdict{font-size:16px;font-weight:600;margin:6px 0 2px}ul.summary{margin:6px 0 0}ul.summary a{color:inherit}
+details.still{margin-top:16px}details.still summary{cursor:pointer}"""
 
 _W, _H, _PAD = 420, 124, 30
+_SUMMARY_LINES = 10  # commits named at the top of the page; the table below has every one
 
 
 def _chart(s: Series, h: History) -> str:
@@ -216,40 +225,75 @@ def _chart(s: Series, h: History) -> str:
             f"</span></h3>{''.join(parts)}</div>")
 
 
+def _verdict(h: History) -> tuple[str, str]:
+    """The page's first line and its tone: how many commits changed builds (``worse`` where any made a
+    build worse or failing), or that nothing changed."""
+    steps = h.commits[1:]
+    moved = [c for c in steps if _moved(c)]
+    if not moved:
+        return f"Nothing changed: every build the same at each of the {len(h.commits)} commits", ""
+    tones = {_tone(c) for c in moved}
+    tone = "worse" if "worse" in tones else "better" if "better" in tones else ""
+    return f"{len(moved)} of {len(steps)} commits changed builds", tone
+
+
+def _summary_html(h: History) -> str:
+    """The commits that changed builds, a line each linking to its row of the table (the first
+    :data:`_SUMMARY_LINES`)."""
+    moved = [i for i, c in enumerate(h.commits) if i and _moved(c)]
+    items = [f"<li><a href='#c-{h.commits[i].sha}'><span class=mono>{escape(_span_text(h, i, str))}</span> "
+             f"{escape(h.commits[i].subject)}</a>: <span class='{_tone(h.commits[i])}'>"
+             f"{escape(_step_title(h.commits[i]))}</span></li>" for i in moved[:_SUMMARY_LINES]]
+    if len(moved) > _SUMMARY_LINES:
+        items.append(f"<li class=muted>{len(moved) - _SUMMARY_LINES} more in the table below</li>")
+    return f"<ul class=summary>{''.join(items)}</ul>" if items else ""
+
+
+def _still_html(still: dict[tuple[str, str], list[Series]]) -> str:
+    """The kinds on targets that did not move, folded: a line each with its figures' values, the same
+    at every commit (charts of flat lines said no more, at 5 KB each)."""
+    rows = "".join(f"<tr><td class=mono>{escape(kind)} on {escape(target)}</td><td>"
+                   + " · ".join(f"{escape(figure(s.figure).noun)} {escape(_value(s.points[-1]))}"
+                                f"{escape(figure(s.figure).unit)}" for s in series)
+                   + "</td></tr>" for (kind, target), series in still.items())
+    return (f"<details class=still><summary><h2 style='display:inline'>Unchanged along the range ({len(still)})"
+            f"</h2></summary><table>{rows}</table></details>")
+
+
 def format_html(h: History) -> str:
-    """The page a kernel engineer opens first: what moved, as charts, then each commit's diff."""
+    """The page a kernel engineer opens first: the verdict and the commits that changed builds, what
+    moved as charts, the kinds that did not named with their values, then each commit's diff."""
     groups = _grouped(h)
     moved = {k: v for k, v in groups.items() if any(s.changed for s in v)}
     still = {k: v for k, v in groups.items() if k not in moved}
     failing = sum(1 for c in h.commits if c.failed)
+    verdict, tone = _verdict(h)
     out = ["<!doctype html><html lang=en><meta charset=utf-8>",
            f"<title>Registers over {escape(h.spec)}</title><style>{_STYLE}</style>",
-           f"<header><h1>Registers over {escape(h.spec)}</h1><div class=muted>{len(h.commits)} commits"
+           f"<header><h1>Registers over {escape(h.spec)}</h1>"
+           f"<div id=verdict class='verdict {tone}'>{escape(verdict)}</div><div class=muted>{len(h.commits)} commits"
            + (f", one in {h.every}" if h.every > 1 else "")
            + f" · {len(moved)} of {len(groups)} kinds×targets moved"
-           + (f" · {failing} commits with failing builds" if failing else "")
+           + (f" · {count(failing, 'commit')} with failing builds" if failing else "")
            + " · the line is the largest value over a kind's builds, the band the spread to the smallest;"
            " a point links to the commit's diff against the one before it, coloured where builds got worse or"
            " better" + ("; a change lies in the commits after the point before, up to the one it is shown at"
-                        if h.every > 1 else "") + "</div></header><main>"]
-    for title, chosen in (("What moved", moved), ("Unchanged along the range", still)):
-        if not chosen:
-            continue
-        out.append(f"<h2>{title}</h2>" if title == "What moved" else f"<details><summary><h2 style='display:inline'>"
-                   f"{title} ({len(chosen)})</h2></summary>")
-        for (kind, target), series in chosen.items():
-            out.append(f"<section class=kind data-kind='{escape(kind)}' data-target='{escape(target)}'>"
-                       f"<h2 class=mono>{escape(kind)} on {escape(target)}</h2><div class=charts>")
-            out.extend(_chart(s, h) for s in series)
-            out.append("</div></section>")
-        if title != "What moved":
-            out.append("</details>")
+                        if h.every > 1 else "") + "</div>" + _summary_html(h) + "</header><main>"]
+    if moved:
+        out.append("<h2>What moved</h2>")
+    for (kind, target), series in moved.items():
+        out.append(f"<section class=kind data-kind='{escape(kind)}' data-target='{escape(target)}'>"
+                   f"<h2 class=mono>{escape(kind)} on {escape(target)}</h2><div class=charts>")
+        out.extend(_chart(s, h) for s in series)
+        out.append("</div></section>")
+    if still:
+        out.append(_still_html(still))
     out.append("<h2>Commit by commit</h2><table><tr><th>#</th><th>commit</th><th>subject</th><th>against the one "
                "before</th></tr>")
     for i, c in enumerate(h.commits):
         step_moved = _moved(c)
-        items = "".join(f"<li>{escape(line)}</li>" for line in c.sentences("→")) if step_moved else ""
-        failed = f" · {c.failed} of {c.builds} builds fail" if c.failed else ""
+        items = "".join(f"<li>{escape(line)}</li>" for line in c.sentences()) if step_moved else ""
+        failed = f" · {c.failed} of {count(c.builds, 'build')} {agree(c.failed, 'fails', 'fail')}" if c.failed else ""
         out.append(f"<tr id='c-{c.sha}'" + ("" if step_moved or i == 0 else " class=quiet") + f"><td>{i}</td>"
                    f"<td class=mono>{escape(_span_text(h, i, str))}</td><td>{escape(c.subject)}</td>"
                    f"<td><span class='{_tone(c)}'>{escape(_step_title(c))}{failed}</span>"

@@ -7,6 +7,10 @@ headings and the notices come computed here: the script shows, sorts and filters
 Text from kernels and compilers never becomes markup: the JSON is
 escaped for a ``<script>`` element (``<``, ``>`` and ``&`` as ``\\u`` escapes) and the script only ever
 sets ``textContent``. The template is ``regsurvey/templates/report.html.j2``.
+
+The page leads with the verdict and the summary. A kind on a target where no build changed is named with
+its counts, not drawn: neither its grid nor its builds are in the page (the demo suite's diff drew 24 grids of
+unchanged kinds before its summary, and its diff where nothing changed was 677 KB of unchanged builds).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import jinja2
 from ..diff.summary import summarize
 from ..model.comparison import (
     MARK_ORDER,
+    REGRESSIONS,
     Comparison,
     FigureDelta,
     LintChange,
@@ -30,6 +35,7 @@ from ..model.comparison import (
 from ..model.figures import AMD, BY_IMPORTANCE, FIGURE_ORDER, NVIDIA, figure
 from ..model.findings import Finding
 from ..model.rebuild import RebuildCheck
+from ..model.results import Row
 from ..model.targets import TARGETS
 from .figure_text import (
     build_text,
@@ -50,13 +56,26 @@ from .figure_text import (
 PAGE_ROWS = 100
 
 
-def _side(row: Any) -> dict[str, Any] | None:
-    if row is None:
-        return None
-    return {"status": row.status, "error": row.error, "error_line": row.error_line,
-            "sha256": row.object.sha256 if row.object else None,
-            "triton_hash": row.triton_hash, "num_warps": row.num_warps, "num_stages": row.num_stages,
-            "where": row.where, "compile_s": row.compile_s, "messages": list(row.messages)}
+def _side(row: Row) -> dict[str, Any]:
+    """What the detail panel says of one side of a build: its status, warps, stages, launch site and object
+    (the 16 hex digits it shows), and why it failed; what it lacks is left out."""
+    side: dict[str, Any] = {"status": row.status, "num_warps": row.num_warps, "num_stages": row.num_stages,
+                            "where": row.where, "object": row.object.sha256[:16] if row.object else None}
+    if row.error:
+        side.update(error=row.error, error_line=row.error_line)
+    if row.messages:
+        side["messages"] = list(row.messages)
+    return side
+
+
+def _sides(r: RowComparison) -> list[list[Any]]:
+    """The detail panel's sides, each ``[label, side]`` (side None: not in that survey); one side labelled
+    ``before and after`` where both say the same (an unchanged build's do)."""
+    before = None if r.before is None else _side(r.before)
+    after = None if r.after is None else _side(r.after)
+    if before is not None and before == after:
+        return [["before and after", before]]
+    return [["before", before], ["after", after]]
 
 
 def _finding(f: Finding, state: str) -> dict[str, Any]:
@@ -81,7 +100,7 @@ def _lint(r: RowComparison) -> dict[str, Any] | None:
     if not change.linted:
         return None
     new = {f.identity for f in change.new}
-    return {"before": None if change.before is None else len(change.before),
+    lint = {"before": None if change.before is None else len(change.before),
             "after": None if change.after is None else len(change.after),
             "heading": _lint_heading(change),
             "findings": [_finding(f, "new" if f.identity in new else "") for f in change.after or ()]
@@ -89,15 +108,27 @@ def _lint(r: RowComparison) -> dict[str, Any] | None:
             "change": lint_change_text(r),
             "score": len(change.new_errors) - len(change.fixed_errors),
             "tone": "worse" if change.new_errors else "better" if change.fixed_errors else ""}
+    # A clean build says only its heading: no findings, no change, nothing to sort or colour by.
+    return {k: v for k, v in lint.items() if v or k in ("before", "after", "heading")}
 
 
-def _figure(f: FigureDelta) -> dict[str, Any]:
+def _unchanged_figure(value: int) -> dict[str, Any]:
+    """What a figure that kept ``value`` is on the page; the page's script makes the same of a bare number
+    (``expandFigure``), the one form it is sent in."""
+    return {"before": value, "after": value, "delta": 0, "delta_text": "0", "verdict": "same", "text": str(value)}
+
+
+def _figure(f: FigureDelta) -> dict[str, Any] | int:
     """One figure of a row as the page shows it: the sides, the change (a number to sort by, and its
-    text), the verdict (``worse``, ``better``, ``same``, ``changed`` or ``n/a``) and the cell's text."""
+    text), the verdict (``worse``, ``better``, ``same``, ``changed`` or ``n/a``) and the cell's text. A
+    figure that did not move is sent as its value (most figures of most builds: 70 bytes each)."""
     delta = f.delta
-    return {"before": f.before, "after": f.after, "delta": delta,
-            "delta_text": "" if delta is None else f"{delta:+d}" if delta else "0",
-            "verdict": f.verdict, "text": change_text(f, "→")}
+    shown = {"before": f.before, "after": f.after, "delta": delta,
+             "delta_text": "" if delta is None else f"{delta:+d}" if delta else "0",
+             "verdict": f.verdict, "text": change_text(f, "→")}
+    if f.after is not None and shown == _unchanged_figure(f.after):
+        return f.after
+    return shown
 
 
 # The tone of a row's change cell, by its mark.
@@ -106,15 +137,21 @@ _MARK_TONE = {Mark.WORSE: "worse", Mark.NEWLY_FAILING: "worse", Mark.BETTER: "be
 
 
 def _row(r: RowComparison) -> dict[str, Any]:
-    return {"ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target,
-            "kernel": r.kernel or "", "config": r.config, "mark": r.mark.value, "axes": r.segments,
-            "kernel_text": r.name.text,
-            "change": row_change_text(r), "change_tone": _MARK_TONE.get(r.mark, ""), "build": build_text(r),
-            "f": {f.name: _figure(f) for f in r.figures}, "note": note_text(r, "→") or None,
-            "lint": _lint(r), "before": _side(r.before), "after": _side(r.after), "where": list(r.where),
-            "hot": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]},
-            "source": {"before": [f.to_dict() for f in r.source_before],
-                       "after": [f.to_dict() for f in r.source_after]}}
+    """One build of the table and its detail panel; what a build lacks (a note, lint, the lines holding the
+    most registers, annotated sources) is left out."""
+    row: dict[str, Any] = {
+        "ref": r.ref, "id": r.row_id, "key": r.key, "kind": r.kind, "target": r.target, "kernel": r.kernel or "",
+        "mark": r.mark.value, "axes": r.segments, "kernel_text": r.name.text,
+        "change": row_change_text(r), "change_tone": _MARK_TONE.get(r.mark, ""),
+        "f": {f.name: _figure(f) for f in r.figures}, "sides": _sides(r)}
+    optional = {"build": build_text(r), "note": note_text(r, "→"), "lint": _lint(r), "where": list(r.where)}
+    if r.hot_before or r.hot_after:
+        optional["hot"] = {"before": [h.to_dict() for h in r.hot_before],
+                           "after": [h.to_dict() for h in r.hot_after]}
+    if r.source_before or r.source_after:
+        optional["source"] = {"before": [f.to_dict() for f in r.source_before],
+                              "after": [f.to_dict() for f in r.source_after]}
+    return row | {k: v for k, v in optional.items() if v}
 
 
 # The figure a grid where nothing moved is coloured by unless another is picked: the vendor's spills.
@@ -172,7 +209,8 @@ def grids(comparison: Comparison) -> list[dict[str, Any]]:
     across (``cells``: a list per label of ``rows``, a cell or None per label of ``cols``). Each cell
     holds per figure the change's tone and ``before → after`` (see :func:`_cell`), its key's verdict over
     every figure (``verdict``, marked on the cell whatever figure colours it, and ``title``), the builds it
-    holds, and the words the table's notice shows when it is clicked."""
+    holds, and the words the table's notice shows when it is clicked. ``moved``: whether any of its builds
+    changed (the page draws only those); ``keys`` and ``builds``: how many it holds."""
     by_grid: dict[tuple[str, str], dict[str, list[RowComparison]]] = {}
     for r in comparison.rows:
         by_grid.setdefault((r.kind, r.target), {}).setdefault(r.key, []).append(r)
@@ -203,6 +241,8 @@ def grids(comparison: Comparison) -> list[dict[str, Any]]:
         default = _default_figure(cells, [b for builds in keys.values() for b in builds], vendor or "")
         ordered: list[str] = sorted(names, key=lambda n: FIGURE_ORDER.get(n, len(FIGURE_ORDER)))
         out.append({"kind": kind, "target": target, "title": f"{kind} on {target}",
+                    "moved": any(b.mark is not Mark.UNCHANGED for builds in keys.values() for b in builds),
+                    "keys": len(keys), "builds": sum(len(builds) for builds in keys.values()),
                     "axes": " · ".join(t for t in (f"rows {' × '.join(down)}" if down else "",
                                                     f"columns {' × '.join(across)}" if across else "") if t)
                             or "one key",
@@ -224,13 +264,55 @@ def _rebuild(check: RebuildCheck | None) -> dict[str, Any] | None:
             "differences": [rebuild_difference(d) for d in check.differences]}
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def verdict(comparison: Comparison) -> dict[str, str]:
+    """The page's first line: the comparison's outcome in a word, and how many builds changed; ``tone``
+    colours it (``worse`` for any regression, ``better``, ``changed`` or ``""`` when nothing changed)."""
+    builds = len(comparison.rows)
+    moved = {m: n for m, n in comparison.counts.items() if n and m is not Mark.UNCHANGED}
+    if not moved:
+        return {"text": f"Nothing changed: {_plural(builds, 'build')} of {_plural(comparison.keys, 'key')} on "
+                        f"{', '.join(comparison.targets) or 'no target'}, every figure the same", "tone": ""}
+    if REGRESSIONS & moved.keys():
+        word, tone = "Regression", "worse"
+    elif {Mark.BETTER, Mark.FIXED} & moved.keys():
+        word, tone = "Improvement", "better"
+    elif set(moved) == {Mark.NOT_COMPARABLE}:
+        word, tone = "Not comparable", "changed"
+    else:
+        word, tone = "Changed", "changed"
+    return {"text": f"{word}: {sum(moved.values())} of {_plural(builds, 'build')} changed ("
+                    + ", ".join(f"{n} {m.value}" for m, n in moved.items()) + ")", "tone": tone}
+
+
+def _folded(unmoved: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The kinds on targets where no build changed, named with their counts instead of drawn: the heading
+    of their fold, a line each, and what the builds table says of their builds it leaves out."""
+    if not unmoved:
+        return None
+    keys, builds = sum(g["keys"] for g in unmoved), sum(g["builds"] for g in unmoved)
+    pairs = "1 kind × target" if len(unmoved) == 1 else f"{len(unmoved)} kinds × targets"
+    return {"text": f"{pairs} where no build changed: {_plural(builds, 'build')} of {_plural(keys, 'key')}",
+            "kinds": [f"{g['title']}: {_plural(g['keys'], 'key')}, {_plural(g['builds'], 'build')}"
+                      for g in unmoved],
+            "unlisted": f"not listed: {_plural(builds, 'unchanged build')} of the {pairs} where nothing changed"}
+
+
 def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
-    """What the page's script needs of one comparison (plain JSON data)."""
+    """What the page's script needs of one comparison (plain JSON data). The builds and grids of kinds on
+    targets where no build changed are left out (``folded`` names them)."""
+    every = grids(comparison)
+    shown = {(g["kind"], g["target"]) for g in every if g["moved"]}
+    rows = [r for r in comparison.rows if (r.kind, r.target) in shown]
+    listed = {r.ref for r in rows}
     axes: dict[str, None] = {}
-    for r in comparison.rows:
+    for r in rows:
         axes.update(dict.fromkeys(r.segments))
     present: dict[str, None] = {}
-    for r in comparison.rows:
+    for r in rows:
         present.update(dict.fromkeys(f.name for f in r.figures))
     order = FIGURE_ORDER
     return {
@@ -241,18 +323,21 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
                  "targets": comparison.head.targets, "toolchain": comparison.head.toolchain},
         "heading": f"{_side_text('base', comparison.base)}  →  {_side_text('head', comparison.head)}"
                    f"  ·  targets {', '.join(comparison.targets)}",
+        "verdict": verdict(comparison),
         "counts": {m.value: n for m, n in comparison.counts.items()},
         "total": total_line(comparison),
         "spills": spill_totals_text(comparison),
         "toolchain_changes": [c.describe("→") for c in comparison.toolchain_changes],
-        "summary": [{"text": line.render("→"), "tone": line.tone, "rows": list(line.rows), "where": list(line.where)}
-                    for line in summarize(comparison).lines],
+        # A line's builds that the page lists (the unchanged line names every unchanged build).
+        "summary": [{"text": line.render("→"), "tone": line.tone, "rows": [ref for ref in line.rows if ref in listed],
+                     "where": list(line.where)} for line in summarize(comparison).lines],
         "axes": list(axes),
         "figures": sorted(present, key=lambda n: order.get(n, len(order))),
         "changed": changed_names(comparison.rows),
         "lint_changed": any(r.lint_findings.changed for r in comparison.rows),
-        "rows": [_row(r) for r in comparison.rows],
-        "grids": grids(comparison),
+        "rows": [_row(r) for r in rows],
+        "grids": [g for g in every if g["moved"]],
+        "folded": _folded([g for g in every if not g["moved"]]),
         "rebuild": _rebuild(comparison.rebuild),
     }
 
@@ -273,7 +358,7 @@ def _compact_sources(comparisons: list[dict[str, Any]]) -> list[list[str]]:
     index: dict[tuple[str, ...], int] = {}
     for c in comparisons:
         for row in c["rows"]:
-            for files in row["source"].values():
+            for files in row.get("source", {}).values():
                 for f in files:
                     lines = tuple(f["text"])
                     if lines not in index:
@@ -286,11 +371,31 @@ def _compact_sources(comparisons: list[dict[str, Any]]) -> list[list[str]]:
     return pool
 
 
+def _pool_rows(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The builds of every comparison, each distinct one once; a comparison's ``rows`` become indices into
+    the returned list, which the page's script puts back. A stack's whole range and the commit that made
+    its changes hold the same builds: the demo's stack sent its 96 changed builds twice (190 KB each).
+    The dicts are rewritten in place (the caller builds them for this page alone)."""
+    pool: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    for c in comparisons:
+        refs = []
+        for row in c["rows"]:
+            text = json.dumps(row, sort_keys=True)
+            if text not in index:
+                index[text] = len(pool)
+                pool.append(row)
+            refs.append(index[text])
+        c["rows"] = refs
+    return pool
+
+
 def _page_data(title: str, comparisons: list[dict[str, Any]], steps: list[dict[str, Any]] | None,
                note: str | None) -> dict[str, Any]:
     # Every figure the rows have, a newer survey's unknown ones too (neutral: figures.figure).
     names = dict.fromkeys([*(f.name for f in BY_IMPORTANCE), *(n for c in comparisons for n in c["figures"])])
     texts = _compact_sources(comparisons)
+    rows = _pool_rows(comparisons)
     return {
         "title": title,
         "note": note,
@@ -300,6 +405,7 @@ def _page_data(title: str, comparisons: list[dict[str, Any]], steps: list[dict[s
                     for f in map(figure, names)},
         "page_rows": PAGE_ROWS,
         "comparisons": comparisons,
+        "rows": rows,
         "texts": texts,
         "steps": steps,
     }
@@ -351,4 +457,4 @@ class HtmlFormat:
         return render_page(_page_data(title, comparisons, steps, self.note))
 
 
-__all__ = ["HtmlFormat", "comparison_data", "grids", "render_page", "script_json"]
+__all__ = ["HtmlFormat", "comparison_data", "grids", "render_page", "script_json", "verdict"]

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 
 from ..diff.summary import summarize
 from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
-from .figure_text import figure_total_delta, launch_text, lint_counts_text, row_change_text, total_line
+from ..model.words import ARROW, count
+from .figure_text import (
+    figure_total_delta,
+    launch_text,
+    lint_counts_text,
+    rebuild_verdict,
+    row_change_text,
+    total_line,
+)
 
 if TYPE_CHECKING:
     from ..check.gate import GateResult
@@ -48,18 +56,18 @@ def _rows_table(rows: list[RowComparison]) -> list[str]:
         lines.append(f"| {mark} | {code(r.key)} | {escape(r.target)} | {code(launch_text(r))} "
                      f"| {escape(row_change_text(r))} |")
     if len(rows) > MAX_TABLE_ROWS:
-        lines.append(f"| | {len(rows) - MAX_TABLE_ROWS} more changed builds: see the HTML report | | | |")
+        lines.append(f"| | {count(len(rows) - MAX_TABLE_ROWS, 'more changed build')}: see the HTML report | | | |")
     return lines
 
 
 def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
     lines = [heading, ""]
     for change in comparison.toolchain_changes:
-        lines.append(f"> toolchain differs: {escape(change.describe('→'))}")
+        lines.append(f"> toolchain differs: {escape(change.describe())}")
     if comparison.toolchain_changes:
         lines.append("")
     for line in summarize(comparison).lines:
-        lines.append(f"- {escape(line.render('→'))}")
+        lines.append(f"- {escape(line.render())}")
         lines += [f"  - where: {escape(w)}" for w in line.where]
     lines.append("")
     changed = [r for m in MARK_ORDER if m is not Mark.UNCHANGED for r in comparison.with_mark(m)]
@@ -69,10 +77,9 @@ def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
     if comparison.rebuild is not None:
         check = comparison.rebuild
         if check.deterministic:
-            lines.append(f"Rebuild check: all {check.builds} builds identical from a cold Triton cache.")
+            lines.append(f"Rebuild check: {rebuild_verdict(check)} from a cold Triton cache.")
         else:
-            lines.append(f"Rebuild check: **{len(check.differences)} of {check.builds} builds differ** "
-                         "from a cold Triton cache:")
+            lines.append(f"Rebuild check: **{rebuild_verdict(check)}** from a cold Triton cache:")
             lines += [f"- {code(d.key)} {escape(d.target)}: {code(d.section)}: {escape(d.detail)}"
                       for d in check.differences[:MAX_TABLE_ROWS]]
         lines.append("")
@@ -92,8 +99,7 @@ class MarkdownFormat:
 
     def format(self, comparison: Comparison) -> str:
         """A "Registers" section: summary sentences, then the changed builds."""
-        heading = (f"### Registers: {_name(comparison.base)} → "
-                   f"{_name(comparison.head)}")
+        heading = f"### Registers: {_name(comparison.base)} {ARROW} {_name(comparison.head)}"
         return "\n".join(_comparison_lines(comparison, heading)) + "\n"
 
     def format_stack(self, stack: Stack) -> str:
@@ -131,18 +137,17 @@ def format_gate(result: GateResult) -> str:
     comparison = result.comparison
     against = f"{_gate_name(comparison.head)} against {_gate_name(comparison.base)}"
     n = len(result.problems)
-    verdict = "passed" if result.passed else f"failed, {n} problem{'s' if n > 1 else ''}"
+    verdict = "passed" if result.passed else f"failed, {count(n, 'problem')}"
     lines = [f"### regsurvey check {verdict}: {against}", ""]
     if result.baseline.found and result.baseline.path is not None:
-        entries = len(result.baseline.allow)
-        lines += [f"Baseline: {code(result.baseline.path.name)} ({entries} entr{'y' if entries == 1 else 'ies'}).",
-                  ""]
+        entries = count(len(result.baseline.allow), "entry")
+        lines += [f"Baseline: {code(result.baseline.path.name)} ({entries}).", ""]
     for rule in RULES:
         problems = [p for p in result.problems if p.rule is rule]
         if not problems:
             continue
         lines.append(f"**{escape(rule.title)}** ({code(rule.id)})")
-        lines += [f"- {escape(problem_message(p, '→'))}" for p in problems[:MAX_TABLE_ROWS]]
+        lines += [f"- {escape(problem_message(p))}" for p in problems[:MAX_TABLE_ROWS]]
         if len(problems) > MAX_TABLE_ROWS:
             lines.append(f"- {len(problems) - MAX_TABLE_ROWS} more")
         lines.append("")
@@ -155,7 +160,7 @@ def format_gate(result: GateResult) -> str:
         for group in list(grouped.values())[:MAX_TABLE_ROWS]:
             row, entry = group[0].row, group[0].entry
             build = build_subject(row)
-            told = ", ".join(figure_change(a.figure, "→") for a in group)
+            told = ", ".join(figure_change(a.figure) for a in group)
             lines.append(f"- {escape(build)}: {escape(told)}, by {escape(entry.describe())}: {escape(entry.reason)}")
         if len(grouped) > MAX_TABLE_ROWS:
             lines.append(f"- {len(grouped) - MAX_TABLE_ROWS} more")

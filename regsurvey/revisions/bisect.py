@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model.results import Survey
+from ..model.words import ARROW, agree, count
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -74,15 +75,18 @@ def search(n: int, judge: Callable[[int], str], bad_is_bad: bool = False) -> Sea
     return Search(None, candidates, tuple(probes))
 
 
-def judge_survey(survey: Survey, figure: str, reference: dict[str, int] | None, above: int | None) -> Verdict:
+def judge_survey(survey: Survey, figure: str, reference: dict[str, int] | None, above: int | None,
+                 arrow: str = ARROW) -> Verdict:
     """A commit's verdict from its survey (narrowed to the matching builds) against GOOD's values
-    (``reference``), or against ``above``; with neither, GOOD's own (its values are the reference)."""
+    (``reference``), or against ``above``; with neither, GOOD's own (its values are the reference).
+    ``arrow``: how its ``why`` draws a value's move (the JSON's is ASCII)."""
     rows = list(survey.rows)
     if not rows:
         return Verdict(SKIP, why="no build matches")
     failed = [r for r in rows if r.failed]
     if failed:
-        return Verdict(SKIP, why=f"{len(failed)} of {len(rows)} matching builds fail (first: {failed[0].row_id} on "
+        return Verdict(SKIP, why=f"{len(failed)} of {count(len(rows), 'matching build')} "
+                                 f"{agree(len(failed), 'fails', 'fail')} (first: {failed[0].row_id} on "
                                  f"{failed[0].target})")
     values = {f"{r.target}:{r.row_id}": int(r.resources[figure]) for r in rows
               if r.ok and isinstance(r.resources.get(figure), int)}
@@ -97,12 +101,12 @@ def judge_survey(survey: Survey, figure: str, reference: dict[str, int] | None, 
     if not any(ref in reference for ref in values):
         return Verdict(SKIP, values, why="no matching build is also in GOOD's survey")
     return Verdict(BAD if moved else GOOD, values,
-                   _listed([f"{ref} {reference[ref]} -> {values[ref]}" for ref in moved]))
+                   _listed([f"{ref} {reference[ref]} {arrow} {values[ref]}" for ref in moved]))
 
 
 SHOWN = 3  # builds named in a verdict; the rest are counted
 
 
 def _listed(items: list[str]) -> str:
-    more = f" and {len(items) - SHOWN} more builds" if len(items) > SHOWN else ""
+    more = f" and {count(len(items) - SHOWN, 'more build')}" if len(items) > SHOWN else ""
     return ", ".join(items[:SHOWN]) + more

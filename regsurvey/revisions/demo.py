@@ -150,6 +150,7 @@ def run_demo(workdir: Path, options: SurveyOptions, progress: Progress | None = 
     repo = workdir / "decode-layer-demo"
     build_demo_repo(repo)
     store = Store(repo / ".regsurvey")
-    before = obtain_survey(repo, "HEAD~1", store, options, progress)
-    after = obtain_survey(repo, "HEAD", store, options, progress)
+    progress = progress or Progress()
+    before = obtain_survey(repo, "HEAD~1", store, options, progress.numbered(1, 2))
+    after = obtain_survey(repo, "HEAD", store, options, progress.numbered(2, 2))
     return compare(before, after)

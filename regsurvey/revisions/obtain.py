@@ -19,6 +19,7 @@ from ..model.progress import Progress
 from ..model.results import Survey, default_target_list
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
+from ..model.words import ARROW, agree, count
 from ..store.files import WriteError
 from ..store.store import Store, StoreError, target_part
 from .checkout import Checkout, CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
@@ -210,7 +211,7 @@ def _unusable(part: Survey, target: str) -> str:
     if part.schema_version < 3:  # a diff could not say which constexprs changed
         return f"the stored survey of {target} was made before builds' constexprs were recorded"
     if passing := sum(r.passing_failure for r in part.rows):
-        return (f"the stored survey of {target} has {passing} build(s) that failed for a cause of the moment "
+        return (f"the stored survey of {target} has {count(passing, 'build')} that failed for a cause of the moment "
                 "(a time-out, a lost worker, an intermittent toolchain failure)")
     backend = get_target(target).backend
     now = current_toolchain([target])[backend]
@@ -220,7 +221,7 @@ def _unusable(part: Survey, target: str) -> str:
 
 
 def _change(backend: str, stored: dict[str, Any], now: dict[str, Any]) -> str:
-    """The first entry of ``backend``'s toolchain block that differs, as ``cuda ptxas: A -> B``."""
+    """The first entry of ``backend``'s toolchain block that differs, as ``cuda ptxas: A → B``."""
     was = stored.get(backend)
     if not isinstance(was, dict):
         return f"none recorded for {backend}"
@@ -230,7 +231,7 @@ def _change(backend: str, stored: dict[str, Any], now: dict[str, Any]) -> str:
         text = json.dumps(value, sort_keys=True) if value is not None else "none"
         return text if len(text) <= 40 else text[:37] + "..."
 
-    return f"{backend} {name}: {shown(was.get(name))} -> {shown(now.get(name))}"
+    return f"{backend} {name}: {shown(was.get(name))} {ARROW} {shown(now.get(name))}"
 
 
 def _lacking(part: Survey, target: str, declared: dict[str, tuple[str, ...]]) -> str:
@@ -242,7 +243,7 @@ def _lacking(part: Survey, target: str, declared: dict[str, tuple[str, ...]]) ->
     if not lacking:
         return ""
     named = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-    return (f"the stored survey of {target} lacks kind{'s' if len(lacking) > 1 else ''} {named}, which the "
+    return (f"the stored survey of {target} lacks {agree(len(lacking), 'kind')} {named}, which the "
             f"keys files do not declare for {target} and --target surveys there too")
 
 

@@ -145,10 +145,22 @@ def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: S
                 raise CheckoutError(f"no survey file {rev}, and no git revision of that name") from None
             raise
     surveys = []
-    for rev in revs:
+    for number, rev in enumerate(revs, start=1):
         if is_survey_file(rev):
             assert rev is not None
             surveys.append(load_survey_file(rev, options))
             continue
-        surveys.append(obtain_survey(start, rev, store, options, progress, reuse=True))
+        surveys.append(obtain_survey(start, rev, store, options, _numbered(progress, rev, number, len(revs)),
+                                     reuse=True))
     return surveys
+
+
+def _numbered(progress: Progress | None, rev: str | None, number: int, count: int) -> Progress | None:
+    """``progress`` announcing the survey of ``rev`` as the ``number``-th revision of ``count`` (a full sha
+    by its first 10 characters), so that a command surveying several says which one it is on."""
+    if progress is None or count < 2:
+        return progress
+    numbered = progress.numbered(number, count)
+    if rev is not None and len(rev) == 40 and all(c in "0123456789abcdef" for c in rev):
+        return numbered.named(rev[:10])
+    return numbered

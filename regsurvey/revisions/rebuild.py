@@ -76,10 +76,12 @@ def rebuild_check(start: Path, rev: str | None, store: Store, options: SurveyOpt
                   progress: Progress | None = None) -> RebuildCheck:
     """Survey ``rev`` (None: the working tree) twice from cold caches in one checkout and compare."""
     context = contextlib.nullcontext(working_tree(start)) if rev is None else commit_checkout(start, rev)
+    progress = progress or Progress()
     with context as checkout:
-        first = _cold_survey(checkout, store, options, progress)
+        first = _cold_survey(checkout, store, options, progress.numbered(1, 2, "cold build"))
         # The first survey's targets, so the second builds exactly the same rows.
-        second = _cold_survey(checkout, store, replace(options, targets=first.targets), progress)
+        second = _cold_survey(checkout, store, replace(options, targets=first.targets),
+                              progress.numbered(2, 2, "cold build"))
     return compare_builds(first, second, store.objects)
 
 

@@ -8,8 +8,8 @@ altogether when Triton's own cache served a kernel compiled there first, or an i
 the object); :class:`SourcePaths` names each relative to the repository of the surveyed revision (by the
 longest tail of the path that is one of its files), else to the import path, and reads the text.
 
-The paths come from the store (a kept pressure names them), which is not believed as it stands (README,
-"Trust"): a text is read only from a Python source file of the repository at the surveyed revision, or of
+The paths come from the store (a kept pressure names them), which is not believed as it stands
+(docs/trust.md): a text is read only from a Python source file of the repository at the surveyed revision, or of
 an installed package (below a ``site-packages`` or ``dist-packages`` directory on the import path), and
 only a regular file of bounded size; any other path a pressure names (``/etc/passwd``, ``~/.ssh/id_rsa``,
 ``../../x.py``, a FIFO) is shown by its name, without its text.

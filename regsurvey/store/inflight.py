@@ -16,7 +16,7 @@ it again (failures are not results: the result cache keeps none), and removes th
 files stay (one per kernel ever compiled here, holding the process id and host of the last holder: what a
 waiter that times out names): removing one under a waiter would let a third process lock a new file.
 
-A record is a hint, not a result (README, "Trust"): anyone who can write the store can plant one, and a
+A record is a hint, not a result (docs/trust.md): anyone who can write the store can plant one, and a
 host whose clock runs ahead, sharing the directory, writes them "in the future". A record dated after now
 (beyond :data:`CLOCK_SLACK_S`), or, for a waiter, dated before it began to wait, is stale: removed, and the
 kernel compiled. A failure taken from a record is the caller's to mark as of the moment (the worker's row

@@ -3,7 +3,7 @@
 Writes are atomic (a temporary file in the same directory, then ``os.replace``), so two surveys on one
 store never leave a half-written object; reads verify the hash.
 
-What the store holds is not believed as it stands (README, "Trust"): a path read from a row or a cache
+What the store holds is not believed as it stands (docs/trust.md): a path read from a row or a cache
 entry names an object of this store (``objects/<sha[:2]>/<sha>.<ext>`` and nothing else, resolving inside
 it) or is refused, so a row cannot make regsurvey read or write elsewhere; and every text kept beside an
 object (its IR, its pressure, ...) starts with a header naming that object's sha256 and the text's name,

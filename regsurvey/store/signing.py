@@ -22,6 +22,8 @@ import os
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from ..model.words import count
+
 CACHE_KEY_VAR = "REGSURVEY_CACHE_KEY"
 # A key anyone reading the cache could guess by trying candidates against one entry's signature would
 # sign nothing: at least 128 bits of hex.
@@ -40,7 +42,7 @@ def cache_key() -> bytes | None:
     if not value:
         return None
     if len(value) < MIN_KEY_CHARS:
-        raise SigningKeyError(f"{CACHE_KEY_VAR} holds {len(value)} characters; a signing key needs at least "
+        raise SigningKeyError(f"{CACHE_KEY_VAR} holds {count(len(value), 'character')}; a signing key needs at least "
                               f"{MIN_KEY_CHARS} (e.g. the output of `openssl rand -hex 32`)")
     return value.encode()
 

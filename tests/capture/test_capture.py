@@ -40,7 +40,7 @@ def captured(tmp_path: Path) -> tuple[Path, list[dict]]:
                           "--records", str(tmp_path / "records.jsonl"), "-o", "keys/captured.py", "--",
                           sys.executable, "prog.py"], cwd=project, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert "captured 9 launches: 6 distinct, 3 kernels -> keys/captured.py" in out.stderr
+    assert "captured 9 launches: 6 distinct, 3 kernels → keys/captured.py" in out.stderr
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     return project, records[1:]
 
@@ -86,7 +86,7 @@ def test_capture_of_a_failing_program_keeps_what_it_launched(tmp_path: Path) -> 
     out = subprocess.run([sys.executable, "-m", "regsurvey", "capture", "--offline", "gfx950", "--", sys.executable,
                           "prog.py"], cwd=project, capture_output=True, text=True, timeout=600)
     assert out.returncode == 3
-    assert "captured 1 launches: 1 distinct, 1 kernels" in out.stderr
+    assert "captured 1 launch: 1 distinct, 1 kernel" in out.stderr
     assert "TARGETS = ['gfx950']" in (project / "keys" / "captured.py").read_text()
 
 
@@ -107,7 +107,7 @@ def test_offline_warmup_returns_the_compiled_kernel_and_is_captured(tmp_path: Pa
     assert out.returncode == 0, out.stderr
     words = next(line for line in out.stdout.splitlines() if line.startswith("warmed")).split()
     assert int(words[1]) > 0 and words[2:] == ["0", "4", "90"]
-    assert "captured 1 launches: 1 distinct, 1 kernels" in out.stderr
+    assert "captured 1 launch: 1 distinct, 1 kernel" in out.stderr
     (record,) = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()][1:]
     assert record["kernel"] == "toykernels.ops:scale_rows" and record["specialization"]
     # The replay surveys the same build the warmup compiled: the registers the program read.

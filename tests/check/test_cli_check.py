@@ -139,7 +139,7 @@ def test_spills_fail_the_gate_with_sarif_and_step_summary(toy: dict[str, Any]) -
         assert result["ruleId"] == "regsurvey/new-spill" and rules[result["ruleIndex"]] == result["ruleId"]
         assert result["level"] == "error"
         assert result["message"]["text"].startswith(
-            f"{key} on sm90 (matmul): spill stores {before['spill_store_bytes']} -> {after['spill_store_bytes']} B")
+            f"{key} on sm90 (matmul): spill stores {before['spill_store_bytes']} → {after['spill_store_bytes']} B")
         # The launch site, relative to the repository root (the survey ran in a temporary worktree).
         assert result["locations"] == [{"physicalLocation": {"artifactLocation": {"uri": "toykernels/ops.py"},
                                                              "region": {"startLine": launch_line}}}]

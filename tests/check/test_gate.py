@@ -47,7 +47,7 @@ def test_spills_fail_unless_the_baseline_allows_them(layer: Survey) -> None:
         (NEW_SPILL.id, "attn/tp4/w8/e4m3", AMD, ("vgpr_spill", "scratch_bytes")),
     ]
     assert problem_message(result.problems[1]) == (
-        "attn/tp4/w8/e4m3 on gfx950 (matmul): VGPR spills 0 -> 24, scratch 0 -> 96 B; no baseline entry allows it")
+        "attn/tp4/w8/e4m3 on gfx950 (matmul): VGPR spills 0 → 24, scratch 0 → 96 B; no baseline entry allows it")
     # A glob entry allowing VGPR spills (scratch rides along), and one too tight for the NVIDIA spills.
     baseline = parse_baseline('''
 [[allow]]
@@ -68,7 +68,7 @@ reason = "older cap"
     assert problems(result) == [(NEW_SPILL.id, "attn/tp4/w2/bf16", NV, ("spill_store_bytes",))]
     assert result.problems[0].limits == ('entry 2 (key "attn/tp4/*", target sm90) allows spill stores up to 64 B',)
     assert problem_message(result.problems[0]) == (
-        "attn/tp4/w2/bf16 on sm90 (matmul): spill stores 0 -> 72 B; "
+        "attn/tp4/w2/bf16 on sm90 (matmul): spill stores 0 → 72 B; "
         "entry 2 (key \"attn/tp4/*\", target sm90) allows spill stores up to 64 B")
     assert [(a.row.row_id, a.figure.name, a.entry.number) for a in result.allowed] == [
         ("attn/tp4/w2/bf16", "spill_load_bytes", 2), ("attn/tp4/w2/bf16", "stack_bytes", 2),

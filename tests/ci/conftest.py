@@ -1,7 +1,8 @@
 """The project the CI tests judge: the toy kernels under a keys file of one key on sm90, in a git
-repository of two commits, the second widening the row block from 4096 to 8192 (registers 30 -> 50, and
-warps per SM 64 -> 36: the gate fails on the occupancy drop). A real survey of each commit; one key on one
-target keeps a cold check at a few seconds."""
+repository of two commits, the second widening the row block from 4096 to 8192 (more registers and fewer
+warps per SM: the gate fails on the occupancy drop; :func:`scale_reading` reads each side's figures without
+regsurvey, for the texts the tests expect). A real survey of each commit; one key on one target keeps a
+cold check at a few seconds."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from regsurvey.model.results import Survey
+
 from ..conftest import TOY, commit_all, git
+from ..readings import independent_reading
 
 REGSURVEY = Path(__file__).resolve().parents[2]  # the action's own checkout: action.yml, ci/
 
@@ -91,3 +95,11 @@ def project(tmp_path: Path) -> Project:
     (repo / "keys" / "toy.py").write_text(KEYS.format(columns=8192))
     head = commit_all(repo, "rows of 8192")
     return Project(repo=repo.resolve(), base=base, head=head)
+
+
+def scale_reading(store: Path, sha: str) -> dict[str, int]:
+    """The figures of the one build (scale/width2 on sm90) the commit's survey in ``store`` names, read
+    without regsurvey (tests/readings.independent_reading: ptxas -v, the cubin's own records, Triton's
+    metadata, CUDA's occupancy rules)."""
+    (row,) = Survey.from_json((store / "surveys" / sha / "sm90.json").read_text()).rows
+    return independent_reading(store, row.to_dict())

@@ -18,7 +18,7 @@ import pytest
 
 from ..conftest import commit_all
 from .actions import ActionRun, environment, run_action
-from .conftest import LEAKING_KEYS, REGSURVEY, Project
+from .conftest import LEAKING_KEYS, REGSURVEY, Project, scale_reading
 from .forge import Forge, serving
 
 TOKEN = "ghs_action-test-token-0987654321"
@@ -70,17 +70,26 @@ def test_the_action_judges_the_pull_request_comments_and_fails_with_the_check(pr
         sarif_path, markdown_path = tmp_path / "regsurvey.sarif", tmp_path / "regsurvey.md"  # in the runner's temp
         assert check.ran and check.outputs == {"status": "1", "sarif": str(sarif_path)}, check.stderr
         assert check.env["REGSURVEY_BASE"] == project.base and check.env["REGSURVEY_TARGETS"] == "sm90"
-        assert (f"regsurvey -m regsurvey check --base {project.base} --sarif {sarif_path} --quiet --target sm90 "
+        assert (f"regsurvey -m regsurvey check --base {project.base} --sarif {sarif_path} --target sm90 "
                 "--store .regsurvey -C .") in check.stderr.replace(sys.executable, "regsurvey")
+        # Not --quiet: the log shows the surveys' progress, a line per event.
+        progress = [line for line in check.stderr.splitlines() if "revision " in line and " of 2" in line]
+        assert [line for line in progress if line.startswith("regsurvey: surveying")] == [
+            f"regsurvey: surveying {project.base[:10]}, revision 1 of 2",
+            "regsurvey: surveying working tree, revision 2 of 2"], check.stderr  # the checkout of the head
+        assert sum("1/1 key" in line and "done in" in line for line in progress) == 2, check.stderr
 
         markdown = markdown_path.read_text()
         # A clean checkout is its commit: both sides by their shas.
         base, head = project.base[:10], project.head[:10]
         assert markdown.startswith(f"### regsurvey check failed, 1 problem: `{head}` against `{base}`\n")
-        assert ("- scale/width2 on sm90 (scale_rows): occupancy 64 → 36 warps/SM; no baseline entry allows it\n"
-                in markdown)
+        before, after = (scale_reading(project.repo / ".regsurvey", sha) for sha in (project.base, project.head))
+        assert after["occupancy_warps"] < before["occupancy_warps"] and after["regs"] > before["regs"]
+        assert (f"- scale/width2 on sm90 (scale_rows): occupancy {before['occupancy_warps']} → "
+                f"{after['occupancy_warps']} warps/SM; no baseline entry allows it\n") in markdown
         assert f"### Registers: `{base}` → `{head}`\n" in markdown
-        assert "- raises registers of scale width2 on sm90 (30 → 50); built with BLOCK 4096 → 8192\n" in markdown
+        assert (f"- raises registers of scale width2 on sm90 ({before['regs']} → {after['regs']}); built with "
+                "BLOCK 4096 → 8192\n") in markdown
         assert markdown in check.stdout  # and in the log
         assert first.summary == markdown + "\n"  # regsurvey check appended it to the step's summary
 
@@ -205,7 +214,7 @@ def test_a_privileged_event_runs_no_code_of_the_pull_request(project: Project, t
         check = done.step("check")
         assert check.outputs == {"status": "2"}
         why = (f"refusing to run on {event_name}: its job holds the base repository's write token and secrets, "
-               "and the check runs the pull request's code; run it on pull_request (README.md, \"CI: GitHub "
+               "and the check runs the pull request's code; run it on pull_request (docs/ci.md, \"CI: GitHub "
                "Actions and GitLab\")")
         assert check.stderr == f"regsurvey_check: error: {why}\n"
         assert (tmp_path / "regsurvey.md").read_text() == f"### regsurvey check could not run\n\n{why}\n"

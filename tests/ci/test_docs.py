@@ -1,4 +1,4 @@
-"""README's "CI: GitHub Actions and GitLab": the workflow and the include it shows are valid YAML that use
+"""docs/ci.md's "CI: GitHub Actions and GitLab": the workflow and the include it shows are valid YAML that use
 only what action.yml and the GitLab template declare, with the permissions the action's steps need, on
 the events where a pull request's code may run."""
 
@@ -12,12 +12,12 @@ from .conftest import REGSURVEY
 
 
 def section_blocks() -> list[str]:
-    text = (REGSURVEY / "README.md").read_text()
+    text = (REGSURVEY / "docs" / "ci.md").read_text()
     section = text.split("## CI: GitHub Actions and GitLab\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
 
 
-def test_the_workflow_readme_shows_uses_the_action_as_declared() -> None:
+def test_the_workflow_the_docs_show_uses_the_action_as_declared() -> None:
     workflow_text, gitlab_text = section_blocks()
     assert len(workflow_text.splitlines()) <= 12
     workflow = yaml.safe_load(workflow_text)

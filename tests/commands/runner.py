@@ -38,3 +38,15 @@ def assert_usage_error(result: Result, usage: str, error: str) -> None:
     assert result.stdout == ""
     command = usage.split(" [")[0].removeprefix("Usage: ")
     assert result.stderr == f"{usage}\nTry '{command} --help' for help.\n\nError: {error}\n"
+
+
+def unwrapped(lines: list[str]) -> list[str]:
+    """Lines of prose under a table as they were before the width wrapped them: a line that starts with
+    blanks (the indent of a wrapped line's rest) joined to the one before it."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("  ") and out:
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out

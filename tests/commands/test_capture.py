@@ -28,7 +28,7 @@ def test_a_program_launching_one_kernel_offline(tmp_path: Path) -> None:
     keys = project / "keys" / "captured.py"
     result = invoke("capture", "--offline", "sm90", "-o", keys, "--", sys.executable, project / "prog.py")
     assert (result.exit_code, result.stdout) == (0, "")
-    assert result.stderr == f"captured 1 launches: 1 distinct, 1 kernels -> {keys}\n"
+    assert result.stderr == f"captured 1 launch: 1 distinct, 1 kernel → {keys}\n"
     text = keys.read_text()
     assert "TARGETS = ['sm90']" in text and "'kernel': 'toykernels.ops:scale_rows'" in text
     compile(text, str(keys), "exec")  # a Python keys file

@@ -14,6 +14,7 @@ import pytest
 from regsurvey.model.results import SCHEMA_VERSION, Row
 
 from ..conftest import commit_all, git
+from .runner import unwrapped
 
 BROKEN_KERNELS = '''
 import triton
@@ -151,9 +152,11 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     # The table ends with where the time went: all four from the results the first survey stored.
     table = regsurvey("run", "-q", "-j", "1", "--target", "sm90", "--kind", "scale", cwd=toy_repo)
     lines = table.stdout.strip().splitlines()
-    assert lines[-2].startswith("4 keys (4 rows) on sm90: 4 build, 0 fail;")
-    assert re.fullmatch(r"made \S+ on 1 worker\(s\) in [\d.]+ s: 0 launches compiled in 0\.0 s of compile time, "
-                        r"4 reused or failed; regsurvey's own work [\d.]+ s.*", lines[-1]), lines[-1]
+    summary = next(i for i, line in enumerate(lines) if line.startswith("4 keys on sm90: 4 builds (4 ok, 0 failed);"))
+    tail = unwrapped(lines[summary:])  # (a line past the table's width wraps: 80 columns under pytest's readline)
+    assert re.fullmatch(r"made \S+ on 1 worker in [\d.]+ s: 0 launches compiled in 0\.0 s of compile time, "
+                        r"4 reused, 0 failed; regsurvey's own work [\d.]+ s.*", tail[1]), tail[1]
+    assert tail[2:4] == ["spills: none", "failures: none"] and tail[4].startswith("lowest occupancy: sm90 ")
 
 
 def test_commit_survey_uses_a_temporary_worktree_and_ignores_edits(toy_repo: Path) -> None:
@@ -555,7 +558,7 @@ def test_what_a_library_says_once_per_process_is_the_surveys_not_a_keys(toy_repo
                                                        "on this device"}]
     # The table says them under the keys' tables, from the stored survey.
     table = regsurvey("run", "-q", "--commit", "HEAD", "--kind", "once", "--store", str(tmp_path / "1"),
-                      cwd=toy_repo)
+                      "--columns", "200", cwd=toy_repo)  # wide enough for each line whole
     assert ("said once per process (by whichever key of the kind ran first in a worker):\n"
             "  once on sm90: INFO toykernels.oncelib: Using configuration from "
             "toykernels/configs/N=4096,device=toy.json\n") in table.stdout, table.stdout

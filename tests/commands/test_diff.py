@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..conftest import commit_all, git
 from .conftest import Tiny
 from .runner import UNKNOWN_TARGET, assert_one_line_error, assert_usage_error, invoke
 
@@ -144,3 +146,30 @@ def test_outside_git_the_error_names_what_was_given(outside_git: Path) -> None:
 ])
 def test_bad_arguments_are_usage_errors(args: tuple[str, ...], error: str) -> None:
     assert_usage_error(invoke("diff", *args), USAGE, error)
+
+
+def test_a_diff_surveying_two_revisions_names_each_in_its_progress(tiny: Tiny, tmp_path: Path) -> None:
+    # Issue #33: outside a terminal a diff printed nothing until its report; in one, its one bar counted both
+    # revisions' keys against the last one's total (436/218) and never said which revision it was on.
+    repo = tiny.clone(tmp_path / "clone")
+    keys = repo / "keys" / "toy.py"
+    keys.write_text(keys.read_text().replace("width=[2]", "width=[2, 4]"))
+    commit_all(repo, "a second width")
+    shas = [git(repo, "rev-parse", rev) for rev in ("HEAD~1", "HEAD")]
+    result = invoke("diff", "HEAD~1", "HEAD", "-C", repo, "--store", tmp_path / "store", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert "\r" not in result.stderr and "\x1b" not in result.stderr
+    lines = result.stderr.splitlines()
+    names = [f"HEAD~1 ({shas[0][:10]}), revision 1 of 2", f"HEAD ({shas[1][:10]}), revision 2 of 2"]
+    report = json.loads(result.stdout)
+    for name, side, total in zip(names, ("base", "head"), (2, 4)):
+        assert f"regsurvey: surveying {name}" in lines
+        own = [line for line in lines if line.startswith(f"regsurvey: {name}: ")]
+        assert any(line.startswith(f"regsurvey: {name}: {total} keys to survey; ") for line in own)
+        assert re.fullmatch(rf"regsurvey: {re.escape(name)}: {total}/{total} keys, .*; done in \d+s", own[-1]), own
+        for line in own:  # never past its own total
+            done = re.search(r": (\d+)/(\d+) keys", line)
+            assert done is None or int(done.group(1)) <= int(done.group(2)) == total, line
+        assert report[side]["commit"] == shas[side == "head"]
+    # One revision after the other: the second is announced after the first one's last line.
+    assert lines.index(f"regsurvey: surveying {names[1]}") > max(i for i, line in enumerate(lines) if names[0] in line)

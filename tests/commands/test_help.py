@@ -1,12 +1,18 @@
 """The ``regsurvey`` group: its command list, ``--version``, an unknown command, and ``--help``/``-h`` of
-every command (each imported only when asked for)."""
+every command (each imported only when asked for): every option described, two examples or more, and
+what the help says agreeing with what the command does."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import click
 import pytest
 from click.testing import CliRunner
 
+from regsurvey.cli import main
 from regsurvey.commands import LazyGroup
+from regsurvey.model.comparison import Mark
 from regsurvey.model.version import __version__
 
 from .runner import assert_usage_error, invoke
@@ -25,7 +31,7 @@ HELP = {
     "explain": ("Usage: regsurvey explain [OPTIONS] KEY", "Where KEY's registers go: the live registers"),
     "check": ("Usage: regsurvey check [OPTIONS]", "Judge HEAD against BASE as a pre-merge gate"),
     "server": ("Usage: regsurvey server [OPTIONS] COMMAND [ARGS]...", "A worker server kept warm between"),
-    "server start": ("Usage: regsurvey server start [OPTIONS]", "Start the server (nothing to do if it runs)."),
+    "server start": ("Usage: regsurvey server start [OPTIONS]", "Start the server, or say that it runs."),
     "server stop": ("Usage: regsurvey server stop [OPTIONS]", "Stop the server."),
     "server status": ("Usage: regsurvey server status [OPTIONS]", "Say whether the server runs"),
 }
@@ -34,7 +40,7 @@ HELP = {
 def test_the_group_lists_every_command_in_order() -> None:
     result = invoke("--help")
     assert result.exit_code == 0, result.stderr
-    listed = result.stdout.split("\nCommands:\n")[1].splitlines()
+    listed = result.stdout.split("\nCommands:\n")[1].split("\n\n")[0].splitlines()  # then the examples
     assert [line.split()[0] for line in listed] == [
         "run", "capture", "diff", "stack", "history", "bisect", "rebuild-check", "demo", "lint", "explain", "check",
         "server"]
@@ -80,5 +86,76 @@ def test_the_server_group_without_a_command_shows_its_help_and_exits_2() -> None
     result = invoke("server")
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith(HELP["server"][0])
-    assert [line.split()[0] for line in result.stderr.split("\nCommands:\n")[1].splitlines()] == [
+    assert [line.split()[0] for line in result.stderr.split("\nCommands:\n")[1].split("\n\n")[0].splitlines()] == [
         "start", "status", "stop"]
+
+
+def _tree(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    """Every command under ``command`` (itself first), with the words that name it after ``regsurvey``."""
+    yield path, command
+    if isinstance(command, click.Group):
+        context = click.Context(command, info_name=" ".join(("regsurvey", *path)))
+        for name in command.list_commands(context):
+            sub = command.get_command(context, name)
+            assert sub is not None, name
+            yield from _tree(sub, (*path, name))
+
+
+EVERY_COMMAND = {" ".join(path): command for path, command in _tree(main)}
+
+
+def test_the_tree_holds_every_command() -> None:
+    assert set(EVERY_COMMAND) == {"", *HELP}
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_COMMAND))
+def test_every_option_has_a_description(name: str) -> None:
+    command = EVERY_COMMAND[name]
+    result = invoke(*name.split(), "--help")
+    assert result.exit_code == 0, result.stderr
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.hidden:
+            assert (param.help or "").strip(), f"regsurvey {name} {param.opts[-1]} has no help"
+            assert param.opts[-1] in result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_COMMAND))
+def test_every_help_ends_with_two_examples(name: str) -> None:
+    """Each an indented command line (``regsurvey ...``) and under it what it does, after "Examples:"."""
+    result = invoke(*name.split(), "--help")
+    assert result.exit_code == 0, result.stderr
+    _, found, after = result.stdout.partition("\n  Examples:\n")
+    assert found, result.stdout
+    lines = after.splitlines()
+    shown = [i for i, line in enumerate(lines) if line.startswith("    regsurvey ")]
+    assert len(shown) >= 2, after
+    # A command this help is about, each followed by its description.
+    assert all(lines[i].split()[1:len(name.split()) + 1] == name.split() or not name for i in shown), after
+    assert all(lines[i + 1].startswith("        ") and lines[i + 1].strip() for i in shown), after
+
+
+def _said(*words: str) -> str:
+    """A command's help as one line (click wraps it to the terminal's width)."""
+    result = invoke(*words, "--help")
+    assert result.exit_code == 0, result.stderr
+    return " ".join(result.stdout.split())
+
+
+def test_diffs_help_names_every_mark() -> None:
+    said = _said("diff")
+    assert [m.value for m in Mark if m.value not in said] == []
+
+
+def test_the_report_file_each_command_writes_is_the_one_its_help_names() -> None:
+    assert "HTML: reports/<base>..<head>.html at the repository root" in _said("diff")
+    assert "HTML: reports/<base>..<head>.stack.html at the repository root" in _said("stack")
+
+
+def test_the_server_help_says_when_a_server_exits() -> None:
+    assert ("A server exits once it has gone without a survey for its idle time: 30 minutes (or --idle's) for "
+            "one that `regsurvey server start` started, 10 for one a survey started.") in _said("server")
+
+
+def test_lints_help_says_where_cubins_are_linted() -> None:
+    assert ("A cubin is linted only in a survey, against the PTX its compile kept beside it: not as a loose "
+            "file.") in _said("lint")

@@ -219,8 +219,15 @@ def test_history_draws_every_commit(project: tuple[Path, list[str]], env: dict[s
         tab = browser.new_page()
         tab.open(page.as_uri())
         assert tab.evaluate("document.querySelectorAll('main > section.kind svg').length") == 2  # what moved: spill
-        assert tab.evaluate("document.querySelectorAll('details section.kind svg').length") == 2  # steady
-        assert tab.evaluate("document.querySelectorAll('section.kind svg circle').length") == 2 * 21 + 2 * 20
+        # First the verdict and the commits that changed builds; steady, which did not move, is a line, folded.
+        assert tab.evaluate("[document.getElementById('verdict').textContent, Array.from(document.querySelectorAll("
+                            "'ul.summary a')).map(a => a.getAttribute('href'))]") == [
+            "3 of 20 commits changed builds", [f"#c-{shas[SPILLS_AT]}", f"#c-{shas[BROKEN_AT]}",
+                                               f"#c-{shas[BROKEN_AT + 1]}"]]
+        assert tab.evaluate("document.querySelectorAll('details.still svg').length") == 0
+        assert tab.evaluate("Array.from(document.querySelectorAll('details.still td.mono')).map(td => td.textContent)"
+                            ) == ["steady on gfx950"]
+        assert tab.evaluate("document.querySelectorAll('section.kind svg circle').length") == 2 * 20  # one fails
         assert tab.evaluate("document.querySelectorAll('svg path.fail').length") == 2
         # Coloured where the chart's own figure moved: the spills rose (worse), the VGPRs fell (capped).
         assert tab.evaluate("Array.from(document.querySelectorAll('svg circle.worse, svg circle.better')).map(c =>"

@@ -42,7 +42,7 @@ def test_a_miscompile_suspect_exits_1() -> None:
     table = invoke("lint", SUSPECT, "--verbose")
     assert table.exit_code == 1
     assert table.stdout.splitlines()[-1].startswith("1 kernel linted: 1 miscompile suspect")
-    assert table.stderr.startswith("lint: ") and " s for 1 kernels (" in table.stderr
+    assert table.stderr.startswith("lint: ") and " s for 1 kernel (" in table.stderr
 
 
 @pytest.mark.skipif(find_objdump() is None, reason="no llvm-objdump of LLVM >= 20 installed")
@@ -96,10 +96,14 @@ def test_the_first_file_refused_ends_the_run(not_lintable: Path) -> None:
 
 def test_an_nvidia_cubin_is_not_a_loose_file_lint_reads(tiny: Tiny, tiny_survey: dict[str, Any],
                                                          tmp_path: Path) -> None:
+    """A cubin is linted against the PTX of its compile, which only a survey keeps: the line says so, and
+    how to lint it (a survey of its target)."""
     stored = tiny.store / tiny_survey["data"]["rows"][0]["object"]["path"]
     cubin = tmp_path / "scale_rows.cubin"
     shutil.copyfile(stored, cubin)
-    assert_one_line_error(invoke("lint", cubin), f"{cubin}: not an AMDGPU ELF (e_machine EM_CUDA)")
+    assert_one_line_error(invoke("lint", cubin), f"{cubin}: an NVIDIA cubin: the lint reads a cubin only with the "
+                          "PTX of its compile, which a survey keeps beside it; `regsurvey lint --target sm90,sm100` "
+                          "(no FILES) lints every key's cubin")
 
 
 def test_files_and_a_commit_do_not_go_together() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,11 +14,14 @@ from typing import Any
 
 import pytest
 
-from regsurvey.model.results import Survey
+from regsurvey.model.results import Row, Survey
+from regsurvey.output.problems import only, problem_lines
+from regsurvey.output.table import summary_line
 
 from ..conftest import git, reseal
+from ..problem_survey import ProblemSurvey, problem_survey
 from .conftest import Tiny
-from .runner import NO_KEY_MATCHES, UNKNOWN_TARGET, assert_one_line_error, assert_usage_error, invoke
+from .runner import NO_KEY_MATCHES, UNKNOWN_TARGET, assert_one_line_error, assert_usage_error, invoke, unwrapped
 
 USAGE = "Usage: regsurvey run [OPTIONS]"
 
@@ -40,9 +44,13 @@ def test_the_table_reuses_the_stored_survey_and_strict_exits_1(tiny: Tiny, tiny_
     table = invoke("run", *tiny.survey_args())
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.strip().splitlines()
-    assert lines[-2].startswith("2 keys (2 rows) on sm90: 1 build, 1 fail;")
+    summary = next(i for i, line in enumerate(lines) if line.startswith("2 keys on sm90: 2 builds (1 ok, 1 failed);"))
+    tail = unwrapped(lines[summary:])  # (a line past the table's width, 120 columns here, wraps)
     # The stored survey itself: made when the JSON survey was.
-    assert lines[-1].startswith(f"made {tiny_survey['data']['created']} on ")
+    assert tail[1].startswith(f"made {tiny_survey['data']['created']} on ")
+    idle = Row.from_dict(tiny_survey["data"]["rows"][1])
+    assert tail[2:4] == ["spills: none", f"failures: 1 build: idle/width2 on sm90 (error: {idle.error_line})"]
+    assert tail[-1] == "(--only problems shows only these builds)"
     strict = invoke("run", *tiny.survey_args(), "--strict")
     assert (strict.exit_code, strict.stdout) == (1, table.stdout)
 
@@ -127,7 +135,7 @@ def test_a_commit_needs_a_git_repository(outside_git: Path) -> None:
 @pytest.mark.parametrize(("args", "error"), [
     (("--format", "xml"), "Invalid value for '--format': 'xml' is not one of 'table', 'json'."),
     (("--timeout", "0"), "Invalid value for '--timeout': 0.0 is not in the range x>=1."),
-    (("--color",), "No such option '--color'."),
+    (("--verbose",), "No such option '--verbose'."),
     (("extra",), "Got unexpected extra argument (extra)"),
 ])
 def test_bad_arguments_are_usage_errors(args: tuple[str, ...], error: str) -> None:
@@ -184,3 +192,78 @@ def test_a_signing_key_too_short_is_one_line(tiny: Tiny, command: str) -> None:
     result = invoke(command, *tiny.survey_args(), *args, env={"REGSURVEY_CACHE_KEY": "secret"})
     assert_one_line_error(result, "REGSURVEY_CACHE_KEY holds 6 characters; a signing key needs at least 32 (e.g. "
                                   "the output of `openssl rand -hex 32`)")
+
+
+# ---- progress on stderr, and what run ends with ------------------------------------------------------------
+
+def test_progress_lines_outside_a_terminal(tiny: Tiny, tmp_path: Path) -> None:
+    # Issue #33: outside a terminal nothing was printed until the table. A store of its own: surveyed now.
+    result = invoke("run", "-C", tiny.repo, "--store", tmp_path / "store", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    rows = [Row.from_dict(r) for r in json.loads(result.stdout)["rows"]]
+    assert "\r" not in result.stderr and "\x1b" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == "regsurvey: surveying working tree"
+    assert all(line.startswith("regsurvey: working tree: ") for line in lines[1:]), lines
+    listed = next(i for i, line in enumerate(lines) if " to survey; " in line)
+    assert lines[listed].startswith("regsurvey: working tree: 2 keys to survey; ")
+    compiled = sum(r.ok and not r.reused for r in rows)
+    assert (compiled, sum(r.failed for r in rows)) == (1, 1)  # scale built, idle launched nothing
+    assert re.fullmatch(r"regsurvey: working tree: 2/2 keys, 1 build compiled, 0 reused, 1 failed; done in \d+s",
+                        lines[-1]), lines[-1]
+    for line in lines[listed + 1:-1]:  # between: keys done of 2
+        assert re.fullmatch(r"regsurvey: working tree: 1/2 keys, .* elapsed(, about \S+ left)?", line), line
+
+
+def test_quiet_prints_no_progress(tiny: Tiny) -> None:
+    # A selection is surveyed each time (never taken from the store): both runs survey the one key.
+    loud = invoke("run", "-C", tiny.repo, "--store", tiny.store, "--kind", "scale")
+    quiet = invoke("run", "-C", tiny.repo, "--store", tiny.store, "--kind", "scale", "-q")
+    assert (loud.exit_code, quiet.exit_code) == (0, 0), loud.stderr
+    assert loud.stderr.splitlines()[-1].startswith("regsurvey: working tree: 1/1 key, ")
+    assert quiet.stderr == ""
+    assert any(line.startswith("1 key on sm90: 1 build (1 ok, 0 failed); VGPR spills in 0 builds")
+               for line in quiet.stdout.splitlines())
+
+
+@pytest.fixture(scope="module")
+def problems(tmp_path_factory: pytest.TempPathFactory) -> ProblemSurvey:
+    return problem_survey(tmp_path_factory.mktemp("problems"))
+
+
+def test_run_ends_with_what_spills_fails_and_runs_lowest(problems: ProblemSurvey) -> None:
+    result = invoke("run", "-C", problems.repo, "--store", problems.store, "-q")  # the stored survey
+    assert result.exit_code == 0, result.stderr
+    survey = problems.survey
+    lines = result.stdout.splitlines()
+    # (a line past the table's width, 120 columns here, wraps)
+    lines = unwrapped(lines[next(i for i, line in enumerate(lines) if line.startswith(summary_line(survey)[:40])):])
+    # The summary line, the timing line, then (tests/output/test_problems.py checks them against the figures read
+    # without regsurvey) what spills, what fails, each target's lowest occupancy, and how to see only those.
+    assert lines[0] == summary_line(survey)
+    assert lines[1].startswith("made ")
+    assert lines[2:] == [*problem_lines(survey), "(--only problems shows only these builds)"]
+    assert lines[2].startswith("spills: 2 builds: capped/n4 spill_kernel on gfx950 (") and "; " in lines[2]
+    assert lines[3].startswith("failures: 2 builds: broken/n4 peak_kernel on gfx950 (error: ")
+
+
+@pytest.mark.parametrize("which", ["problems", "spills", "failures", "low-occupancy"])
+def test_only_shows_the_builds_asked_for(problems: ProblemSurvey, which: str) -> None:
+    args = ("run", "-C", problems.repo, "--store", problems.store, "-q", "--only", which)
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    expected = only(problems.survey, which).rows
+    assert [(r["target"], r["key"]) for r in data["rows"]] == [(r.target, r.key) for r in expected]
+    assert expected and len(expected) < len(problems.survey.rows)
+    table = invoke(*args)
+    assert table.exit_code == 0, table.stderr
+    rows = [line.split() for line in table.stdout.splitlines() if not line.startswith(" ")]
+    shown = {row[0] for row in rows if len(row) > 1 and row[1] in problems.survey.targets}  # key, target, ...
+    assert shown == {r.key for r in expected}
+    # The summary still counts every build; the last line says how many are shown.
+    assert summary_line(problems.survey) in unwrapped(table.stdout.splitlines())
+    assert table.stdout.splitlines()[-1] == f"--only {which}: {len(expected)} of 6 builds shown"
+
+
+def test_strict_judges_every_build_whatever_only_shows(problems: ProblemSurvey) -> None:
+    strict = invoke("run", "-C", problems.repo, "--store", problems.store, "-q", "--only", "spills", "--strict")
+    assert strict.exit_code == 1 and "error: " not in strict.stdout.split("spills: ")[0]

@@ -1,6 +1,6 @@
 """``regsurvey server start|stop|status`` in this process, each test with a socket directory of its own
-(REGSURVEY_SERVER_DIR): status 1 when none runs, a real start, status and stop (0), and a socket place
-that will not do (one line, exit 2, nothing started)."""
+(REGSURVEY_SERVER_DIR): status 1 when none runs, a real start, status and stop (0), ``start --idle`` while
+it runs (the new idle time, said), and a socket place that will not do (one line, exit 2, nothing started)."""
 
 from __future__ import annotations
 
@@ -42,15 +42,20 @@ def test_start_status_stop(socket_home: Path) -> None:
     socket = socket_home / f"regsurvey-{os.getuid()}" / f"{srv.identity()}.sock"
     started = invoke("server", "start", "--idle", "1")
     assert started.exit_code == 0, started.stderr
-    assert started.stdout.startswith("regsurvey server running (pid ")
-    assert started.stdout.endswith(f", socket {socket})\n")
+    assert started.stdout.startswith("regsurvey server started (pid ")
+    assert started.stdout.endswith(f", socket {socket}); it exits after 1 idle minute\n")
     pid = started.stdout.split("(pid ")[1].split(",")[0]
-    again = invoke("server", "start")  # already running: the same one
-    assert (again.exit_code, again.stdout) == (0, started.stdout)
+    running = f"regsurvey server already running (pid {pid}, socket {socket});"
+    again = invoke("server", "start")  # already running: the same one, which keeps its idle time
+    assert (again.exit_code, again.stdout) == (0, f"{running} it exits after 1 idle minute\n")
     status = invoke("server", "status")
     assert status.exit_code == 0
     assert status.stdout.startswith(f"regsurvey server running: pid {pid}, up ")
-    assert status.stdout.endswith(f"0 worker(s) now, exits after 1 idle minutes; socket {socket}\n")
+    assert status.stdout.endswith(f"0 workers now, exits after 1 idle minute; socket {socket}\n")
+    # --idle while it runs: its idle time from now on, said in the one line.
+    longer = invoke("server", "start", "--idle", "5")
+    assert (longer.exit_code, longer.stdout) == (0, f"{running} it now exits after 5 idle minutes (was 1)\n")
+    assert invoke("server", "status").stdout.endswith(f"0 workers now, exits after 5 idle minutes; socket {socket}\n")
     stopped = invoke("server", "stop")
     assert (stopped.exit_code, stopped.stdout) == (0, "regsurvey server stopped\n")
     assert not socket.exists() and invoke("server", "status").exit_code == 1

@@ -184,11 +184,12 @@ def test_pin_config_surveys_one_config(ops: Any) -> None:
 
 
 def _launcher_view_table() -> dict[str, dict[str, Any]]:
-    """README's "What a launcher sees" table: {target: {property: value}}, values as Python literals."""
+    """The "What a launcher sees" table of docs/figures.md: {target: {property: value}}, values as Python
+    literals."""
     import ast
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "figures.md").read_text()
     section = text.split("### What a launcher sees", 1)[1].split("\n- a:", 1)[0]
     rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")]
     header, body = rows[0], rows[2:]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from regsurvey.model.words import count
 from regsurvey.revisions.demo import DEMO_CHANGE, DEMO_HISTORY, DemoError, build_demo_repo, suite_root
 
 from ..readings import amd_second_reading, spills_by_line, stored_text
@@ -93,13 +94,14 @@ def test_demo_command(tmp_path: Path) -> None:
     summary = [line for line in lines if line.startswith("- ")]
     assert summary[:2] == [
         "- lowers VGPR spills of mla_decode (mla_decode_split_kernel) tp4 w8 e4m3 on gfx950 "
-        f"({was['vgpr_spill']} -> {now['vgpr_spill']}; scratch {was['scratch_bytes']} -> {now['scratch_bytes']} B); "
-        "built with BLOCK_H 32 -> 16",
+        f"({was['vgpr_spill']} → {now['vgpr_spill']}; scratch {was['scratch_bytes']} → {now['scratch_bytes']} B); "
+        "built with BLOCK_H 32 → 16",
         "- removes SGPR spills from mla_decode (mla_decode_split_kernel) tp4 w8 e4m3 on gfx950: "
-        f"nostop {sgpr['nostop']} -> 0, stop {sgpr['stop']} -> 0; built with BLOCK_H 32 -> 16",
+        f"nostop {sgpr['nostop']} → 0, stop {sgpr['stop']} → 0; built with BLOCK_H 32 → 16",
     ]
     # Where (issue #13): under each, the source lines whose spills changed, the same in both builds.
-    fewer = f"fewer spills at decode_layer/attention.py:{SCORE_LINE[1]} ({st0} to {st1} stores, {ld0} to {ld1} reloads)"
+    fewer = (f"fewer spills at decode_layer/attention.py:{SCORE_LINE[1]} ({st0} to {count(st1, 'store')}, {ld0} to "
+             f"{count(ld1, 'reload')})")
     where = lines[lines.index(summary[0]) + 1:lines.index(summary[1])]
     assert f"    where: {fewer}" in where
     assert all(w.startswith("    where: ") and " builds)" not in w for w in where)

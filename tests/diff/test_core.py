@@ -122,10 +122,10 @@ def test_different_toolchains_are_not_comparable(layer: Survey, layer_readings: 
                           ("proj/tp4/w2", AMD): {"vgpr": layer_readings[("proj/tp4/w2", AMD)]["vgpr"] + 2}})
     c = compare(base, head)
     assert [ch.describe() for ch in c.toolchain_changes] == [
-        f"cuda ptxas: Build cuda_12.8.r12.8/compiler.0_0 -> {layer.toolchain['cuda']['ptxas']}"]
+        f"cuda ptxas: Build cuda_12.8.r12.8/compiler.0_0 → {layer.toolchain['cuda']['ptxas']}"]
     nvidia = [r for r in c.rows if r.target == NV]
     assert {r.mark for r in nvidia} == {Mark.NOT_COMPARABLE}
-    assert nvidia[0].note == c.toolchain_changes[0].describe()
+    assert nvidia[0].note == c.toolchain_changes[0].describe("->")  # the JSON's (ASCII) arrow
     amd = {r.row_id: r.mark for r in c.rows if r.target == AMD}
     assert amd["proj/tp4/w2"] is Mark.WORSE and list(amd.values()).count(Mark.UNCHANGED) == 19
 

@@ -86,3 +86,32 @@ def test_a_sampled_history_says_which_commits_a_change_may_lie_in(layer: Survey)
     assert f"between {SHAS[0][:10]} and {SHAS[1][:10]} (3 commits)" in page
     # One commit in one: the commit itself, as before.
     assert f"- `{SHAS[1][:10]}` attn: a faster matmul: 1 better\n" in format_markdown(h)
+
+
+def test_the_page_leads_with_its_verdict_and_the_commits_that_changed_builds(layer: Survey) -> None:
+    """The verdict, then the commits that changed builds (each linking to its row), before any chart; a
+    kind on a target that did not move is a line of its values, folded, not charts of flat lines."""
+    page = format_html(faster_matmul(layer))
+    assert page.index("<div id=verdict class='verdict better'>1 of 2 commits changed builds</div>") \
+        < page.index(f"<ul class=summary><li><a href='#c-{SHAS[1]}'><span class=mono>{SHAS[1][:10]}</span> attn: a "
+                     "faster matmul</a>: <span class='better'>1 better</span></li></ul>") < page.index("<svg")
+    still = page.split("<details class=still>")[1].split("</details>")[0]
+    vgpr = [r.resources["vgpr"] for r in layer.rows if (r.kind, r.target) == ("proj", AMD)]
+    waves = [r.resources["occupancy"] for r in layer.rows if (r.kind, r.target) == ("proj", AMD)]
+    assert "<svg" not in still
+    assert ("<tr><td class=mono>proj on gfx950</td><td>occupancy " + (
+        f"{max(waves)}" if min(waves) == max(waves) else f"{max(waves)} ({min(waves)}-{max(waves)})")
+        + f" waves/SIMD · VGPRs {max(vgpr)}" + ("" if min(vgpr) == max(vgpr) else f" ({min(vgpr)}-{max(vgpr)})")
+        + "</td></tr>") in still
+
+
+def test_a_history_where_nothing_changed_is_small(layer: Survey) -> None:
+    """Its page: the style (2 KB), the verdict, a line per kind on a target and a row per commit: under 5 KB
+    for the layer's 4 kinds × targets over 3 commits (3.0 KB), which drew 8 charts of flat lines (10.7 KB).
+    (The demo suite's 24 kinds × targets over 6 commits, `regsurvey history HEAD~6..HEAD~1`: 85 KB, now
+    5.5 KB.)"""
+    h = history("HEAD~2..HEAD", [replace(layer, commit=sha) for sha in SHAS], ["base", "notes", "more notes"])
+    page = format_html(h)
+    assert "Nothing changed: every build the same at each of the 3 commits" in page
+    assert "<svg" not in page and "<ul class=summary>" not in page
+    assert len(page.encode()) < 5_000

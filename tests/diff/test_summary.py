@@ -32,7 +32,7 @@ def test_removed_spills_shared_by_two_kinds_are_one_line(layer: Survey, layer_re
                           ("proj/tp8/w8", AMD): {"vgpr_spill": 22, "scratch_bytes": 88}})
     summary = summarize(compare(base, layer))
     assert [(line.text, line.tone) for line in summary.lines] == [
-        ("removes VGPR spills from attn (matmul) and proj tp8 w8 on gfx950 (20-24 -> 0; scratch 80-96 -> 0 B)",
+        ("removes VGPR spills from attn (matmul) and proj tp8 w8 on gfx950 (20-24 → 0; scratch 80-96 → 0 B)",
          "better"),
         ("every key builds on both commits", "neutral"),
         ("37 of 40 builds unchanged", "neutral"),
@@ -46,7 +46,7 @@ def test_ranges_split_by_the_axis_that_explains_them(layer: Survey, layer_readin
     head = edited(layer, {("attn/tp8/w8/bf16", AMD): {"sgpr_spill": 3}, ("attn/tp8/w8/e4m3", AMD): {"sgpr_spill": 3},
                           ("attn/tp4/w8/bf16", AMD): {"sgpr_spill": 16}, ("attn/tp4/w8/e4m3", AMD): {"sgpr_spill": 17}})
     assert lines(layer, head)[0] == (
-        "adds SGPR spills to attn (matmul) w8 on gfx950: tp4 0 -> 16-17, tp8 0 -> 3", "worse")
+        "adds SGPR spills to attn (matmul) w8 on gfx950: tp4 0 → 16-17, tp8 0 → 3", "worse")
 
 
 def test_partial_groups_say_how_many_and_breaks_quote_the_error(layer: Survey, layer_readings: Readings) -> None:
@@ -62,7 +62,7 @@ def test_partial_groups_say_how_many_and_breaks_quote_the_error(layer: Survey, l
     })
     assert lines(layer, head) == [
         ("breaks attn (matmul) tp8 w2 bf16 on sm90: out of resource: shared memory, Required: 300000", "worse"),
-        (f"raises VGPRs of attn (matmul) tp4 on gfx950 (3 of 4 builds): w2 {vgpr} -> 64, w8 bf16 {vgpr} -> 70",
+        (f"raises VGPRs of attn (matmul) tp4 on gfx950 (3 of 4 builds): w2 {vgpr} → 64, w8 bf16 {vgpr} → 70",
          "worse"),
         ("36 of 40 builds unchanged", "neutral"),
     ]
@@ -82,12 +82,12 @@ def test_companions_ride_with_their_figure_and_unrelated_groups_stay_apart(layer
         ("proj/tp4/w2", NV): {"occupancy_blocks": 8, "occupancy_warps": 32},
     })
     assert lines(layer, head)[:3] == [
-        ("adds spill stores to attn (matmul) tp4 w2 on sm90 (0 -> 96 B; loads 0 -> 96-100 B, stack 0 -> 96 B)",
+        ("adds spill stores to attn (matmul) tp4 w2 on sm90 (0 → 96 B; loads 0 → 96-100 B, stack 0 → 96 B)",
          "worse"),
         ("lowers occupancy of attn (scale_rows) tp8 w8 bf16 on sm90 "
-         f"({scale['occupancy_warps']} -> 32 warps/SM; {scale['occupancy_blocks']} -> 8 blocks/SM)", "worse"),
-        (f"lowers occupancy of proj tp4 w2 on sm90 ({proj['occupancy_warps']} -> 32 warps/SM; "
-         f"{proj['occupancy_blocks']} -> 8 blocks/SM)", "worse"),
+         f"({scale['occupancy_warps']} → 32 warps/SM; {scale['occupancy_blocks']} → 8 blocks/SM)", "worse"),
+        (f"lowers occupancy of proj tp4 w2 on sm90 ({proj['occupancy_warps']} → 32 warps/SM; "
+         f"{proj['occupancy_blocks']} → 8 blocks/SM)", "worse"),
     ]
 
 
@@ -109,7 +109,7 @@ def test_new_and_dropped_builds_and_another_toolchain(layer: Survey) -> None:
         ("every key builds on both commits", "neutral"),
         ("17 of 40 builds unchanged", "neutral"),
         ("20 builds on sm90 are not comparable: the toolchain differs "
-         f"(cuda ptxas: Build cuda_12.8.r12.8/compiler.0_0 -> {ptxas})", "neutral"),
+         f"(cuda ptxas: Build cuda_12.8.r12.8/compiler.0_0 → {ptxas})", "neutral"),
     ]
 
 
@@ -122,12 +122,12 @@ def test_unified_vgprs_ride_with_the_vgprs(layer: Survey, layer_readings: Readin
     assert total == vgpr and read["agpr"] == 0 and vgpr < 126
     head = edited(layer, {(scale, AMD): {"vgpr": vgpr + 26, "vgpr_total": total + 26}})
     assert lines(layer, head)[0] == (
-        f"raises VGPRs of attn (scale_rows) tp4 w2 bf16 on gfx950 ({vgpr} -> {vgpr + 26})", "worse")
+        f"raises VGPRs of attn (scale_rows) tp4 w2 bf16 on gfx950 ({vgpr} → {vgpr + 26})", "worse")
     # With AGPRs it is the AGPR offset (VGPRs rounded up to 4) plus the AGPRs: told beside the VGPRs.
     head = edited(layer, {(scale, AMD): {"vgpr": 126, "agpr": 8, "vgpr_total": 136}})
     assert lines(layer, head)[:2] == [
-        (f"raises VGPRs of attn (scale_rows) tp4 w2 bf16 on gfx950 ({vgpr} -> 126; unified {total} -> 136)", "worse"),
-        ("raises AGPRs of attn (scale_rows) tp4 w2 bf16 on gfx950 (0 -> 8)", "worse"),
+        (f"raises VGPRs of attn (scale_rows) tp4 w2 bf16 on gfx950 ({vgpr} → 126; unified {total} → 136)", "worse"),
+        ("raises AGPRs of attn (scale_rows) tp4 w2 bf16 on gfx950 (0 → 8)", "worse"),
     ]
 
 
@@ -137,5 +137,5 @@ def test_a_summary_line_keeps_its_arrows_apart(layer: Survey, layer_readings: Re
     head = edited(layer, {("attn/tp4/w2/bf16", AMD): {"vgpr": vgpr + 58}})
     line = next(line for line in summarize(compare(layer, head)).lines if line.tone == "worse")
     assert len(line.segments) == 2 and not any("->" in s or "\x00" in s for s in line.segments)
-    assert line.text == line.render("->") and f"{vgpr} -> {vgpr + 58}" in line.text
-    assert f"{vgpr} → {vgpr + 58}" in line.render("→")
+    assert line.text == line.render("→") and f"{vgpr} → {vgpr + 58}" in line.text  # as a person reads it
+    assert f"{vgpr} -> {vgpr + 58}" in line.render("->")  # the JSON's

@@ -68,9 +68,9 @@ def test_build_changes_are_told_with_the_occupancy(layer: Survey) -> None:
     markdown = MarkdownFormat().format(c)
     assert (f"| **worse** | `attn/tp4/w2/bf16` | gfx950 | `matmul` | VGPR {vgpr} → {vgpr + 20} (+20); built with "
             f"num_warps 4 → 8, BLOCK_N 64 → 128; waves/SIMD unchanged at {waves} |") in markdown
-    assert "num_warps 4 -> 8, BLOCK_N 64 -> 128; waves/SIMD unchanged at" in TableFormat(width=300).format(c)
-    assert summarize(c).texts[0] == (f"raises VGPRs of attn (matmul) tp4 w2 bf16 on gfx950 ({vgpr} -> {vgpr + 20});"
-                                     " built with num_warps 4 -> 8, BLOCK_N 64 -> 128")
+    assert "num_warps 4 → 8, BLOCK_N 64 → 128; waves/SIMD unchanged at" in TableFormat(width=300).format(c)
+    assert summarize(c).texts[0] == (f"raises VGPRs of attn (matmul) tp4 w2 bf16 on gfx950 ({vgpr} → {vgpr + 20});"
+                                     " built with num_warps 4 → 8, BLOCK_N 64 → 128")
     data = next(r for r in comparison_dict(c)["rows"] if r["row_id"] == "attn/tp4/w2/bf16" and r["target"] == AMD)
     assert data["build_changes"] == [{"name": "num_warps", "before": 4, "after": 8, "constexpr": False},
                                      {"name": "BLOCK_N", "before": 64, "after": 128, "constexpr": True}]
@@ -92,14 +92,14 @@ def test_launches_of_one_kernel_in_a_key_are_told_apart(layer: Survey) -> None:
     assert launch_text(build(c, "proj/tp8/w8", AMD)) == "scale_rows"  # one launch of it: no number
     assert "| **worse** | `attn/tp8/w8/e4m3` | gfx950 | `matmul [launch 1]` | Vspill 0 → 4 (+4) |" in \
         MarkdownFormat().format(c)
-    assert summarize(c).texts[0] == "adds VGPR spills to attn (matmul [launch 1]) tp8 w8 e4m3 on gfx950 (0 -> 4)"
+    assert summarize(c).texts[0] == "adds VGPR spills to attn (matmul [launch 1]) tp8 w8 e4m3 on gfx950 (0 → 4)"
     named = replace(head, rows=tuple(replace(r, name="down" if r.launch else "up") if r.key.startswith("attn/")
                                      else r for r in head.rows))
     c = compare(replace(twice, rows=tuple(replace(r, name="down" if r.launch else "up") if r.key.startswith("attn/")
                                           else r for r in twice.rows)), named)
     assert [launch_text(r) for r in c.rows if r.key == "attn/tp8/w8/e4m3" and r.target == AMD] == [
         "matmul [up]", "matmul [down]"]
-    assert summarize(c).texts[0] == "adds VGPR spills to attn (matmul [down]) tp8 w8 e4m3 on gfx950 (0 -> 4)"
+    assert summarize(c).texts[0] == "adds VGPR spills to attn (matmul [down]) tp8 w8 e4m3 on gfx950 (0 → 4)"
     assert comparison_dict(c)["rows"][1]["label"] == "matmul [down]"
 
 
@@ -132,4 +132,4 @@ def test_the_summary_tells_worse_then_better_then_neutral(layer: Survey) -> None
     lines = summarize(compare(layer, head)).lines
     assert [(line.tone, line.text.split(" ")[0]) for line in lines] == [
         ("worse", "breaks"), ("worse", "adds"), ("better", "lowers"), ("neutral", "raises"), ("neutral", "36")]
-    assert lines[1].text == "adds spill stores to attn (matmul) tp8 w2 bf16 on sm90 (0 -> 64 B)"
+    assert lines[1].text == "adds spill stores to attn (matmul) tp8 w2 bf16 on sm90 (0 → 64 B)"

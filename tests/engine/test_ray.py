@@ -480,7 +480,7 @@ def test_the_cluster_gets_the_tracked_files_and_no_secret(toy_repo: Path, cluste
                          cwd=toy_repo, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "REGSURVEY_RAY": "", **secrets, **sent})
     assert out.returncode == 0, out.stderr
-    assert ("regsurvey: warning: --ray: 2 untracked file(s) not sent to the cluster (.env, id_rsa): git add them, "
+    assert ("regsurvey: warning: --ray: 2 untracked files not sent to the cluster (.env, id_rsa): git add them, "
             "or name them with --ray-include") in out.stderr
     [row] = json.loads(out.stdout)["rows"]
     said = dict(line.removeprefix("stdout: ").split(": ", 1) for line in row["messages"])

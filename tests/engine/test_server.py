@@ -39,10 +39,11 @@ def test_surveys_use_a_running_server_and_agree_with_spawned_workers(toy_repo: P
     status = cli("server", "status", env=env)
     assert status.returncode == 1 and status.stdout.startswith("no regsurvey server of this installation runs")
     started = cli("server", "start", env=env)
-    assert started.returncode == 0 and started.stdout.startswith("regsurvey server running (pid "), started.stderr
-    assert cli("server", "start", env=env).stdout == started.stdout  # already running: the same one
+    assert started.returncode == 0 and started.stdout.startswith("regsurvey server started (pid "), started.stderr
+    again = cli("server", "start", env=env).stdout  # already running: the same one
+    assert again == started.stdout.replace("server started", "server already running")
     status = cli("server", "status", env=env)
-    assert status.returncode == 0 and "0 worker(s) now, exits after 30 idle minutes" in status.stdout
+    assert status.returncode == 0 and "0 workers now, exits after 30 idle minutes" in status.stdout
 
     args = ("-j", "2", "--target", "gfx950,sm90", "--kind", "scale", "--kind", "gemm")
     served = survey(toy_repo, {**env, "TRITON_CACHE_DIR": str(tmp_path / "a")}, "--store", str(tmp_path / "a"), *args)
@@ -58,7 +59,7 @@ def test_surveys_use_a_running_server_and_agree_with_spawned_workers(toy_repo: P
             == [{k: v for k, v in r.items() if k not in strip} for r in spawned["rows"]])
     assert len(served["rows"]) == 12 and all(r["status"] == "ok" for r in served["rows"])
     # The survey's workers were killed at its end: none left on the server.
-    assert "0 worker(s) now" in cli("server", "status", env=env).stdout
+    assert "0 workers now" in cli("server", "status", env=env).stdout
 
     stopped = cli("server", "stop", env=env)
     assert stopped.stdout.strip() == "regsurvey server stopped"
@@ -79,7 +80,7 @@ def test_a_served_worker_that_dies_or_hangs_is_a_row(toy_repo: Path, env: dict[s
     assert all(rows[k]["status"] == "ok" for k in rows if k.startswith("scale/"))
     # The hung worker was killed through the server, which knows its children.
     deadline = time.monotonic() + 10
-    while "0 worker(s) now" not in cli("server", "status", env=env).stdout:
+    while "0 workers now" not in cli("server", "status", env=env).stdout:
         assert time.monotonic() < deadline, "a worker of the survey is still running on the server"
         time.sleep(0.2)
 
@@ -98,7 +99,7 @@ def test_the_server_holds_no_secret_variable(env: dict[str, str]) -> None:
     started without the secret variables (a later job's code on the host cannot read this job's tokens
     from its /proc/PID/environ)."""
     started = cli("server", "start", env={**env, "GITHUB_TOKEN": "ghs_server-0123456789", "PLAIN_SETTING": "1"})
-    assert started.returncode == 0 and started.stdout.startswith("regsurvey server running (pid "), started.stderr
+    assert started.returncode == 0 and started.stdout.startswith("regsurvey server started (pid "), started.stderr
     pid = int(started.stdout.split("pid ")[1].split(",")[0].rstrip(")"))
     environ = dict(entry.split("=", 1) for entry in Path(f"/proc/{pid}/environ").read_text().split("\0") if entry)
     assert "GITHUB_TOKEN" not in environ and environ["PLAIN_SETTING"] == "1"

@@ -136,7 +136,7 @@ def test_a_survey_killed_mid_kind_body_leaves_no_process_and_no_worktree(toy_rep
     assert "Traceback" not in stderr.read_text()
     if start == "server":  # the server lives on, by design, but none of the survey's workers
         status = subprocess.run([*cli, "server", "status"], env=env, capture_output=True, text=True, timeout=60)
-        assert " 0 worker(s) now" in status.stdout, status.stdout
+        assert " 0 workers now" in status.stdout, status.stdout
 
     # The killed survey could not remove its worktree: the next run in the repository does.
     assert len(worktrees(toy_repo)) == 2

@@ -156,7 +156,7 @@ TARGETS: dict[str, Target] = {
     "read_cubin": Target(lambda: {"add_kernel-sm90.cubin": nvidia_kernel()[0]}, _read_cubin),
     "ptx_params+lint_ptx_sass": Target(lambda: {"add_kernel-sm90.ptx": nvidia_kernel()[1]}, _ptx),
 }
-if find_objdump() is not None:  # (README: LLVM >= 20's objdump; the CI installs one)
+if find_objdump() is not None:  # (docs/commands.md: LLVM >= 20's objdump; the CI installs one)
     TARGETS["lint_file(mutated hsaco)"] = Target(_linked_objects, _lint_file)
     TARGETS["lint_amdgcn(mutated objdump text)"] = Target(lambda: dict(objdump_texts()), _objdump_text)
 

@@ -197,8 +197,8 @@ def test_two_launches_of_one_kernel_are_two_rows_of_the_survey_table(surveyed: S
     text = survey_text(surveyed, 200)
     kernels = {}
     for line in text.splitlines():
-        cells = [c.strip() for c in re.split(r"[│┃]", line)[1:-1]]
-        if len(cells) > 3 and cells[0] and cells[0] != "key":
+        cells = re.split(r" {2,}", line)  # the key, target and kernel stand two blanks apart at least
+        if len(cells) > 3 and cells[1] == AMD:
             kernels.setdefault(cells[0], []).append(cells[2])
     assert kernels == {
         "moe/w2": ["expert_matmul [gate_up]", "silu_inplace", "expert_matmul [down]"],
@@ -229,11 +229,11 @@ def test_every_report_names_the_build_alike(project: tuple[Path, Worker], survey
     (html,) = [r for r in comparison_data(comparison, "x")["rows"] if r["mark"] == "worse"]
     assert html["kernel_text"] == "expert_matmul [down]"
     assert summarize(comparison).texts[0] == (f"adds VGPR spills to moe (expert_matmul [down]) w2 on gfx950 "
-                                              f"({spill} -> {spill + 4})")
+                                              f"({spill} → {spill + 4})")
     # The check: its report and SARIF say the same sentence.
     result = judge(comparison, Baseline())
     (problem,) = result.problems
-    message = (f"moe/w2 on gfx950 (expert_matmul [down]): VGPR spills {spill} -> {spill + 4}; "
+    message = (f"moe/w2 on gfx950 (expert_matmul [down]): VGPR spills {spill} → {spill + 4}; "
                "no baseline entry allows it")
     assert (problem.rule, problem_message(problem)) == (NEW_SPILL, message)
     assert f"- moe/w2 on gfx950 (expert_matmul \\[down\\]): VGPR spills {spill} → {spill + 4}" in \
@@ -250,26 +250,25 @@ def test_every_report_names_the_build_alike(project: tuple[Path, Worker], survey
 
 def test_what_a_kind_body_said_is_a_line_under_the_table(surveyed: Survey) -> None:
     """A serving engine's launcher logs 70 to 100 characters a key: said in a cell, it widened the first
-    figure column (VGPR) for every row. On a terminal the table fits (160 columns) the VGPR column stays as
-    wide as its figures, and what was said is a line of its own under the table, cut to the terminal."""
+    figure column (VGPR) for every row. On a terminal of 160 columns the VGPR column stays as wide as its
+    header, and what was said is a line of its own under the key's last row, cut to the terminal."""
     said = ("INFO vllm.model_executor.layers.fused_moe.fused_moe: Using configuration from "
             "/opt/vllm/configs/E=8,N=14336,device_name=AMD_Instinct_MI355X.json for MoE layer.")
     told = replace(surveyed, rows=tuple(replace(r, messages=[said, "UserWarning: a second line"])
                                         if r.key == "moe/w2" else r for r in surveyed.rows))
     lines = survey_text(told, 160).splitlines()
-    header = next(line for line in lines if "┃ key" in line)
-    heads = header.split("┃")[1:-1]
-    vgpr = [h.strip() for h in heads].index("VGPR")
-    assert len(heads[vgpr]) == len(" VGPR "), header
+    header = next(line for line in lines if line.startswith("key "))
+    end = header.index("VGPR") + len("VGPR")  # figures stand right-justified under their headers
+    assert header[header.index("VGPR") - 1] == " " and header[end] == " ", header
     # Every build's VGPR count stands whole in its column, a row a line.
     names = build_names(told.rows)
     for row in told.rows:
-        (line,) = [ln for ln in lines if ln.startswith(f"│ {row.key} ") and f" {names[(AMD, row.row_id)].text} " in ln]
-        assert line.split("│")[1:-1][vgpr].strip() == str(row.resources["vgpr"])
-    # The key's last row counts what it said; the first message is a line of its own under the table.
-    assert [line.split("│")[-2].strip() for line in lines if line.startswith("│ moe/w2 ")] == ["", "", "2"]
-    message, other = [line for line in lines if " said: " in line]
-    assert other.startswith("in_order/w2 on gfx950 said: rs.names: 'spare' named no launch")
-    assert message.startswith("moe/w2 on gfx950 said: INFO vllm.model_executor.layers.fused_moe.fused_moe: Using")
+        (line,) = [ln for ln in lines if ln.startswith(f"{row.key} ") and f" {names[(AMD, row.row_id)].text} " in ln]
+        assert line[:end].split()[-1] == str(row.resources["vgpr"]), line
+    # What the key said: its first message, a line under the key's last row (its down GEMM), cut to 160.
+    down = next(i for i, line in enumerate(lines) if line.startswith("moe/w2 ") and "expert_matmul [down]" in line)
+    message = lines[down + 1]
+    assert message.startswith("    said: INFO vllm.model_executor.layers.fused_moe.fused_moe: Using"), message
     assert message.endswith("… (+1 more)") and len(message) <= 160
-    assert lines.index(message) > max(i for i, line in enumerate(lines) if line.startswith(("│", "└")))
+    assert [line for line in lines if " said: " in line] == [message, next(
+        line for line in lines if line.startswith("    said: rs.names: 'spare' named no launch"))]

@@ -34,7 +34,7 @@ from regsurvey.output.diff_table import TableFormat
 from regsurvey.output.gate_text import problem_message
 from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat
-from regsurvey.output.table import summary_line, vendor_tables
+from regsurvey.output.table import print_survey, summary_line
 
 from ..conftest import FIXTURES
 
@@ -71,12 +71,10 @@ def survey(rows: list[Row], label: str) -> Survey:
 
 
 def table_text(s: Survey) -> str:
-    """The survey tables and the lines under each (what kind bodies said)."""
+    """The survey tables as ``run`` prints them, with the lines under their rows (errors, what kind bodies
+    said)."""
     console = Console(file=io.StringIO(), width=400, no_color=True)
-    for table, said in vendor_tables(s):
-        console.print(table)
-        for line in said:
-            console.print(line)
+    print_survey(s, console)
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
@@ -151,7 +149,7 @@ def test_a_body_that_raises_after_launching_keeps_its_launches(worker: Worker, o
     assert line in TableFormat(width=300).format(comparison)
     assert "kind body raised after 1 launch at launcherkernels/ops.py:" in MarkdownFormat().format(comparison)
     assert f"error: {line}" in table_text(head) and "raises/w2" in table_text(head)
-    assert summary_line(head).startswith("1 keys (2 rows) on gfx950: 0 build, 1 fail")
+    assert summary_line(head).startswith("1 key on gfx950: 2 builds (1 ok, 1 failed);")
     # A key that raised on the base and builds on the head is fixed.
     assert {r.row_id: r.mark for r in compare(head, base).rows}["raises/w2#1"] is Mark.FIXED
 
@@ -197,7 +195,8 @@ def test_a_compile_error_shows_its_cause_and_keeps_its_whole_text(worker: Worker
     assert FP8_CAUSE in problem_message(judge(new, Baseline()).problems[0])
     still = compare(head, head)
     assert FP8_CAUSE in TableFormat(width=300).format(still) and FP8_CAUSE in MarkdownFormat().format(still)
-    side = comparison_data(still, "x")["rows"][0]["after"]
+    ((label, side),) = comparison_data(still, "x")["rows"][0]["sides"]  # the same on both sides: sent once
+    assert label == "before and after"
     assert side["error_line"] == row.error_line and side["error"] == row.error
 
 
@@ -228,8 +227,9 @@ def test_what_a_launcher_logs_warns_and_prints_is_kept_with_the_key(worker: Work
     text = table_text(head)
     assert "said: INFO launcherkernels.ops: Using configuration from" in text
     assert "said: UserWarning: no tuned config for 8 rows" in text and "(+1 more)" in text
-    data = comparison_data(compare(head, head), "x")
-    assert [r["after"]["messages"] for r in data["rows"]] == [tuned.messages, fallback.messages]
+    # The HTML report lists the builds of kinds where something changed (here: both added), each side's messages.
+    data = comparison_data(compare(survey([], "base"), head), "x")
+    assert [dict(r["sides"])["after"]["messages"] for r in data["rows"]] == [tuned.messages, fallback.messages]
 
 
 def test_a_survey_json_without_messages_or_skip_reason_loads(worker: Worker) -> None:
@@ -294,4 +294,4 @@ def test_a_skipped_key_is_no_build_and_no_failure(worker: Worker, ops: Any, monk
     (step,) = stack([base, head], ["skip the 64-row variant"]).steps
     assert step.keys_built == (1, 1)
     assert "skipped: no 64-row variant of this layer" in table_text(head)
-    assert summary_line(head).startswith("1 keys (1 rows) on sm90: 1 build, 0 fail, 1 skipped")
+    assert summary_line(head).startswith("2 keys on sm90: 1 build (1 ok, 0 failed), 1 key skipped;")

@@ -2,7 +2,9 @@
 
 Every kernel is compiled here, offline, for gfx942/gfx950. The HSACO is read by regsurvey; the
 amdgcn text's comments (``; NumVgprs``, ``; Occupancy`` ...), its ``.amdhsa_*`` directives, its
-metadata YAML and its instructions (spill stores, writelanes, the kernarg prologue) are the check.
+metadata YAML and its instructions (spill stores, writelanes, the kernarg prologue) are the check. LDS,
+which the object does not record (Triton allocates it at launch), is read from the TTGIR's buffers, and
+the occupancy where it binds is LLVM's own, once LLVM is told the LDS and the workgroup size.
 """
 
 from __future__ import annotations
@@ -20,7 +22,17 @@ from regsurvey.model.targets import TARGETS
 from regsurvey.objects.amd_object import AmdResources, amd_occupancy, parse_hsaco, read_hsaco
 
 from ..objects_kernels import SIGNATURES, compile_kernel
-from ..readings import TRITON_39_CODEGEN, vgpr_spills
+from ..readings import (
+    TRITON_39_CODEGEN,
+    amd_lds_reading,
+    amd_occupancy_reading,
+    declare_lds,
+    llvm_amdgcn,
+    llvm_occupancy,
+    note_metadata,
+    note_waves,
+    vgpr_spills,
+)
 
 # Facts of Triton 3.9's compiler (its async-copy pipeline on gfx950, its LLVM's SGPR occupancy model);
 # Triton 3.6 builds these kernels differently, and regsurvey supports both.
@@ -50,12 +62,16 @@ CASES = {
     # 4 waves by registers, but two 32 KiB workgroups of 4 waves fill gfx942's 64 KiB LDS: 2 waves.
     "waves4-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2), ("waves_per_eu", 4)),
                              MATMUL),
-    # 2-wave workgroups of 20 KiB LDS: 3 fit in gfx942's 64 KiB, 6 waves over 4 SIMDs (README's worked case).
+    # 2-wave workgroups of 20 KiB LDS: 3 fit in gfx942's 64 KiB, 6 waves over 4 SIMDs (docs/figures.md's worked case).
     "uneven-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 2), ("num_stages", 2)),
                              {"BM": 128, "BN": 32, "BK": 64}),
     # A 256x256 fp32 accumulator over 4 waves: 256 arch VGPRs and 256 AGPRs, the whole unified file.
     "agpr-matmul-gfx942": ("matmul_kernel", "gfx942", (("num_warps", 4), ("num_stages", 2)),
                            {"BM": 256, "BN": 256, "BK": 64}),
+    # Three stages of padded 128x64 and 64x128 fp16 tiles, about 100 KiB: one workgroup per CU.
+    "stages3-matmul-gfx950": ("matmul_kernel", "gfx950", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    # A reduction over 4 waves: their partial sums meet in LDS (the reduction's scratch).
+    "reduce-gfx942": ("hold_tile_kernel", "gfx942", (("num_warps", 4),), {"BLOCK": 1024}),
 }
 
 
@@ -95,16 +111,6 @@ def align8(n: int) -> int:
     return -(-n // 8) * 8
 
 
-def lds_waves(lds: int, num_warps: int, target: str) -> int:
-    """Waves per SIMD that LDS alone leaves: whole workgroups per CU (LDS in 512 B blocks on gfx942,
-    1280 B on gfx950, at most 32), their waves spread over 4 SIMDs; 8 when the kernel uses none."""
-    if lds == 0:
-        return 8
-    per_cu, block = {"gfx942": (64 * 1024, 512), "gfx950": (160 * 1024, 1280)}[target]
-    workgroups = min(32, per_cu // (-(-lds // block) * block))
-    return -(-workgroups * num_warps // 4)
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_resources_match_the_amdgcn_text(case: str) -> None:
     res, text = read(case)
@@ -130,7 +136,9 @@ def test_resources_match_the_amdgcn_text(case: str) -> None:
     # Every SGPR spill is one v_writelane_b32 into a VGPR lane; these kernels write lanes for nothing else.
     assert res.sgpr_spill == text.count("v_writelane_b32")
     assert res.kernarg_bytes == directive(text, "kernarg_size")
-    assert res.lds_bytes == ck.metadata.shared
+    # The reader is given Triton's metadata ``shared``; the TTGIR's buffers, allocated again and sized
+    # from their types, are the reading (the object's own static LDS, 0 under Triton, included).
+    assert res.lds_bytes == amd_lds_reading(ck.asm["ttgir"], ck.asm["hsaco"])
     assert list(res.as_dict()) == [
         "vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes", "lds_bytes", "occupancy",
         "kernarg_bytes", "vgpr_total",
@@ -177,10 +185,10 @@ def test_the_spilling_kernels_spill() -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_occupancy_matches_llvm_where_lds_does_not_bind(case: str) -> None:
-    # LLVM never sees Triton's LDS (allocated dynamically), so its ``; Occupancy`` is the register
-    # limit alone; where LDS binds, regsurvey's figure is the LDS limit, lower. All cases have <= 4
-    # waves per workgroup, where workgroup rounding changes nothing.
+def test_occupancy_matches_llvm(case: str) -> None:
+    # LLVM never sees Triton's LDS (allocated dynamically), so the ``; Occupancy`` of the kernel's own
+    # amdgcn is the register limit alone; where LDS binds, regsurvey's figure is LLVM's for that LDS and
+    # workgroup size, lower. All cases have <= 4 waves per workgroup, where whole workgroups change nothing.
     if case == "sgpr-spill-gfx950" and not TRITON_39:
         pytest.skip("older LLVM (Triton 3.6) uses the pre-trap-handler SGPR occupancy table")
     res, text = read(case)
@@ -191,10 +199,41 @@ def test_occupancy_matches_llvm_where_lds_does_not_bind(case: str) -> None:
         vgprs=kd.allocated_vgprs, sgprs=kd.allocated_sgprs, lds_bytes=0, num_warps=ck.metadata.num_warps, target=target
     )
     assert registers_only == llvm
-    assert res.occupancy == min(llvm, lds_waves(ck.metadata.shared, ck.metadata.num_warps, CASES[case][1]))
+    lds = amd_lds_reading(ck.asm["ttgir"], ck.asm["hsaco"])
+    waves = note_waves(note_metadata(ck.asm["hsaco"]))
+    assert res.occupancy == amd_occupancy_reading(text, lds_bytes=lds, num_warps=waves, target=CASES[case][1])
     waves_per_eu = dict(CASES[case][2]).get("waves_per_eu")
     if waves_per_eu:
         assert llvm <= waves_per_eu
+
+
+# GEMMs whose LDS binds, on both targets: (case, LLVM's occupancy from the registers alone, told the LDS).
+LDS_BOUND = {
+    "matmul-async-gfx950": (3, 2),  # 2 workgroups of 66 KiB in 160 KiB
+    "stages3-matmul-gfx950": (3, 1),  # 1 workgroup of 100 KiB
+    "uneven-matmul-gfx942": (3, 2),  # 3 workgroups of 2 waves: 2, 2, 1 and 1 a SIMD
+    "waves4-matmul-gfx942": (4, 2),  # 2 workgroups of 32 KiB in 64 KiB; waves_per_eu=4 cannot be met
+}
+
+
+@pytest.mark.skipif(not TRITON_39, reason="the cases' registers and LDS are those of Triton 3.9's compiler")
+@pytest.mark.parametrize("case", LDS_BOUND)
+def test_llvm_told_the_lds_gives_the_occupancy(case: str) -> None:
+    """The kernel's own LLIR compiled again by the code generator that made it, with its LDS
+    (``amdgpu-lds-size``) and workgroup size declared: LLVM's ``; Occupancy`` then counts the LDS, and
+    is regsurvey's. LLVM schedules the code again for that occupancy (its VGPRs may move), so this holds
+    where LDS binds; where registers bind, the reading is LLVM's limits taken apart
+    (``readings.amd_occupancy_reading``)."""
+    ck, _ = compiled(case)
+    res, text = read(case)
+    lds = amd_lds_reading(ck.asm["ttgir"], ck.asm["hsaco"])
+    told, said = llvm_amdgcn(declare_lds(ck.asm["llir"], lds), CASES[case][1], fp_fusion=ck.metadata.enable_fp_fusion)
+    assert comment(told, "LDSByteSize") == directive(told, "group_segment_fixed_size") == lds
+    assert (comment(text, "Occupancy"), comment(told, "Occupancy")) == LDS_BOUND[case]
+    assert res.occupancy == comment(told, "Occupancy")
+    # LLVM, told the LDS, sees that Triton's waves_per_eu=4 asks for more waves than the LDS leaves room for.
+    warned = "failed to meet occupancy target given by 'amdgpu-waves-per-eu'" in said
+    assert warned == (case == "waves4-matmul-gfx942"), said
 
 
 @pytest.mark.parametrize("target", ["gfx942", "gfx950"])
@@ -221,7 +260,7 @@ def test_lds_binds_the_pipelined_gemm_on_gfx950() -> None:
 
 
 def test_waves_that_do_not_spread_evenly_count_on_the_busiest_simd() -> None:
-    """README's rule ("What is measured, and from where", occupancy): where whole workgroups leave a CU
+    """docs/figures.md's rule ("What is measured, and from where", occupancy): where whole workgroups leave a CU
     waves that do not divide over its 4 SIMDs, occupancy is the most waves one SIMD holds when they are
     spread as evenly as they go, rounded up as LLVM's getOccupancyWithWorkGroupSizes rounds; never more
     than the registers allow. Worked here on a real compile: 3 workgroups of 2 waves are 6 waves a CU,
@@ -233,9 +272,63 @@ def test_waves_that_do_not_spread_evenly_count_on_the_busiest_simd() -> None:
     workgroups = (64 * 1024) // (-(-ck.metadata.shared // 512) * 512)
     waves = workgroups * ck.metadata.num_warps
     per_simd = [waves // 4 + (simd < waves % 4) for simd in range(4)]
-    registers = comment(text, "Occupancy")  # LLVM's: the register limit alone (3 waves at 152 VGPRs)
-    assert (workgroups, waves, per_simd, registers) == (3, 6, [2, 2, 1, 1], 3)
+    # LLVM's: the register limit alone (3 waves at Triton 3.9's 152 VGPRs, 4 at Triton 3.6's fewer).
+    registers = comment(text, "Occupancy")
+    assert (workgroups, waves, per_simd) == (3, 6, [2, 2, 1, 1])
+    assert registers == (3 if TRITON_39 else 4)
     assert res.occupancy == min(max(per_simd), registers) == 2
+    # LLVM's own figure for this LDS and 2-wave workgroups says the same.
+    assert llvm_occupancy("gfx942", lds_bytes=ck.metadata.shared, workgroup=128) == 2
+
+
+@pytest.mark.skipif(not TRITON_39, reason="LLVM rounds LDS to its allocation block since llvm/llvm-project#205637 "
+                                          "(in Triton 3.9's code generator); before, it divided by the bytes asked")
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_lds_limit_matches_llvm_at_every_workgroup_boundary(target: str) -> None:
+    """regsurvey's LDS limit (registers not binding) is LLVM's, for a kernel declaring the LDS and the
+    workgroup size, at every LDS size where the workgroups a CU holds change, a byte either side, and an
+    allocation block (512 B gfx942, 1280 B gfx950) below; workgroups of 1 to 16 waves. A granule off by
+    one block, or LDS not rounded up to it, fails here."""
+    per_cu = TARGETS[target].shared_bytes_per_cu
+    sizes = sorted({size for workgroups in range(1, 33) for delta in (-1280, -512, -1, 0, 1)
+                    if 0 < (size := per_cu // workgroups + delta)} | {per_cu + 1})
+    differ = [(lds, warps, ours, llvm)
+              for warps in (1, 2, 4, 8, 16) for lds in sizes
+              if (ours := amd_occupancy(vgprs=8, sgprs=16, lds_bytes=lds, num_warps=warps, target=TARGETS[target]))
+              != (llvm := llvm_occupancy(target, lds_bytes=lds, workgroup=warps * 64))]
+    assert differ == []
+
+
+@pytest.mark.skipif(not TRITON_39, reason="LLVM rounds LDS to its allocation block since llvm/llvm-project#205637 "
+                                          "(in Triton 3.9's code generator); before, it divided by the bytes asked")
+def test_llvm_rounds_lds_up_to_the_allocation_block() -> None:
+    """Where the two models differed by design, until LLVM's fix: the hardware allocates a workgroup's
+    LDS in blocks (AMDGPUUsage, COMPUTE_PGM_RSRC2 LDS_SIZE: roundup(lds-size / (128 * 4)) on gfx942,
+    roundup(lds-size / (320 * 4)) on gfx950), so 21760 B on gfx942 takes 43 blocks of 512 (22016 B)
+    and 2 workgroups fit in 64 KiB, not the 3 that 65536 // 21760 counts; 54000 B on gfx950 takes 43
+    blocks of 1280 (55040 B): 2 workgroups in 160 KiB, not 3. LLVM's getOccupancyWithWorkGroupSizes
+    divided by the bytes asked (its FIXME: "take into account the LDS allocation granularity") until
+    llvm/llvm-project#205637; the code generator of Triton 3.9 rounds, as regsurvey does."""
+    for target, lds in (("gfx942", 21760), ("gfx950", 54000)):
+        unrounded = TARGETS[target].shared_bytes_per_cu // lds
+        assert unrounded == 3
+        assert llvm_occupancy(target, lds_bytes=lds, workgroup=256) == 2
+        assert amd_occupancy(vgprs=8, sgprs=16, lds_bytes=lds, num_warps=4, target=TARGETS[target]) == 2
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_whole_workgroups_are_the_rule_llvm_does_not_have(target: str) -> None:
+    """Where the two models differ by design: a workgroup's waves are on one CU together or not at all
+    (they share its LDS and barrier; "All wavefronts of a workgroup are scheduled on the same CU", ROCm
+    Compute Profiler's CDNA performance model, "Compute unit"), so a register limit that leaves a CU
+    fewer free wave slots than a workgroup has cannot take another. 168 VGPRs: 3 waves a SIMD, 12 a CU.
+    Workgroups of 4 waves: 3 of them, 3 waves a SIMD, LLVM and regsurvey alike. Workgroups of 8 waves:
+    one fits (a second needs 8 slots, 4 are left), 2 waves a SIMD; LLVM, told the workgroup size, takes
+    the least of its per-resource limits (GCNSubtarget::computeOccupancy) and says 3."""
+    assert llvm_occupancy(target, workgroup=256, vgprs=168) == 3
+    assert amd_occupancy(vgprs=168, sgprs=32, lds_bytes=0, num_warps=4, target=TARGETS[target]) == 3
+    assert llvm_occupancy(target, workgroup=512, vgprs=168) == 3
+    assert amd_occupancy(vgprs=168, sgprs=32, lds_bytes=0, num_warps=8, target=TARGETS[target]) == 2
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -294,7 +294,7 @@ def test_garbled_code_is_refused_by_the_disassembler() -> None:
 
 def test_a_section_claiming_gigabytes_is_refused_before_nvdisasm_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 31: a real sm90 cubin whose (empty) ``.nv.shared.reserved.0`` is made to claim 4 GiB: nvdisasm
-    allocated and zeroed it (13 s and 4 GB of memory here, 33.6 s on a loaded machine, where README
+    allocated and zeroed it (13 s and 4 GB of memory here, 33.6 s on a loaded machine, where docs/trust.md
     promises a damaged object's answer within 5 s) and then printed the SASS as if nothing were wrong.
     Now it is a one-line CorruptObjectError before nvdisasm starts, for the SASS and for the pressure's
     life ranges alike."""

@@ -16,7 +16,7 @@ import pytest
 
 from regsurvey.model.results import SCHEMA_VERSION
 
-from ..readings import TRITON_39_CODEGEN, amd_occupancy_reading, check_row, stored_text
+from ..readings import TRITON_39_CODEGEN, asm_comment, check_row, stored_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +89,7 @@ def demo_spread(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 
 def llvm_occupancy(store: Path, row: dict) -> int:
     """LLVM's own ``; Occupancy`` for the row's kernel (registers only: it never sees Triton's LDS)."""
-    return amd_occupancy_reading(stored_text(store, row, "amdgcn"), lds_bytes=0, num_warps=1, target=row["target"])
+    return asm_comment(stored_text(store, row, "amdgcn"), "Occupancy")
 
 
 def test_every_row_matches_a_second_reading(toy_survey: tuple[Path, dict]) -> None:

@@ -15,9 +15,9 @@ import pytest
 from regsurvey.diff.core import compare, stack
 from regsurvey.model.comparison import Comparison
 from regsurvey.model.rebuild import RebuildCheck, RebuildDifference
-from regsurvey.model.results import Survey
+from regsurvey.model.results import Row, Survey
 from regsurvey.output.formats import get_format
-from regsurvey.output.html import comparison_data, script_json
+from regsurvey.output.html import comparison_data, script_json, verdict
 
 from ..layer_survey import edited, row
 from .chromium import CHROMIUM, Chromium, Page
@@ -88,9 +88,10 @@ def test_figures_come_with_verdict_and_text(layer: Survey) -> None:
     assert rows["sm90:attn/tp4/w8/bf16"]["f"]["regs"] == {
         "before": regs, "after": 40, "delta": 40 - regs, "delta_text": f"{40 - regs:+d}", "verdict": "better",
         "text": f"{regs} → 40 ({40 - regs:+d})"}
+    # A figure that kept its value is sent as that value: the page's script makes of it what the
+    # unchanged figure is ({"before": same, "after": same, "delta": 0, "delta_text": "0", ...}).
     same = base[("attn/tp4/w2/bf16#1", "gfx950")]["vgpr"]
-    assert rows["gfx950:attn/tp4/w2/bf16#1"]["f"]["vgpr"] == {
-        "before": same, "after": same, "delta": 0, "delta_text": "0", "verdict": "same", "text": str(same)}
+    assert rows["gfx950:attn/tp4/w2/bf16#1"]["f"]["vgpr"] == same
     failed = base[("proj/tp8/w8", "sm90")]["regs"]
     assert rows["sm90:proj/tp8/w8"]["f"]["regs"] == {
         "before": failed, "after": None, "delta": None, "delta_text": "", "verdict": "n/a", "text": f"{failed} → -"}
@@ -198,7 +199,7 @@ def test_page_data_names_every_figure_and_tells_the_rebuild_check(layer: Survey)
     page = get_format("html").format(check)
     data = json.loads(page.split('<script id="report-data" type="application/json">')[1].split("</script>")[0])
     assert data["comparisons"][0]["rebuild"] == {
-        "text": "rebuild check of HEAD: 1 of 40 builds differ from a cold Triton cache",
+        "text": "rebuild check of HEAD: 1 of 40 builds differs from a cold Triton cache",
         "differences": ["attn/tp4/w2/bf16 gfx950 -: .text: 12 bytes differ"]}
     figures = data["figures"]
     assert figures["scratch_bytes"]["heading"] == "scratch (B)" and figures["vgpr"]["heading"] == "VGPRs"
@@ -230,7 +231,10 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
                          "adds VGPR spills to attn (matmul) tp8 w8 e4m3 on gfx950 (0 → 12; scratch 0 → 48 B)"]
     # Worst first: the default order is by mark.
     assert visible(page, "tr.cells[0].textContent")[:4] == ["worse", "worse", "newly failing", "better"]
-    assert len(visible(page, "1")) == 40
+    # proj on gfx950 did not change: its 4 builds are named, not listed.
+    assert len(visible(page, "1")) == 36
+    assert page.evaluate("document.getElementById('unlisted').textContent") == (
+        "not listed: 4 unchanged builds of the 1 kind × target where nothing changed")
     assert page.evaluate("document.getElementById('meta').textContent") == (
         "base main · aaaaaaaaaaaa  →  head HEAD · bbbbbbbbbbbb  ·  targets gfx950, sm90")
     # The table shows each build's change; every figure's column on demand.
@@ -255,7 +259,7 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
     assert keys == sorted(keys)
     # Filters: kind, target and every axis.
     choose(page, "kind", "proj")
-    assert set(visible(page, "tr.cells[1].textContent.split('/')[0]")) == {"proj"} and len(visible(page, "1")) == 8
+    assert set(visible(page, "tr.cells[1].textContent.split('/')[0]")) == {"proj"} and len(visible(page, "1")) == 4
     choose(page, "tp", "tp8")
     choose(page, "target", "sm90")
     assert visible(page, "tr.cells[1].textContent") == ["proj/tp8/w2", "proj/tp8/w8"]
@@ -284,7 +288,7 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
         "Array.from(document.querySelectorAll('tr.detail .detail-grid > table tr'))"
         ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
     page.evaluate("document.getElementById('focus-clear').click()")
-    assert len(visible(page, "1")) == 40
+    assert len(visible(page, "1")) == 36
     page.evaluate("window.scrollTo(0, 0)")
     shot = page.screenshot(tmp_path / "report.png")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
@@ -293,16 +297,19 @@ def test_report(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
 
 @needs_chromium
 def test_thousands_of_rows(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
-    # 5,000 builds: real rows repeated at 125 tp values, a tenth of them with more VGPRs.
+    # 5,000 builds: real rows repeated at 125 tp values, a seventh of them with more VGPRs (AMD) or registers
+    # (NVIDIA): every kind on every target moved, so every build is listed.
     rows = []
     for i in range(125):
         for r in layer.rows:
             tp = r.axes["tp"] + 100 * i
             rows.append(replace(r, key=r.key.replace(f"/tp{r.axes['tp']}/", f"/tp{tp}/"), axes={**r.axes, "tp": tp}))
     base = replace(layer, rows=tuple(rows))
-    head = replace(layer, rows=tuple(
-        replace(r, resources={**r.resources, "vgpr": r.resources["vgpr"] + 8})
-        if n % 10 == 0 and "vgpr" in r.resources else r for n, r in enumerate(rows)))
+    def more(r: Row) -> Row:
+        name = "vgpr" if "vgpr" in r.resources else "regs"
+        return replace(r, resources={**r.resources, name: r.resources[name] + 8})
+
+    head = replace(layer, rows=tuple(more(r) if n % 7 == 0 and r.resources else r for n, r in enumerate(rows)))
     comparison = compare(base, head)
     assert len(comparison.rows) == 5000
     text = get_format("html").format(comparison)
@@ -319,6 +326,112 @@ def test_thousands_of_rows(browser: Chromium, layer: Survey, tmp_path: Path) -> 
         f"builds 1–100 of {comparison.counts[next(m for m in comparison.counts if m.value == 'worse')]}"
         " (filtered from 5000)")
     page.screenshot(tmp_path / "big.png")
+
+
+def many_builds(layer: Survey, copies: int) -> Survey:
+    """The survey's rows repeated at ``copies`` tp values (40 builds each)."""
+    rows = [replace(r, key=r.key.replace(f"/tp{r.axes['tp']}/", f"/tp{r.axes['tp'] + 100 * i}/"),
+                    axes={**r.axes, "tp": r.axes["tp"] + 100 * i}) for i in range(copies) for r in layer.rows]
+    return replace(layer, rows=tuple(rows))
+
+
+def test_the_verdict_says_the_outcome_in_a_word(layer: Survey) -> None:
+    assert verdict(changed(layer)) == {
+        "text": "Regression: 4 of 40 builds changed (2 worse, 1 newly failing, 1 better)", "tone": "worse"}
+    regs = base_figure(layer, "proj/tp4/w2", "sm90", "regs")
+    assert verdict(compare(layer, edited(layer, {("proj/tp4/w2", "sm90"): {"regs": regs - 8}}))) == {
+        "text": "Improvement: 1 of 40 builds changed (1 better)", "tone": "better"}
+    assert verdict(compare(layer, layer)) == {
+        "text": "Nothing changed: 40 builds of 24 keys on gfx950, sm90, every figure the same", "tone": ""}
+
+
+def test_kinds_where_nothing_changed_are_named_not_drawn(layer: Survey) -> None:
+    """A kind on a target where no build changed sends neither its grid nor its builds: a line names it
+    with its counts (a whole suite's diff drew 24 grids of unchanged kinds before its summary)."""
+    data = comparison_data(changed(layer), "x")
+    assert [(g["kind"], g["target"]) for g in data["grids"]] == [("attn", "gfx950"), ("attn", "sm90"), ("proj", "sm90")]
+    assert data["folded"] == {"text": "1 kind × target where no build changed: 4 builds of 4 keys",
+                              "kinds": ["proj on gfx950: 4 keys, 4 builds"],
+                              "unlisted": "not listed: 4 unchanged builds of the 1 kind × target where nothing changed"}
+    assert {(r["kind"], r["target"]) for r in data["rows"]} == {("attn", "gfx950"), ("attn", "sm90"), ("proj", "sm90")}
+    assert len(data["rows"]) == 36 and data["counts"]["unchanged"] == 36  # the counts are still of every build
+    nothing = comparison_data(compare(layer, layer), "x")
+    assert nothing["grids"] == [] and nothing["rows"] == []
+    assert nothing["folded"]["text"] == "4 kinds × targets where no build changed: 40 builds of 24 keys"
+
+
+def test_a_report_where_nothing_changed_is_small(layer: Survey) -> None:
+    """The page of a diff where nothing changed holds its fixed part (the style and the script, about 34 KB)
+    and a line per kind on a target, whatever the number of builds: under 60 KB for the layer's 40 builds
+    (38 KB), and no bigger for 5,000. It used to carry every build and grid: 124 KB for the layer's 40
+    builds, 677 KB for the demo suite's 266 (`regsurvey diff HEAD~2 HEAD~1` in the demo repository), 39 KB
+    now."""
+    small = get_format("html").format(compare(layer, layer)).encode()
+    assert len(small) < 60_000
+    big = many_builds(layer, 125)
+    large = get_format("html").format(compare(big, big)).encode()
+    assert len(large) - len(small) < 200  # the counts' digits
+
+
+@needs_chromium
+def test_the_verdict_and_summary_come_before_the_grids(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
+    page = open_report(browser, tmp_path / "order.html", get_format("html").format(fewer_waves(layer)))
+    assert page.errors() == []
+    tops = page.evaluate("['#verdict', '#counts', '#summary', '#grids table.keys', '#rows'].map(s =>"
+                         " document.querySelector(s).getBoundingClientRect().top)")
+    assert tops == sorted(tops)
+    assert tops[2] < 400  # the summary on the first screen, at 1400 × 1000
+    assert page.evaluate("[document.getElementById('verdict').textContent, document.getElementById('verdict')"
+                         ".className]") == ["Regression: 9 of 40 builds changed (8 worse, 1 better)", "worse"]
+    # An unchanged build's detail: its figures whole from the value sent, one line for both sides.
+    page.evaluate("document.querySelector('#rows tr.row[data-ref=\"gfx950:attn/tp4/w2/bf16#1\"]').click()")
+    vgpr = base_figure(layer, "attn/tp4/w2/bf16#1", "gfx950", "vgpr")
+    assert ["VGPRs", str(vgpr), str(vgpr), "0"] in page.evaluate(
+        "Array.from(document.querySelectorAll('tr.detail .detail-grid > table tr'))"
+        ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
+    sides = page.evaluate("Array.from(document.querySelectorAll('tr.detail .mono')).map(d => d.textContent)"
+                          ".filter(t => t.includes(' · object '))")
+    built = row(layer, "attn/tp4/w2/bf16#1", "gfx950")
+    assert built.object is not None
+    assert sides == [f"before and after: ok · {built.num_warps} warps · {built.num_stages} stages · {built.where}"
+                     f" · object {built.object.sha256[:16]}"]
+    page.screenshot(tmp_path / "order.png")
+
+
+@needs_chromium
+def test_a_report_where_nothing_changed(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
+    page = open_report(browser, tmp_path / "same.html", get_format("html").format(compare(layer, layer)))
+    assert page.errors() == []
+    assert page.evaluate("document.getElementById('verdict').textContent") == (
+        "Nothing changed: 40 builds of 24 keys on gfx950, sm90, every figure the same")
+    assert page.evaluate("[document.querySelectorAll('#grids table').length, document.getElementById('listed').hidden,"
+                         " document.getElementById('grid-controls').hidden, document.getElementById('folded').open]"
+                         ) == [0, True, True, False]
+    assert page.evaluate("document.getElementById('unlisted').textContent") == (
+        "not listed: 40 unchanged builds of the 4 kinds × targets where nothing changed")
+    page.screenshot(tmp_path / "same.png")
+
+
+@needs_chromium
+def test_the_commits_table_fits_the_page(browser: Chromium, layer: Survey, tmp_path: Path) -> None:
+    """A long subject and a commit's spill totals wrap inside the table, and the table scrolls in its own
+    box: the page is no wider than the window (a suite's stack was 2,156 px wide at 1,400)."""
+    subject = "mla_decode: " + "one 16-head block per program instead of up to 32 heads, " * 4
+    second = edited(layer, {("attn/tp8/w8/e4m3", "gfx950"): {"vgpr_spill": 12, "sgpr_spill": 3, "scratch_bytes": 48},
+                            ("proj/tp4/w2", "sm90"): {"spill_store_bytes": 16, "spill_load_bytes": 16,
+                                                      "stack_bytes": 16}}, commit="b" * 40, label="HEAD")
+    s = stack([replace(layer, commit="a" * 40, label="main"), second], [subject])
+    page = open_report(browser, tmp_path / "wide.html", get_format("html").format_stack(s))
+    assert page.errors() == []
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1] == 1400
+    box = page.evaluate("(() => { const t = document.getElementById('steps'), b = t.parentElement,"
+                        " subject = t.querySelector('td.subject');"
+                        " return [getComputedStyle(b).overflowX,"
+                        " t.getBoundingClientRect().right <= b.getBoundingClientRect().right,"
+                        " getComputedStyle(subject).whiteSpace, subject.getBoundingClientRect().height > 30]; })()")
+    assert box == ["auto", True, "normal", True]  # the subject took several lines
+    page.screenshot(tmp_path / "wide.png")
 
 
 @needs_chromium
@@ -357,13 +470,16 @@ def test_keys_by_axes_and_the_change_column(browser: Chromium, layer: Survey, tm
     assert page.errors() == []
     assert page.evaluate("document.images.length + document.querySelectorAll('[src], link[href^=http]').length") == 0
     assert page.evaluate("document.getElementById('counts').textContent") == "2worse1mixed37unchanged"
-    # One grid per kind and target: attn's tp × width down, cache across; coloured by the spills.
+    # A grid per kind and target where a key moved: attn's tp × width down, cache across; coloured by the
+    # spills. The two where nothing moved are named in a fold, closed, with their counts.
     grids = page.evaluate("Array.from(document.querySelectorAll('#grids .kgrid')).map(g => [g.querySelector('h3')"
                           ".textContent, g.querySelector('.axes').textContent])")
     assert grids == [["attn on gfx950", "VGPR spills · rows tp × width · columns cache"],
-                     ["attn on sm90", "spill stores (B) · rows tp × width · columns cache"],
-                     ["proj on gfx950", "VGPR spills · rows tp · columns width"],
                      ["proj on sm90", "spill stores (B) · rows tp · columns width"]]
+    assert page.evaluate("[document.getElementById('folded').open, document.getElementById('folded-text').textContent,"
+                         " Array.from(document.querySelectorAll('#folded li')).map(li => li.textContent)]") == [
+        False, "2 kinds × targets where no build changed: 20 builds of 12 keys",
+        ["attn on sm90: 8 keys, 16 builds", "proj on gfx950: 4 keys, 4 builds"]]
     attn = ("Array.from(document.querySelectorAll('#grids table.keys[data-kind=attn][data-target=gfx950] tr'))"
             ".map(tr => Array.from(tr.cells).map(td => td.textContent + (td.classList.contains('cell') ? "
             "'|' + td.className.split(' ')[1] : '')))")
@@ -402,7 +518,7 @@ def test_keys_by_axes_and_the_change_column(browser: Chromium, layer: Survey, tm
     assert cols[:5] == ["mark", "key", "target", "kernel", "change"]
     assert {"f:vgpr", "f:occupancy", "f:regs"} <= set(cols)
     page.evaluate("document.getElementById('focus-clear').click()")
-    assert len(visible(page, "1")) == 40
+    assert len(visible(page, "1")) == 20
     page.evaluate("window.scrollTo(0, 0)")
     shot = page.screenshot(tmp_path / "grids-all.png")
     assert shot.stat().st_size > 20_000

@@ -1,4 +1,4 @@
-"""Print the corpus table of README's "Surveying an installed library" from the surveys the corpus kept.
+"""Print the corpus table of docs/keys.md's "Surveying an installed library" from the surveys the corpus kept.
 
     REGSURVEY_REALWORLD_OUT=/tmp/corpus python -m pytest -m realworld; python tests/realworld/summary.py /tmp/corpus
 """

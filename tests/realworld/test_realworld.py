@@ -13,8 +13,9 @@ Triton cache of its own so that Triton's metadata of every build can be read bac
   (``KNOWN_FAILURES``), which fail with that error;
 * every figure of every build equals a second, independent reading of the stored object: AMD from
   LLVM's comments and metadata in the stored amdgcn (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumSgprs``,
-  ``; ScratchSize``, ``; Occupancy`` where neither LDS nor the workgroup's shape binds, ``Folded Spill``
-  bytes, ``.sgpr_spill_count``, ``.kernarg_segment_size``) and Triton's own metadata (``shared``);
+  ``; ScratchSize``, ``Folded Spill`` bytes, ``.sgpr_spill_count``, ``.kernarg_segment_size``), the LDS
+  from the kept TTGIR's buffers allocated again (not Triton's metadata), and the occupancy from LLVM's
+  ``; Occupancy`` of a kernel declaring that LDS and the note's workgroup size;
   NVIDIA from ``ptxas -v`` on the stored PTX (registers, stack, spills, static shared memory),
   ``cuobjdump -res-usage`` on the cubin and Triton's ``shared``, occupancy recomputed from those by
   CUDA's occupancy rules;
@@ -53,9 +54,12 @@ import pytest
 from regsurvey.model.results import Row
 
 from ..readings import (
+    amd_lds_reading,
+    amd_occupancy_reading,
     asm_comment,
     asm_metadata,
     note_metadata,
+    note_waves,
     nv_info_entries,
     ptxas_reading,
     stored_text,
@@ -291,15 +295,13 @@ def _kernels(survey: dict[str, Any]) -> dict[tuple[str, str], list[tuple[Any, ..
 
 # AMD ------------------------------------------------------------------------------------------------
 
-_LDS_PER_CU = {"gfx942": 64 * 1024, "gfx950": 160 * 1024}
-_SIMDS_PER_CU = 4
-
-
 def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
-    """The row's AMD figures as LLVM's amdgcn text and Triton's metadata give them."""
+    """The row's AMD figures as LLVM's amdgcn text gives them; the LDS from the kept TTGIR's buffers, and
+    the occupancy from LLVM told that LDS and the note's workgroup size (not from Triton's metadata)."""
     text = stored_text(corpus.store, row, "amdgcn")
-    note = note_metadata((corpus.store / row["object"]["path"]).read_bytes())
-    lds = int(corpus.triton_metadata(row)["shared"])
+    hsaco = (corpus.store / row["object"]["path"]).read_bytes()
+    note = note_metadata(hsaco)
+    lds = amd_lds_reading(stored_text(corpus.store, row, "ttgir"), hsaco)
     reading = {
         "vgpr": asm_comment(text, "NumVgprs"),
         "agpr": asm_comment(text, "NumAgprs"),
@@ -309,18 +311,12 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "lds_bytes": lds,
+        "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"]),
     }
     # The object's own note says what the text says (else the stored text is not this object's).
     assert note[".vgpr_count"] == asm_comment(text, "TotalNumVgprs"), row["key"]
     assert note[".sgpr_count"] == reading["sgpr"] and note[".sgpr_spill_count"] == reading["sgpr_spill"], row["key"]
     assert note[".private_segment_fixed_size"] == reading["scratch_bytes"], row["key"]
-    # LLVM's occupancy assumes no LDS (Triton's is dynamic) and workgroups of one wave: it is the
-    # occupancy only where the kernel's LDS leaves room for it and its waves split evenly over the SIMDs.
-    occupancy = asm_comment(text, "Occupancy")
-    warps = int(corpus.triton_metadata(row)["num_warps"])
-    lds_room = _LDS_PER_CU[row["target"]] // lds * warps if lds else None
-    if (lds_room is None or lds_room >= occupancy * _SIMDS_PER_CU) and occupancy * _SIMDS_PER_CU % warps == 0:
-        reading["occupancy"] = occupancy
     return reading
 
 

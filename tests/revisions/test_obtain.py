@@ -131,9 +131,9 @@ def test_a_selection_of_kinds_or_keys_is_always_surveyed(project: tuple[Path, st
 
 
 @pytest.mark.parametrize(("change", "said"), [
-    ("triton", 'hip triton: "3.0.0" -> "{triton}"'),
-    ("codegen", 'hip amd_codegen_revision: "another" -> "{codegen}'),
-    ("fp fusion", "hip fp_fusion: false -> true"),
+    ("triton", 'hip triton: "3.0.0" → "{triton}"'),
+    ("codegen", 'hip amd_codegen_revision: "another" → "{codegen}'),
+    ("fp fusion", "hip fp_fusion: false → true"),
     ("no toolchain", "none recorded for hip"),
 ])
 def test_a_survey_of_another_toolchain_is_not_reused(project: tuple[Path, str], hip_toolchain: dict[str, dict],
@@ -296,7 +296,7 @@ def test_a_survey_with_failures_of_the_moment_is_not_reused(project: tuple[Path,
     if passing:
         surveys_again(repo, "HEAD", store)
         (line,) = capsys.readouterr().err.splitlines()
-        assert line == (f"regsurvey: surveying HEAD ({sha[:10]}) again: the stored survey of gfx950 has 1 build(s) "
+        assert line == (f"regsurvey: surveying HEAD ({sha[:10]}) again: the stored survey of gfx950 has 1 build "
                         "that failed for a cause of the moment (a time-out, a lost worker, an intermittent toolchain "
                         "failure)")
     else:

@@ -148,7 +148,7 @@ def test_with_a_key_an_edited_entry_does_not_pass_a_regression(toy: dict[str, An
         data["sha256"] = hashlib.sha256(json.dumps(data["payload"], sort_keys=True).encode()).hexdigest()
         path.write_text(json.dumps(data))
         edited.add(path.name)
-    # What README says of a cache read without the key: whoever can write it decides what it believes.
+    # What docs/trust.md says of a cache read without the key: whoever can write it decides what it believes.
     assert check(toy, tmp_path / "keyless", results).returncode == 0
     out = check(toy, tmp_path / "two", results, key=KEY)
     fails_on_spills(out)

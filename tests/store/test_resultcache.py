@@ -440,7 +440,7 @@ def test_an_edit_with_its_checksum_recomputed_is_caught_by_the_key_only(
     entry.write_text(json.dumps(data))
     assert cache.get(HASH) is None
     assert ignored == [Unsigned(entry.name, signed=True)]
-    # What README says a cache without a key believes: whatever its writers wrote.
+    # What docs/trust.md says a cache without a key believes: whatever its writers wrote.
     monkeypatch.delenv(CACHE_KEY_VAR)
     edited = ResultCache(objects).get(HASH)
     assert edited is not None and edited.resources["vgpr"] == 7

@@ -406,7 +406,7 @@ def test_with_a_key_surveys_are_signed_and_only_signed_ones_believed(tmp_path: P
     path.write_text(json.dumps(data))
     reseal(path)
     assert unusable(store, base.commit) == f"signed with another key or altered since ({CACHE_KEY_VAR} is set)"
-    # Without a key, the edit is believed: the checksum is for accidents (README, "Trust").
+    # Without a key, the edit is believed: the checksum is for accidents (docs/trust.md).
     monkeypatch.delenv(CACHE_KEY_VAR)
     edited = Store(root).load(base.commit, ["gfx950"])
     assert edited is not None and edited.rows[0].resources["vgpr"] == base.rows[0].resources["vgpr"] - 1

@@ -1,0 +1,108 @@
+"""``output/progress.py`` following real surveys of two revisions (the toy project's GEMM on sm90: 2 keys at
+HEAD~1, 3 at HEAD): in a terminal a bar per revision, named after it and counting to its own total; elsewhere
+plain lines a log keeps, each naming its revision."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from regsurvey.model.options import SurveyOptions
+from regsurvey.model.results import Survey
+from regsurvey.output.progress import SurveyCount, clock, survey_progress
+from regsurvey.revisions.obtain import open_store
+from regsurvey.revisions.range import obtain_surveys, survey_store
+
+from ..conftest import TOY, commit_all, git
+
+GEMM_ON_SM90 = SurveyOptions(targets=("sm90",), kinds=("gemm",), jobs=2)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+DONE_OF = re.compile(r"(\d+)/(\d+)")
+
+
+class Terminal(io.StringIO):
+    """What rich draws on a terminal, kept."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(scope="module")
+def two_commits(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The toy project, then a commit that adds a third width (the GEMM: 2 keys, then 3)."""
+    repo = tmp_path_factory.mktemp("progress") / "toy"
+    shutil.copytree(TOY, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "toy project")
+    keys = repo / "keys" / "toy.py"
+    keys.write_text(keys.read_text().replace("width=[2, 8]", "width=[2, 8, 16]"))
+    commit_all(repo, "a third width")
+    return repo, [git(repo, "rev-parse", rev) for rev in ("HEAD~1", "HEAD")]
+
+
+def surveys(repo: Path, progress_stream: io.StringIO, interval: float = 10.0) -> list[Survey]:
+    store = open_store(repo.parent / "store", repo)
+    with survey_store(store, GEMM_ON_SM90) as used, survey_progress(stream=progress_stream,
+                                                                    interval=interval) as progress:
+        return obtain_surveys(repo, ["HEAD~1", "HEAD"], used, GEMM_ON_SM90, progress)
+
+
+def test_a_bar_per_revision_named_after_it(two_commits: tuple[Path, list[str]],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # every column drawn whole
+    monkeypatch.setenv("TERM", "xterm")
+    repo, (base, head) = two_commits
+    terminal = Terminal()
+    before, after = surveys(repo, terminal)
+    assert (len(before.rows), len(after.rows)) == (2, 3)
+    drawn = ANSI.sub("", terminal.getvalue())
+    names = [f"HEAD~1 ({base[:10]}), revision 1 of 2", f"HEAD ({head[:10]}), revision 2 of 2"]
+    # Each bar's last frame: its revision, all of its own keys done.
+    for name, total in zip(names, (2, 3)):
+        assert re.search(rf"{re.escape(name)} .* {total}/{total} ", drawn), drawn[-2000:]
+    # Never past a total (a single bar for both counted 5/3).
+    assert all(int(done) <= int(total) for done, total in DONE_OF.findall(drawn)), drawn[-2000:]
+
+
+def test_lines_for_a_log_name_each_revision(two_commits: tuple[Path, list[str]]) -> None:
+    repo, (base, head) = two_commits
+    log = io.StringIO()
+    before, after = surveys(repo, log, interval=0.05)
+    text = log.getvalue()
+    assert "\r" not in text and "\x1b" not in text
+    lines = text.splitlines()
+    for name, survey in ((f"HEAD~1 ({base[:10]}), revision 1 of 2", before),
+                         (f"HEAD ({head[:10]}), revision 2 of 2", after)):
+        total = len({r.key for r in survey.rows})
+        own = [line for line in lines if line.startswith(f"regsurvey: {name}: ")]
+        assert f"regsurvey: surveying {name}" in lines
+        # While the keys are listed (every interval: this one is short), then once they are.
+        listing = [line for line in own if line.startswith(f"regsurvey: {name}: listing keys; ")]
+        assert own[:len(listing)] == listing
+        own = own[len(listing):]
+        assert own[0].startswith(f"regsurvey: {name}: {total} keys to survey; ")
+        compiled = sum(r.ok and not r.reused for r in survey.rows)
+        reused = sum(r.ok and r.reused for r in survey.rows)
+        failed = sum(r.failed for r in survey.rows)
+        assert re.fullmatch(rf"regsurvey: {re.escape(name)}: {total}/{total} keys, {compiled} builds? compiled, "
+                            rf"{reused} reused, {failed} failed; done in \d+s", own[-1]), own[-1]
+        # Between (where a key finished since the last line): keys done of this revision's total, never past it.
+        for line in own[1:-1]:
+            found = re.fullmatch(rf"regsurvey: {re.escape(name)}: (\d)/{total} keys?, .* elapsed(, about \S+ left)?",
+                                 line)
+            assert found and int(found.group(1)) < total, line
+    # The first revision's lines all come before the second's.
+    assert lines.index(f"regsurvey: surveying HEAD ({head[:10]}), revision 2 of 2") > max(
+        i for i, line in enumerate(lines) if "revision 1 of 2" in line)
+
+
+def test_a_count_says_where_it_is() -> None:
+    count = SurveyCount("HEAD~1 (abc1234567), revision 1 of 2", began=100.0)
+    assert count.line(112.0) == "regsurvey: HEAD~1 (abc1234567), revision 1 of 2: listing keys; 12s elapsed"
+    count.start(1)
+    assert count.line(130.0).endswith(": 1 key to survey; 30s elapsed")
+    assert [clock(s) for s in (0.4, 59, 61, 3599, 3725)] == ["0s", "59s", "1m01s", "59m59s", "1h02m"]
