@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.ray_executor import ray_address
-from ..engine.survey import start_workers_early, survey_checkout
+from ..engine.survey import survey_checkout
+from ..engine.worker_start import start_workers_early
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Survey, default_target_list
