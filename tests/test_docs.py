@@ -141,7 +141,9 @@ def cli_problem(args: list[str], group: click.Group = main) -> str | None:
     """Why ``regsurvey ARGS`` would not parse (None when it would): read by click's own parser for each
     (sub)command in turn, so an option renamed in the code makes the example wrong. Nothing is invoked."""
     command: click.Command = group
-    ctx = click.Context(group, info_name="regsurvey")
+    # Contexts made as click makes them (a command's context_settings applied): a bare click.Context has
+    # other help option names, and click keeps the help option a command first made for its next uses.
+    ctx = click.Context(group, info_name="regsurvey", **group.context_settings)
     path = "regsurvey"
     while True:
         try:
@@ -165,7 +167,7 @@ def cli_problem(args: list[str], group: click.Group = main) -> str | None:
         if sub is None:
             return f"{path} has no command {name!r}"
         path += f" {name}"
-        ctx = click.Context(sub, info_name=name, parent=ctx)
+        ctx = click.Context(sub, info_name=name, parent=ctx, **sub.context_settings)
         command = sub
 
 
