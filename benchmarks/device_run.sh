@@ -86,7 +86,7 @@ if want imports; then
   # What a first survey waits for before its first compile: the worker forkserver's imports (three runs).
   echo "== imports of a worker: torch, triton, regsurvey's preload (Triton's own hash, the backends)"
   for i in 1 2 3; do
-    timeout 120 python3 -c 'import time; t = time.perf_counter(); import torch; a = time.perf_counter(); import triton; b = time.perf_counter(); import regsurvey.engine._worker_preload; c = time.perf_counter(); print(f"torch {a - t:.2f} s, triton {b - a:.2f} s, preload {c - b:.2f} s")'
+    timeout 120 python3 -c 'import time; t = time.perf_counter(); import torch; a = time.perf_counter(); import triton; b = time.perf_counter(); import regsurvey.engine.worker_preload; c = time.perf_counter(); print(f"torch {a - t:.2f} s, triton {b - a:.2f} s, preload {c - b:.2f} s")'
   done
 fi
 if want ray-check; then

@@ -1,4 +1,4 @@
-"""Stand-in worker main loops for the scheduler's tests (:mod:`tests.engine.test_survey_pool`).
+"""Stand-in worker main loops for the scheduler's tests (:mod:`tests.engine.test_transport_local`).
 
 They speak the worker protocol of :func:`regsurvey.engine.worker.serve` (:mod:`regsurvey.engine.protocol`)
 but compile nothing, so that the parent's handling of a worker that dies or falls silent with keys in

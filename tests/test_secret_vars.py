@@ -81,7 +81,7 @@ def test_the_rules_import_only_the_standard_library() -> None:
 def test_workers_keep_the_results_signing_key_and_no_other_secret() -> None:
     """Workers sign the results they store (REGSURVEY_CACHE_KEY, whose name makes it a secret): without it
     in their environment, a keyed cache would silently go unsigned. Every other secret stays out."""
-    from regsurvey.engine.survey import worker_environment
+    from regsurvey.engine.worker_start import worker_environment
 
     env = {"REGSURVEY_CACHE_KEY": "k" * 40, "CI_JOB_TOKEN": "glcbt-0123456789", "PATH": "/usr/bin"}
     assert worker_environment(env) == {"REGSURVEY_CACHE_KEY": "k" * 40, "PATH": "/usr/bin"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..engine.survey import SurveyError
+from ..engine.errors import SurveyError
 from ..model.targets import UnknownTargetError
 from ..revisions.checkout import CheckoutError
 from ..store.files import WriteError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..engine.survey import SurveyError
+from ..engine.errors import SurveyError
 from ..model.options import SurveyOptions
 from ..model.results import Survey
 from ..model.targets import get_target

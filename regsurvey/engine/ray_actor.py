@@ -23,13 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptObjectError
 from ..model.keys import Key
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from .protocol import Failed, KeyFinished, KeysListed, ToolchainInfo
-from .ray_node import leave_node, node_store, pinned_actor, sweep_node
+from .ray_node import (
+    ShippedObject,
+    leave_node,
+    node_store,
+    pinned_actor,
+    ship_from,
+    shipped_object,
+    store_objects,
+    sweep_node,
+)
 
 # -- what travels ---------------------------------------------------------------------------------------
 
@@ -129,16 +137,6 @@ def unpack_tree(data: bytes, into: Path) -> None:
 
 
 @dataclass(frozen=True)
-class ShippedObject:
-    """A stored object and what is kept beside it, as bytes: ``texts`` by name, gzipped as stored."""
-
-    sha256: str
-    ext: str
-    binary: bytes
-    texts: dict[str, bytes]
-
-
-@dataclass(frozen=True)
 class KeyShipped:
     """An actor's answer for one key: the worker's answer, the objects its rows name (with their
     result-cache entries, by Triton hash), and the seconds the actor spent on the call."""
@@ -155,21 +153,6 @@ class KeyShipped:
         store_objects(self.objects, objects)
         for triton_hash, entry in self.cached.items():
             cache.put(triton_hash, entry)
-
-
-def store_objects(shipped: tuple[ShippedObject, ...], objects: ObjectStore) -> None:
-    """Put objects that came back, with their texts, into the survey's store."""
-    for obj in shipped:
-        sha, rel = objects.put(obj.binary, obj.ext)
-        if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
-            raise ValueError(f"object {obj.sha256} arrived altered")
-        for name, data in obj.texts.items():
-            objects.put_packed(rel, name, data)  # (checked: a text that is not this object's is refused)
-
-
-def _shipped(objects: ObjectStore, rel: str, sha: str) -> ShippedObject:
-    """The stored object ``rel`` and the texts kept beside it, to send."""
-    return ShippedObject(sha, objects.path(rel).suffix[1:], objects.get(rel, sha), objects.packed(rel))
 
 
 # -- the actor --------------------------------------------------------------------------------------------
@@ -359,18 +342,6 @@ class ClusterInFlight(InFlight):
             raise
 
 
-def _ship_from(objects: ObjectStore, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
-    return tuple(_shipped(objects, path, sha) for sha, path in wanted.items() if _held(objects, path))
-
-
-def _held(objects: ObjectStore, rel: str) -> bool:
-    """Whether the object ``rel`` is in ``objects`` (a path that is none of its objects' is not)."""
-    try:
-        return objects.path(rel).is_file()
-    except CorruptObjectError:
-        return False
-
-
 class SurveyActor:
     """One worker on a node of the cluster: the checkout unpacked once, imported for one target.
 
@@ -413,42 +384,39 @@ class SurveyActor:
         if claims is not None:
             self.worker.inflight = ClusterInFlight(self.worker.objects.root, claims, who or self.marker.name,
                                                    self.node, own, known)
-        try:
-            self.worker.kinds()  # warm up: torch, Triton, the project's kernels, before the first key
-        except BaseException:  # noqa: S110 - reported again, with its message, when a call needs the keys
-            self.worker._kinds = None
+        self.worker.warm_up()  # torch, Triton, the project's kernels, before the first key
 
     def where(self) -> tuple[str, str]:
         """The node this actor runs on, and its directory there."""
         return self.node, str(self.dir)
 
     def list_keys(self, targets: tuple[str, ...] | None) -> KeysListed | Failed:
-        from .worker import _failure
+        from .worker import failure
 
         try:
             return self.worker.listing(targets)
         except Exception as exc:
-            return _failure(exc)
+            return failure(exc)
 
     def toolchain(self, backend: str) -> ToolchainInfo | Failed:
         from ..compile import toolchain
-        from .worker import _failure
+        from .worker import failure
 
         try:
             return ToolchainInfo(toolchain.toolchain_info(backend))
         except Exception as exc:
-            return _failure(exc)
+            return failure(exc)
 
     def survey(self, key: Key, reuse: bool) -> KeyShipped:
         """Compile ``key``, read, store and lint its objects; answer its rows and the objects."""
-        from .worker import _failure, peak_rss_mb
+        from .worker import failure, peak_rss_mb
 
         start = time.perf_counter()
         worker = self.worker
         try:
             rows = tuple(worker.survey_key(key, reuse))
         except Exception as exc:
-            return KeyShipped(_failure(exc, key), seconds=time.perf_counter() - start, node=self.node)
+            return KeyShipped(failure(exc, key), seconds=time.perf_counter() - start, node=self.node)
         objects: dict[str, ShippedObject] = {}
         cached: dict[str, CachedResult] = {}
         for row in rows:
@@ -458,7 +426,7 @@ class SurveyActor:
             sha = row.object.sha256
             if not path.is_file():  # reused from the survey's store (_WithSurveyStore): it is there already
                 continue
-            objects[sha] = _shipped(worker.objects, row.object.path, sha)
+            objects[sha] = shipped_object(worker.objects, row.object.path, sha)
             if row.triton_hash and row.triton_hash not in cached:
                 entry = worker.results.get(row.triton_hash)
                 if entry is not None:
@@ -471,7 +439,7 @@ class SurveyActor:
     def ship(self, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
         """The objects of ``wanted`` (sha256 -> path in the store) that the node's store holds: those whose
         holder's answer was lost, asked for at the survey's end."""
-        return _ship_from(self.worker.objects, wanted)
+        return ship_from(self.worker.objects, wanted)
 
     def close(self) -> None:
         """Remove this actor's directory (the checkout), and the node's store of the survey when no other

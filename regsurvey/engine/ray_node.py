@@ -2,7 +2,8 @@
 (:func:`node_store`, a marker per actor alive), what an actor killed leaves (removed by :func:`leave_node`
 when the next actor of the survey leaves, or at the end by a :class:`NodeShipper`; by :func:`sweep_node`
 an hour later when nothing could), and the shipper that sends a node's objects when no actor of the survey
-is left there. Nothing here imports ray at module level.
+is left there; what travels back from a node's store (:class:`ShippedObject`: an object with the texts kept
+beside it) and is put into the survey's (:func:`store_objects`). Nothing here imports ray at module level.
 """
 
 from __future__ import annotations
@@ -10,13 +11,55 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..errors import CorruptObjectError
 from ..store.objectstore import ObjectStore
 
-if TYPE_CHECKING:
-    from .ray_actor import ShippedObject
+# -- what travels back -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShippedObject:
+    """A stored object and what is kept beside it, as bytes: ``texts`` by name, gzipped as stored."""
+
+    sha256: str
+    ext: str
+    binary: bytes
+    texts: dict[str, bytes]
+
+
+def store_objects(shipped: tuple[ShippedObject, ...], objects: ObjectStore) -> None:
+    """Put objects that came back, with their texts, into the survey's store."""
+    for obj in shipped:
+        sha, rel = objects.put(obj.binary, obj.ext)
+        if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
+            raise ValueError(f"object {obj.sha256} arrived altered")
+        for name, data in obj.texts.items():
+            objects.put_packed(rel, name, data)  # (checked: a text that is not this object's is refused)
+
+
+def shipped_object(objects: ObjectStore, rel: str, sha: str) -> ShippedObject:
+    """The stored object ``rel`` and the texts kept beside it, to send."""
+    return ShippedObject(sha, objects.path(rel).suffix[1:], objects.get(rel, sha), objects.packed(rel))
+
+
+def ship_from(objects: ObjectStore, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
+    """The objects of ``wanted`` (sha256 -> path in the store) that ``objects`` holds, to send."""
+    return tuple(shipped_object(objects, path, sha) for sha, path in wanted.items() if _holds(objects, path))
+
+
+def _holds(objects: ObjectStore, rel: str) -> bool:
+    """Whether the object ``rel`` is in ``objects`` (a path that is none of its objects' is not)."""
+    try:
+        return objects.path(rel).is_file()
+    except CorruptObjectError:
+        return False
+
+
+# -- the node's store ---------------------------------------------------------------------------------
 
 
 def node_store(survey: str) -> Path:
@@ -106,9 +149,8 @@ class NodeShipper:
         self.shared = node_store(survey)
 
     def ship(self, wanted: dict[str, str]) -> tuple[ShippedObject, ...]:
-        from .ray_actor import _ship_from
-
-        return _ship_from(ObjectStore(self.shared / "objects"), wanted)
+        """The objects of ``wanted`` (sha256 -> path in the store) the node's store holds."""
+        return ship_from(ObjectStore(self.shared / "objects"), wanted)
 
     def close(self) -> None:
         """Remove what actors gone left on the node, and the node's store if no actor is left."""

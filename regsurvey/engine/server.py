@@ -189,7 +189,8 @@ def _log(path: Path) -> Path:
     return path.with_suffix(".log")
 
 
-def _package() -> str:
+def package() -> str:
+    """The directory of this regsurvey's sources (a server's ping says its own: see :func:`start`)."""
     return str(Path(__file__).resolve().parents[1])
 
 
@@ -258,7 +259,7 @@ def _retire_superseded(path: Path) -> None:
         if other == path:
             continue
         status = _ping_any(other)
-        if status is not None and status.get("python") == sys.executable and status.get("package") == _package():
+        if status is not None and status.get("python") == sys.executable and status.get("package") == package():
             _tell(other, {"op": "retire"})
 
 

@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 from ..processes import ProcessEnd, die_with_parent
 from .protocol import WorkerExited, WorkerStarted
-from .server import CONNECT_TIMEOUT_S, LOCKED_EXIT, _package
+from .server import CONNECT_TIMEOUT_S, LOCKED_EXIT, package
 
 
 def _lock(path: Path, wait_s: float = 5.0) -> int | None:
@@ -114,96 +114,123 @@ def serve_forever(path: Path, idle_s: float) -> None:
     lock = _lock(path)
     if lock is None:  # a server of this identity is running or starting: it serves
         sys.exit(LOCKED_EXIT)
-    from . import _worker_preload  # noqa: F401 - torch, Triton, regsurvey, Triton's source hash
+    from . import worker_preload  # noqa: F401 - torch, Triton, regsurvey, Triton's source hash
 
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a stale socket of a server that died
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    path.chmod(0o600)
-    listener.listen(64)
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the selector
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    children: dict[int, Connection] = {}
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ, "accept")
-    selector.register(wake_r, selectors.EVENT_READ, "child")
-    surveys = _Surveys(selector)
-    started = last_busy = time.monotonic()
-    retiring = False  # superseded by a newer server: exit once the workers of running surveys are done
+    server = _Server(path, idle_s, lock)
     try:
-        while True:
-            if not children and (retiring or time.monotonic() - last_busy >= idle_s):
-                return
-            timeout = 0.5 if surveys.polled() else max(1.0, idle_s / 10)
-            for key, _ in selector.select(timeout=timeout):
-                if key.data == "child":
-                    os.read(wake_r, 4096)
-                    continue
-                if isinstance(key.data, tuple):  # ("survey", pid): a survey ended; its workers go too
-                    _kill(children, surveys.ended(only=key.data[1]))
-                    continue
-                sock, _ = listener.accept()
-                peer = _peer_pid(sock)
-                conn = Connection(sock.detach())
-                try:
-                    if not conn.poll(CONNECT_TIMEOUT_S * 10):
-                        raise EOFError
-                    request = conn.recv()
-                except (OSError, EOFError):
-                    conn.close()
-                    continue
-                op = request.get("op") if isinstance(request, dict) else None
-                if op == "ping":
-                    _reply(conn, {"ok": True, "pid": os.getpid(), "identity": path.stem, "workers": len(children),
-                                  "idle_s": idle_s, "up_s": round(time.monotonic() - started, 1),
-                                  "python": sys.executable, "package": _package()})
-                elif op == "kill":
-                    _kill(children, [request.get("pid")])
-                    _reply(conn, {"ok": True})
-                elif op == "stop":
-                    _reply(conn, {"ok": True})
-                    return
-                elif op == "retire":
-                    _reply(conn, {"ok": True})
-                    retiring = True
-                elif op == "idle":  # `regsurvey server start --idle` while this server runs
-                    wanted = request.get("idle_s")
-                    if isinstance(wanted, (int, float)) and wanted > 0:
-                        idle_s, last_busy = float(wanted), time.monotonic()  # counted from now
-                    _reply(conn, {"ok": idle_s == wanted, "idle_s": idle_s})
-                elif op == "worker":
-                    server_pid = os.getpid()
-                    pid = os.fork()
-                    if pid == 0:
-                        # Killed when the server ends: a server killed mid-survey takes its workers along,
-                        # and each survey sees its connections end (and surveys their keys again) rather
-                        # than orphans that nobody can kill.
-                        die_with_parent(server_pid)
-                        _be_worker(conn, request["args"], inherited=[
-                            selector.close, listener.close, lambda: os.close(wake_r), lambda: os.close(wake_w),
-                            lambda: os.close(lock), *(w.close for w in surveys.watches.values()),
-                            *(other.close for other in children.values())])
-                    children[pid] = conn
-                    surveys.add(pid, peer)
-                    last_busy = time.monotonic()
-                else:
-                    conn.close()
-            if surveys.polled():
-                _kill(children, surveys.ended())
-            for pid in _reap(children):
-                surveys.forget(pid)
-            if children:
-                last_busy = time.monotonic()
+        server.run()
     finally:
-        for pid in list(children):
+        server.close()
+
+
+class _Server:
+    """The server's loop: a worker forked per request on the socket, each survey watched, children reaped."""
+
+    def __init__(self, path: Path, idle_s: float, lock: int):
+        self.path = path
+        self.idle_s = idle_s
+        self.lock = lock
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a stale socket of a server that died
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        path.chmod(0o600)
+        self.listener.listen(64)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the selector
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        self.children: dict[int, Connection] = {}
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        self.selector.register(self.wake_r, selectors.EVENT_READ, "child")
+        self.surveys = _Surveys(self.selector)
+        self.started = self.last_busy = time.monotonic()
+        self.retiring = False  # superseded by a newer server: exit once the workers of running surveys are done
+
+    def run(self) -> None:
+        """Serve until stopped, retired with no worker left, or idle for ``idle_s``."""
+        while True:
+            if not self.children and (self.retiring or time.monotonic() - self.last_busy >= self.idle_s):
+                return
+            timeout = 0.5 if self.surveys.polled() else max(1.0, self.idle_s / 10)
+            for key, _ in self.selector.select(timeout=timeout):
+                if key.data == "child":
+                    os.read(self.wake_r, 4096)
+                elif isinstance(key.data, tuple):  # ("survey", pid): a survey ended; its workers go too
+                    _kill(self.children, self.surveys.ended(only=key.data[1]))
+                elif not self.accept():
+                    return
+            if self.surveys.polled():
+                _kill(self.children, self.surveys.ended())
+            for pid in _reap(self.children):
+                self.surveys.forget(pid)
+            if self.children:
+                self.last_busy = time.monotonic()
+
+    def accept(self) -> bool:
+        """Answer a request on a new connection; False when it says stop."""
+        sock, _ = self.listener.accept()
+        peer = _peer_pid(sock)
+        conn = Connection(sock.detach())
+        try:
+            if not conn.poll(CONNECT_TIMEOUT_S * 10):
+                raise EOFError
+            request = conn.recv()
+        except (OSError, EOFError):
+            conn.close()
+            return True
+        op = request.get("op") if isinstance(request, dict) else None
+        if op == "ping":
+            _reply(conn, {"ok": True, "pid": os.getpid(), "identity": self.path.stem, "workers": len(self.children),
+                          "idle_s": self.idle_s, "up_s": round(time.monotonic() - self.started, 1),
+                          "python": sys.executable, "package": package()})
+        elif op == "kill":
+            _kill(self.children, [request.get("pid")])
+            _reply(conn, {"ok": True})
+        elif op == "stop":
+            _reply(conn, {"ok": True})
+            return False
+        elif op == "retire":
+            _reply(conn, {"ok": True})
+            self.retiring = True
+        elif op == "idle":  # `regsurvey server start --idle` while this server runs
+            wanted = request.get("idle_s")
+            if isinstance(wanted, (int, float)) and wanted > 0:
+                self.idle_s, self.last_busy = float(wanted), time.monotonic()  # counted from now
+            _reply(conn, {"ok": self.idle_s == wanted, "idle_s": self.idle_s})
+        elif op == "worker":
+            self.fork(conn, request["args"], peer)
+        else:
+            conn.close()
+        return True
+
+    def fork(self, conn: Connection, args: list[Any], peer: int | None) -> None:
+        """A worker for the survey ``peer`` on ``conn``, forked from this process."""
+        server_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            # Killed when the server ends: a server killed mid-survey takes its workers along, and each
+            # survey sees its connections end (and surveys their keys again) rather than orphans that
+            # nobody can kill.
+            die_with_parent(server_pid)
+            _be_worker(conn, args, inherited=[
+                self.selector.close, self.listener.close, lambda: os.close(self.wake_r),
+                lambda: os.close(self.wake_w), lambda: os.close(self.lock),
+                *(w.close for w in self.surveys.watches.values()),
+                *(other.close for other in self.children.values())])
+        self.children[pid] = conn
+        self.surveys.add(pid, peer)
+        self.last_busy = time.monotonic()
+
+    def close(self) -> None:
+        """Kill the workers left (they die with the server anyway) and remove the socket."""
+        for pid in list(self.children):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            self.path.unlink()
 
 
 def _kill(children: dict[int, Connection], pids: list[Any]) -> None:

@@ -1,9 +1,9 @@
 """A worker process: imports one checkout's keys once, then surveys keys sent to it one at a time.
 
-The parent (:mod:`regsurvey.engine.survey`) owns scheduling, time-outs and storage of the survey; the worker
-runs kind bodies under capture, compiles their launches and reads the objects' resources. It is forked
-from a process that imported only torch, Triton and regsurvey (or spawned), so nothing of the parent's
-interpreter (or of another commit's kernels) is shared.
+The parent (:mod:`regsurvey.engine.survey`, its schedule fed by :mod:`.transport_local`) owns scheduling,
+time-outs and storage of the survey; the worker runs kind bodies under capture, compiles their launches and
+reads the objects' resources. It is forked from a process that imported only torch, Triton and regsurvey (or
+spawned), so nothing of the parent's interpreter (or of another commit's kernels) is shared.
 
 A worker compiles on its main thread, one key at a time. Reading, storing and linting a compiled key's
 objects ("finishing" it) is Python work that would hold the interpreter lock the compiles also need:
@@ -157,7 +157,7 @@ class Worker:
     def __init__(self, root: Path, keys_dir: Path, objects_dir: Path, target: str = DEFAULT_LIST_TARGET):
         """``target``: the target whose keys this worker surveys, and the device its import sees.
         ANY_TARGET: one import (made with the default device) for every target, the benchmark's
-        baseline (see survey.shared_import)."""
+        baseline (see transport_local.shared_import)."""
         self.root = root
         self.keys_dir = keys_dir
         self.any_target = target == ANY_TARGET
@@ -196,6 +196,14 @@ class Worker:
         with self._timing_lock:
             taken, self.timing = self.timing, {}
         return {k: round(v, 4) for k, v in taken.items()}
+
+    def warm_up(self) -> None:
+        """Import the keys files now (torch, Triton, the project's kernels), before the first request needs
+        them; one that raises is imported again, and says why, when a request needs the keys."""
+        try:
+            self.kinds()
+        except BaseException:  # noqa: S110 - reported again, with its message, when a request needs the keys
+            self._kinds = None
 
     def kinds(self) -> dict[str, Kind]:
         """Load the keys files once, with this worker's target as the device (raises KeysFileError)."""
@@ -553,6 +561,41 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     otherwise see the environment of that moment. ``target``: the one target whose keys it surveys.
     ``survey``: the survey's pid; the worker ends when the survey does (:func:`_end_with_survey`).
     """
+    _become_worker(survey, environ, triton_cache_dir)
+    try:
+        os.chdir(root)
+    except OSError as exc:  # the checkout is gone: the survey was interrupted while this worker started
+        with contextlib.suppress(OSError):
+            conn.send(Failed(f"cannot enter the checkout {root}: {exc.strerror}"))
+        return
+    # The checkout first on the import path: its kernels, not anyone else's. regsurvey itself is
+    # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
+    sys.path.insert(0, root)
+    # Forked from a forkserver or the server: torch, Triton and Triton's source hash came with the fork.
+    preloaded = "regsurvey.engine.worker_preload" in sys.modules
+    worker = Worker(Path(root), Path(keys_dir), Path(objects_dir), target)
+    worker.warm_up()
+    answering = _Answering(conn, worker, preloaded)
+    try:
+        while True:
+            try:
+                request: Request = conn.recv()
+            except (EOFError, OSError):
+                return
+            try:
+                if not answering.answer(request):
+                    return
+            except Exception as exc:
+                answering.send(failure(exc))
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the survey has ended (killed): no one to answer, and nothing to print on its terminal
+    finally:
+        answering.finishing.close(wait=False)
+
+
+def _become_worker(survey: int | None, environ: dict[str, str] | None, triton_cache_dir: str | None) -> None:
+    """This process made a survey's worker: ending with the survey, quiet on Ctrl-C, its stdout the
+    survey's stderr, with the survey's environment."""
     _end_with_survey(survey)
     _project_multiprocessing()
     # Ctrl-C reaches every process of the terminal's group: the parent handles it and kills the
@@ -571,82 +614,69 @@ def serve(conn: Any, root: str, keys_dir: str, objects_dir: str, triton_cache_di
     # The survey records the fp-fusion setting in its toolchain block; the warning itself would
     # repeat once per worker.
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
-    try:
-        os.chdir(root)
-    except OSError as exc:  # the checkout is gone: the survey was interrupted while this worker started
-        with contextlib.suppress(OSError):
-            conn.send(Failed(f"cannot enter the checkout {root}: {exc.strerror}"))
-        return
-    # The checkout first on the import path: its kernels, not anyone else's. regsurvey itself is
-    # already imported (this module), so a checkout that contains regsurvey/ does not replace it.
-    sys.path.insert(0, root)
-    # Forked from a forkserver or the server: torch, Triton and Triton's source hash came with the fork.
-    preloaded = "regsurvey.engine._worker_preload" in sys.modules
-    worker = Worker(Path(root), Path(keys_dir), Path(objects_dir), target)
-    try:
-        worker.kinds()  # warm up (torch, Triton, the project's kernels) before the first request
-    except BaseException:  # noqa: S110 - reported again, with its message, when a request needs the keys
-        worker._kinds = None
-    send_lock = threading.Lock()
 
-    def send(message: Answer) -> None:
-        with send_lock:
-            conn.send(message)
 
-    def reply(key: Key, answer: KeyFinished | Failed) -> None:
+class _Answering:
+    """A worker's answers on its pipe: keys are compiled on this thread, one at a time; each compiled key is
+    finished (its objects read, stored and linted) by the finishing process or thread while the next key
+    compiles. KeyCompiled tells the parent to send the next."""
+
+    def __init__(self, conn: Any, worker: Worker, preloaded: bool):
+        self.conn = conn
+        self.worker = worker
+        self.preloaded = preloaded
+        self.lock = threading.Lock()  # the finishing side answers too
+        self.finishing = Finishing(worker, self.reply, use_process=finishing_mode() == "process", inherited=[conn])
+
+    def send(self, message: Answer) -> None:
+        with self.lock:
+            self.conn.send(message)
+
+    def reply(self, key: Key, answer: KeyFinished | Failed) -> None:
         """Send a finished key's rows (or why it failed) with the timing and memory of both halves."""
         if isinstance(answer, Failed):
-            send(answer)
+            self.send(answer)
             return
-        timing = worker.take_timing()
+        timing = self.worker.take_timing()
         for phase, seconds in answer.timing.items():
             timing[phase] = round(timing.get(phase, 0.0) + seconds, 4)
-        send(replace(answer, timing=timing, ready_at=worker.ready_at,
-                     peak_rss_mb=max(peak_rss_mb(), answer.peak_rss_mb), preloaded=preloaded))
+        self.send(replace(answer, timing=timing, ready_at=self.worker.ready_at,
+                          peak_rss_mb=max(peak_rss_mb(), answer.peak_rss_mb), preloaded=self.preloaded))
 
-    # Keys are compiled on this thread, one at a time; each compiled key is finished (its objects read,
-    # stored and linted) by the finishing process or thread while the next key compiles. KeyCompiled
-    # tells the parent to send the next.
-    finishing = Finishing(worker, reply, use_process=finishing_mode() == "process", inherited=[conn])
-    try:
-        while True:
-            try:
-                request: Request = conn.recv()
-            except (EOFError, OSError):
-                return
-            try:
-                match request:
-                    case Stop():
-                        finishing.close(wait=True)
-                        return
-                    case ListKeys(targets=targets):
-                        send(worker.listing(targets))
-                    case ToolchainOf(backend=backend):
-                        send(ToolchainInfo(toolchain.toolchain_info(backend)))
-                    case SurveyKey(key=key, reuse=reuse):
-                        def captured(launches: int, key: Key = key) -> None:
-                            send(KeyCaptured(key, launches))
+    def answer(self, request: Request) -> bool:
+        """Answer ``request``; False when it says stop (what is held is finished first)."""
+        match request:
+            case Stop():
+                self.finishing.close(wait=True)
+                return False
+            case ListKeys(targets=targets):
+                self.send(self.worker.listing(targets))
+            case ToolchainOf(backend=backend):
+                self.send(ToolchainInfo(toolchain.toolchain_info(backend)))
+            case SurveyKey(key=key, reuse=reuse):
+                self.survey_key(key, reuse)
+            case _:
+                self.send(Failed(f"unknown request {request!r}"))
+        return True
 
-                        def waiting(_: str, holder: str | None, key: Key = key) -> None:
-                            send(KeyWaiting(key, holder))
+    def survey_key(self, key: Key, reuse: bool) -> None:
+        """Compile ``key`` (saying when it is captured and when it waits for a build lock), then hand it to
+        the finishing side."""
+        def captured(launches: int) -> None:
+            self.send(KeyCaptured(key, launches))
 
-                        worker.inflight.on_wait = waiting
+        def waiting(_: str, holder: str | None) -> None:
+            self.send(KeyWaiting(key, holder))
 
-                        try:
-                            items = worker.compile_key(key, reuse=reuse, captured=captured)
-                        except Exception as exc:
-                            send(_failure(exc, key))
-                            continue
-                        send(KeyCompiled(key, worker.take_notes(), worker.take_said_once(), worker.take_unsigned()))
-                        finishing.submit(key, items)
-                    case _:
-                        send(Failed(f"unknown request {request!r}"))
-            except Exception as exc:
-                send(_failure(exc))
-    except (BrokenPipeError, ConnectionResetError):
-        return  # the survey has ended (killed): no one to answer, and nothing to print on its terminal
-    finally:
-        finishing.close(wait=False)
+        self.worker.inflight.on_wait = waiting
+        try:
+            items = self.worker.compile_key(key, reuse=reuse, captured=captured)
+        except Exception as exc:
+            self.send(failure(exc, key))
+            return
+        worker = self.worker
+        self.send(KeyCompiled(key, worker.take_notes(), worker.take_said_once(), worker.take_unsigned()))
+        self.finishing.submit(key, items)
 
 
 def _end_with_survey(survey: int | None) -> None:
@@ -693,8 +723,8 @@ def _project_multiprocessing() -> None:
     multiprocessing.set_start_method(None, force=True)
 
 
-def _failure(exc: BaseException, key: Key | None = None) -> Failed:
-    """The answer to a request that raised."""
+def failure(exc: BaseException, key: Key | None = None) -> Failed:
+    """The answer to a request that raised (in a worker, or a Ray actor)."""
     if isinstance(exc, KeysFileError):
         return Failed(str(exc), key, exc.traceback, transient=out_of_space(exc))
     if out_of_space(exc):
@@ -711,7 +741,7 @@ def _rows_answer(worker: Worker, finish: Callable[[list[Item]], list[Row]], key:
         rows = tuple(finish(items))
         return KeyFinished(key, rows, notes=worker.take_notes(), unsigned=worker.take_unsigned())
     except Exception as exc:
-        return _failure(exc, key)
+        return failure(exc, key)
 
 
 FINISHING_MODES = ("process", "thread")

@@ -226,7 +226,7 @@ class Survey:
     rows: tuple[Row, ...]
     dirty: bool = False
     created: str = ""
-    # Where the survey's wall time went (seconds; see survey.SurveyTiming): not compared by diff.
+    # Where the survey's wall time went (seconds; see engine.timing.SurveyTiming): not compared by diff.
     timing: dict[str, float] = field(default_factory=dict)
     # The revision of regsurvey's object readers and lint that made the rows (model.version.READER_REVISION;
     # "" when unknown, or mixed in a merge): a stored survey is reused only by the same revision.

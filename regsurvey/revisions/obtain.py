@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..engine.ray_executor import ray_address
-from ..engine.survey import start_workers_early, survey_checkout
+from ..engine.survey import survey_checkout
+from ..engine.worker_start import start_workers_early
 from ..errors import CorruptObjectError
 from ..model.options import SurveyOptions
 from ..model.progress import Progress

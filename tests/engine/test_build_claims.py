@@ -1,6 +1,6 @@
 """Builds shared across Ray nodes, driven directly (their logic needs no cluster): the survey's build claims
 (engine/ray_actor.BuildClaims, an asyncio class Ray runs as an actor), and the answers held until the objects
-they name come back (engine/ray_keys.HeldAnswers)."""
+they name come back (engine/ray_answers.HeldAnswers)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import tempfile
 from pathlib import Path
 
 from regsurvey.engine.protocol import KeyFinished
-from regsurvey.engine.ray_actor import BuildClaims, KeyShipped, _shipped, store_objects
-from regsurvey.engine.ray_keys import HeldAnswers
-from regsurvey.engine.ray_node import NodeShipper, leave_node, node_store
+from regsurvey.engine.ray_actor import BuildClaims, KeyShipped
+from regsurvey.engine.ray_answers import HeldAnswers
+from regsurvey.engine.ray_node import NodeShipper, leave_node, node_store, shipped_object, store_objects
 from regsurvey.model.keys import Key
 from regsurvey.model.results import ObjectRef, ObjectReport, Row
 from regsurvey.store.objectstore import ObjectStore
@@ -90,7 +90,7 @@ def test_an_answer_naming_another_nodes_object_is_held_until_it_comes(tmp_path: 
     assert not held.ready(third, _answer(third, ObjectRef(other_rel, other_sha)))
     assert held and held.wanted() == {sha: rel, other_sha: other_rel}
     assert held.released() == []
-    store_objects((_shipped(node, rel, sha),), here)  # the other node's answer, stored
+    store_objects((shipped_object(node, rel, sha),), here)  # the other node's answer, stored
     assert [k for k, _ in held.released()] == [second]
     assert here.get(rel, sha) == b"a cubin compiled on the other node" and here.text(rel, "ptx") == ".version 8.7\n"
     assert held.wanted() == {other_sha: other_rel}

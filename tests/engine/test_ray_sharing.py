@@ -25,7 +25,7 @@ from ..conftest import commit_all
 ray = pytest.importorskip("ray")
 
 # Twelve builds (two row tiles by six column tiles): long enough that the key is still compiling when an
-# idle actor may take a copy (it must have run for ray_keys.HELP_MIN_S).
+# idle actor may take a copy (it must have run for transport_ray.HELP_MIN_S).
 MANY_LAUNCHES_KEYS = '''"""One key of twelve builds (a tile sweep, as an autotuned launcher's configs), one target."""
 
 from toykernels import ops

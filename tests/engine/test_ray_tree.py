@@ -11,7 +11,7 @@ import pytest
 
 from regsurvey.engine.ray_actor import TreeError, pack_tree, tree_files, unpack_tree
 from regsurvey.engine.ray_executor import actor_environment
-from regsurvey.engine.ray_keys import said_cause
+from regsurvey.engine.transport_ray import said_cause
 
 from ..conftest import commit_all
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from regsurvey.compile.toolchain import toolchain_info
-from regsurvey.engine.survey import SurveyError, SurveyOptions
+from regsurvey.engine.errors import SurveyError
+from regsurvey.model.options import SurveyOptions
 from regsurvey.model.results import Survey
 from regsurvey.model.version import READER_REVISION
 from regsurvey.revisions.checkout import CheckoutError

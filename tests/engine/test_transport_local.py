@@ -1,5 +1,6 @@
-"""The scheduler against workers that die or fall silent with keys in flight (fake workers), through its
-public seam (``survey.run_keys``).
+"""The one scheduler through the local transport (engine/transport_local.py) against worker processes that
+die or fall silent with keys in flight (fake workers, tests/survey_fakes.py), through its public seam
+(``transport_local.run_keys``).
 
 A worker says KeyCompiled once a key is compiled and gets the next one while it still reads and stores
 the first: a worker lost then takes the key it was compiling with it, and the keys it was finishing
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from regsurvey.engine.survey import SurveyOptions, run_keys
+from regsurvey.engine.transport_local import run_keys
 from regsurvey.model.keys import Key
+from regsurvey.model.options import SurveyOptions
 from regsurvey.model.results import Row
 from regsurvey.revisions.checkout import Checkout
 
@@ -90,20 +92,3 @@ def test_a_worker_taking_its_targets_last_key_gets_its_successor_at_once(tmp_pat
                        worker_main=survey_fakes.serve, progress=Progress(on_key=lambda key, _: order.append(key.id)))
     assert all(rows[0].ok for rows in results.values())
     assert order == ["ok/n1", "ok/n2", "ok/n3", "slow/n0"]
-
-
-def test_merged_copies_take_each_launch_from_the_copy_that_compiled_it() -> None:
-    from regsurvey.engine.survey import _merged_copies
-
-    def row(launch: int, reused: bool, kernel: str | None = "k") -> Row:
-        return Row(key="a", kind="a", axes={}, target="sm90", kernel=kernel, status="ok" if kernel else "error",
-                   launch=launch, triton_hash=f"h{launch}" if kernel else None, reused=reused)
-
-    one = [row(0, False), row(1, True), row(2, True)]
-    two = [row(0, True), row(1, False), row(2, True)]  # launch 2: reused by both (an earlier survey's)
-    merged, shared = _merged_copies([one, two])
-    assert [(r.launch, r.reused) for r in merged] == [(0, False), (1, False), (2, True)] and shared == 1
-    assert merged[1] is two[1]
-    failed = [row(0, False, kernel=None)]  # a copy whose body raised before any launch: the other's rows
-    assert _merged_copies([failed, two]) == (two, 0)
-    assert _merged_copies([failed]) == (failed, 0)
