@@ -10,7 +10,8 @@ import click
 
 from ..diff.core import compare
 from ..explaining import where_changed
-from ..output.formats import FORMAT_NAMES, get_format
+from ..model.comparison import Comparison
+from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import is_survey_file, obtain_surveys, survey_store
 from ..revisions.rebuild import rebuild_check
@@ -22,8 +23,8 @@ from .options import (
     filename_part,
     make_survey_options,
     report_options,
+    report_style,
     survey_options,
-    table_style,
     write_report,
 )
 
@@ -36,7 +37,7 @@ from .options import (
 @click.argument("base")
 @click.argument("head", required=False)
 @survey_options
-@report_options(FORMAT_NAMES)
+@report_options(Comparison)
 @columns_option
 @click.option("--rebuild-check", "rebuild", is_flag=True,
               help="Also compile every key of HEAD twice more, each time from a cold Triton cache, and "
@@ -66,8 +67,7 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
             if rebuild:
                 check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
                 comparison = replace(comparison, rebuild=check)
-    style = table_style(columns, terminal=output is None)
-    text = get_format(fmt, limit=limit, **style).format(comparison)
+    text = render(comparison, fmt, report_style(columns, terminal=output is None, limit=limit))
     name = f"{filename_part(base, comparison.base.commit)}..{filename_part(head, comparison.head.commit)}.html"
     write_report(text, fmt, output, default_report_path(start, name))
     sys.exit(EXIT_OK)

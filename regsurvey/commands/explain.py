@@ -11,14 +11,22 @@ import click
 from ..errors import CorruptObjectError
 from ..model.names import BuildName, build_names
 from ..model.results import Row, Survey
-from ..output.explain import Explained, failure_text
+from ..output.explain import Explained, Explanation, failure_text
 from ..revisions.checkout import repo_root
-from ..revisions.obtain import obtain_survey, open_store
+from ..revisions.obtain import open_store, surveyed_and_used
 from ..revisions.sources import SourcePaths
 from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
 from .helptext import examples
-from .options import columns_option, make_survey_options, selection_options, store_options, table_columns, write_report
+from .options import (
+    columns_option,
+    format_option,
+    make_survey_options,
+    report_style,
+    selection_options,
+    store_options,
+    write_report,
+)
 
 
 @click.command(epilog=examples(
@@ -32,9 +40,7 @@ from .options import columns_option, make_survey_options, selection_options, sto
               "working tree). A stored survey made with this toolchain is reused.")
 @click.option("--kernel", metavar="NAME", help="Only the builds of this kernel, or of the launches the kind body "
               "gave this name (rs.name): a key may launch several.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
-              show_default=True, help="text: for a terminal; json: for programs; markdown: for a pull request; "
-              "html: the annotated source, written to a file (see -o).")
+@format_option(Explanation)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report here (default: stdout; HTML: reports/explain-<key>.html at the repository "
                    "root).")
@@ -57,6 +63,7 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
     NVIDIA from nvdisasm's life ranges; spills as the compiler marked them. Computed once per object and
     kept beside it in the store.
     """
+    from ..output.formats import render
     from ..output.progress import survey_progress
 
     if kinds or keys:
@@ -65,25 +72,21 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
     with command_errors(CorruptObjectError):
         options = make_survey_options(targets, (), (), jobs, timeout)
         store = open_store(store_dir, start)
-        with survey_progress(enabled=not quiet) as progress:
-            survey = obtain_survey(start, rev, store, options, progress, reuse=True)
-        names = build_names(survey.rows)
-        built, failed = _chosen(survey, key, kernel, names)
-        try:
-            items = _explained(built, names, store.objects)
-        except CorruptObjectError as exc:
-            # An object damaged since its survey: compiled again on the spot, then explained.
-            click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
-            with survey_progress(enabled=not quiet) as progress:
-                survey = obtain_survey(start, rev, store, options, progress, reuse=False)
+
+        def explained(survey: Survey) -> tuple[list[Explained], list[Row]]:
             names = build_names(survey.rows)
             built, failed = _chosen(survey, key, kernel, names)
-            items = _explained(built, names, store.objects)
-        except ValueError as exc:  # a text that holds no kernel
+            return _explained(built, names, store.objects), failed
+
+        try:
+            # (an object damaged since its survey: surveyed again, then explained)
+            survey, (items, failed) = surveyed_and_used(start, rev, store, options, explained,
+                                                        lambda: survey_progress(enabled=not quiet))
+        except ValueError as exc:  # a text that holds no kernel (or an object damaged again)
             fail(str(exc))
     root = repo_root(start)
-    width = table_columns(columns, terminal=output is None)
-    text = _format(items, failed, fmt, SourcePaths(root, survey.commit, checkout=start), top, width)
+    explanation = Explanation(tuple(items), tuple(failed), SourcePaths(root, survey.commit, checkout=start), top)
+    text = render(explanation, fmt, report_style(columns, terminal=output is None))
     write_report(text, fmt, output, (root or start) / "reports" / f"explain-{_file_part(key)}.html")
     sys.exit(EXIT_OK)
 
@@ -114,18 +117,6 @@ def _chosen(survey: Survey, key: str, kernel: str | None,
         fail("; ".join(f"{names[(r.target, r.row_id)]} ({r.target}) did not build: {failure_text(r)}"
                        for r in matching))
     return built, [r for r in matching if not r.ok and not r.skipped]
-
-
-def _format(items: list[Explained], failed: list[Row], fmt: str, paths: SourcePaths, top: int, width: int) -> str:
-    from ..output import explain as out
-
-    if fmt == "json":
-        return out.format_json(items, failed)
-    if fmt == "markdown":
-        return out.format_markdown(items, paths, top, failed)
-    if fmt == "html":
-        return out.format_html(items, paths, top, failed)
-    return out.format_text(items, paths, top, failed, width)
 
 
 def _file_part(key: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..model.history import History
 from ..model.words import count
 from ..revisions.checkout import commit_message
 from ..revisions.obtain import open_store
@@ -18,6 +19,7 @@ from .options import (
     check_figures,
     default_report_path,
     filename_part,
+    format_option,
     make_survey_options,
     survey_options,
     write_report,
@@ -37,9 +39,7 @@ from .options import (
 @click.option("--every", type=click.IntRange(1), default=1, show_default=True,
               help="Survey one commit in N of a long range (the last one always).")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["html", "markdown", "json"]), default="html", show_default=True,
-              help="html: charts to open in a browser (written to a file, see -o); markdown: a table per kind that "
-                   "moved; json: every series, for programs.")
+@format_option(History)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report here (default: HTML to reports/<A>..<B>[.<selection>].history.html at the "
                    "repository root, the selection's targets, kinds, keys, figures and --every in its name; the others "
@@ -57,7 +57,7 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
     """
     from ..diff.history import DEFAULT_FIGURES
     from ..diff.history import history as make_history
-    from ..output.history import format_html, format_json, format_markdown
+    from ..output.formats import render
     from ..output.progress import survey_progress
 
     chosen = check_figures(split_csv(figures) or DEFAULT_FIGURES)
@@ -84,7 +84,7 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
             click.echo(f"regsurvey: {count(len(shas), 'commit')}, {made} surveyed now, {len(shas) - made} from the "
                        "store", err=True)
         result = make_history(commits, surveys, subjects, chosen, every, spans)
-    text = {"html": format_html, "markdown": format_markdown, "json": format_json}[fmt](result)
+    text = render(result, fmt)
     base_rev, head_rev = commits.split("..")
     name = (f"{filename_part(base_rev or 'HEAD', base)}..{filename_part(head_rev or 'HEAD', picked[-1].sha)}"
             f"{_selection_part(options.targets or (), kinds, keys, chosen, every)}.history.html")

@@ -9,11 +9,12 @@ from pathlib import Path
 import click
 
 from ..errors import CorruptObjectError
+from ..model.findings import LintReport
 from ..model.words import count
-from ..revisions.obtain import obtain_survey, open_store
+from ..revisions.obtain import open_store, surveyed_and_used
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .helptext import examples
-from .options import columns_option, make_survey_options, survey_options, table_style
+from .options import columns_option, format_option, make_survey_options, report_style, survey_options, write_report
 
 
 @click.command(epilog=examples(
@@ -24,8 +25,7 @@ from .options import columns_option, make_survey_options, survey_options, table_
 @click.option("--commit", "rev", metavar="REV", help="Lint the survey of this git revision (default: the "
               "working tree). A stored survey made with this toolchain is reused.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="table: the findings and a line counting them; json: a list of the findings.")
+@format_option(LintReport)
 @columns_option
 @click.option("-v", "--verbose", is_flag=True, help="Also print the time the lint itself took, and its share.")
 def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
@@ -45,7 +45,7 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     from ..lint import LintInputError
     from ..lint.disassembler import DisassemblerMissing
     from ..linting import LintRun, lint_file, lint_survey
-    from ..output.findings import findings_json, findings_table
+    from ..output.formats import render
 
     started = time.perf_counter()
     if files and rev is not None:
@@ -53,7 +53,7 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
     if files and (targets or kinds or keys):
         fail("--target, --kind and --key select a survey's builds: they do not apply to FILES")
     runs: list[LintRun] = []
-    with command_errors():
+    with command_errors(CorruptObjectError):
         if files:
             for path in files:
                 try:
@@ -68,26 +68,14 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
             start = repo.resolve()
             options = make_survey_options(targets, kinds, keys, jobs, timeout)
             store = open_store(store_dir, start)
-            with survey_progress(enabled=not quiet) as progress:
-                survey = obtain_survey(start, rev, store, options, progress, reuse=True)
-            try:
-                runs.append(lint_survey(survey, store.objects, jobs=options.jobs))
-            except CorruptObjectError as exc:
-                # A stored object damaged since its survey: compiled again on the spot (the result
-                # cache verifies each object too), then linted.
-                click.echo(f"regsurvey: warning: {exc}; surveying {survey.label} again", err=True)
-                with survey_progress(enabled=not quiet) as progress:
-                    survey = obtain_survey(start, rev, store, options, progress, reuse=False)
-                try:
-                    runs.append(lint_survey(survey, store.objects, jobs=options.jobs))
-                except CorruptObjectError as again:
-                    fail(str(again))
+            # (a stored object damaged since its survey: surveyed again, then linted)
+            _, run = surveyed_and_used(start, rev, store, options,
+                                       lambda survey: lint_survey(survey, store.objects, jobs=options.jobs),
+                                       lambda: survey_progress(enabled=not quiet))
+            runs.append(run)
     findings = [f for run in runs for f in run.findings]
     kernels = sum(run.kernels for run in runs)
-    if fmt == "json":
-        click.echo(findings_json(findings))
-    else:
-        click.echo(findings_table(findings, kernels=kernels, **table_style(columns)), nl=False)
+    write_report(render(LintReport(tuple(findings), kernels), fmt, report_style(columns)), fmt)
     for run in runs:
         for skipped in run.skipped:
             click.echo(f"regsurvey: not linted: {skipped}", err=True)

@@ -1,5 +1,5 @@
-"""Options the comparison commands share (``diff``, ``stack``, ``rebuild-check``, ``demo``), defined
-once, as asv defines its comparison flags; and how they turn into survey options and report files.
+"""Options the commands share (the selection, the store, ``--format`` from the one registry of formats),
+defined once, as asv defines its comparison flags; and how they turn into survey options and report files.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -19,6 +19,9 @@ from ..store.files import write_text
 from .common import fail, split_csv, usable_cores, writing
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+if TYPE_CHECKING:
+    from ..output.formats import Style
 
 
 _TARGET_HELP = "Targets to compile for (repeat or comma-separate); overrides the keys' matrices."
@@ -102,23 +105,27 @@ def _results_dir(ctx: click.Context, param: click.Parameter, value: Path | None)
         os.environ["REGSURVEY_RESULTS"] = str(value.absolute())
 
 
-# What each report format is, for --format's help.
-_FORMAT_HELP = {"table": "tables for a terminal", "json": "everything, for programs",
-                "markdown": "for a pull request", "html": "a page to open in a browser, written to a file (see -o)"}
+def format_option(result: type, *, help: str | None = None) -> Callable[[F], F]:
+    """``--format``: the formats of ``result``'s type in the one registry (:mod:`regsurvey.output.formats`),
+    the first the default; its help each format's own words, unless ``help`` says otherwise."""
+    from ..output.formats import formats_of
+
+    formats = formats_of(result)
+    return click.option("--format", "fmt", type=click.Choice([f.name for f in formats]), default=formats[0].name,
+                        show_default=True,
+                        help=help or "; ".join(f"{f.name}: {f.help}" for f in formats) + ".")
 
 
-def report_options(formats: tuple[str, ...], html_name: str = "<base>..<head>.html") -> Callable[[F], F]:
-    """``--format`` (one of ``formats``), ``--output PATH`` (``html_name``: the HTML report's file name under
-    ``reports/`` when not given) and ``--limit N`` (terminal rows per group)."""
+def report_options(result: type, html_name: str = "<base>..<head>.html") -> Callable[[F], F]:
+    """``--format`` (:func:`format_option`), ``--output PATH`` (``html_name``: the HTML report's file name
+    under ``reports/`` when not given) and ``--limit N`` (terminal rows per group)."""
     def apply(command: F) -> F:
         command = click.option("--limit", type=click.IntRange(0), default=50, show_default=True,
                                help="Table: rows shown per group before an [Other] line (0: all).")(command)
         command = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
                                help=f"Write the report here (default: stdout; HTML: "
                                     f"reports/{html_name} at the repository root).")(command)
-        return click.option("--format", "fmt", type=click.Choice(list(formats)), default=formats[0],
-                            show_default=True,
-                            help="; ".join(f"{name}: {_FORMAT_HELP[name]}" for name in formats) + ".")(command)
+        return format_option(result)(command)
     return apply
 
 
@@ -159,9 +166,9 @@ def default_report_path(start: Path, name: str) -> Path:
     return (repo_root(start) or start) / "reports" / name
 
 
-def write_report(text: str, fmt: str, output: Path | None, default_html: Path) -> None:
-    """Print the report, or write it to ``output`` (HTML goes to ``default_html`` unless told
-    otherwise) and say where on stdout."""
+def write_report(text: str, fmt: str, output: Path | None = None, default_html: Path | None = None) -> None:
+    """Print the report (ending in a newline), or write it to ``output`` (HTML goes to ``default_html``
+    unless told otherwise) and say where on stdout."""
     path = output or (default_html if fmt == "html" else None)
     if path is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -210,7 +217,9 @@ def table_columns(columns: int | None, terminal: bool = True) -> int:
     return PIPE_COLUMNS
 
 
-def table_style(columns: int | None = None, terminal: bool = True) -> dict[str, Any]:
-    """Colour and width for the terminal table: colour when it goes to stdout (``terminal``) and stdout is a
-    terminal; the width of :func:`table_columns`."""
-    return {"color": terminal and sys.stdout.isatty(), "width": table_columns(columns, terminal)}
+def report_style(columns: int | None = None, terminal: bool = True, limit: int = 50) -> Style:
+    """How a report is laid out: colour when it goes to stdout (``terminal``) and stdout is a terminal; the
+    width of :func:`table_columns`; ``limit`` rows per group of a comparison table."""
+    from ..output.formats import Style
+
+    return Style(color=terminal and sys.stdout.isatty(), width=table_columns(columns, terminal), limit=limit)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
+from ..model.rebuild import RebuildCheck
 from ..revisions.obtain import open_store
 from ..revisions.rebuild import rebuild_check as check_rebuild
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors
 from .helptext import examples
-from .options import make_survey_options, survey_options
+from .options import format_option, make_survey_options, survey_options, write_report
 
 
 @click.command("rebuild-check", epilog=examples(
@@ -23,8 +23,7 @@ from .options import make_survey_options, survey_options
 @click.option("--commit", "rev", metavar="REV", help="Check this git revision (in a temporary worktree). "
               "Default: the working tree as it is.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="table: the verdict and each build that differs; json: the same, for programs.")
+@format_option(RebuildCheck)
 def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
                   jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
                   fmt: str) -> None:
@@ -34,9 +33,7 @@ def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, .
     a fresh, empty TRITON_CACHE_DIR. Each build whose object differs is listed with the first
     differing ELF section. Exit status 1 when any build differs, else 0.
     """
-    from rich.console import Console
-
-    from ..output.diff_table import rebuild_lines
+    from ..output.formats import Style, render
     from ..output.progress import survey_progress
     from ..revisions.range import survey_store
 
@@ -46,10 +43,6 @@ def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, .
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             result = check_rebuild(start, rev, used, options, progress)
-    if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=1))
-    else:
-        console = Console(highlight=False)
-        for line in rebuild_lines(result):
-            console.print(line)
+    # The terminal's own width, as rich finds it (no --columns here).
+    write_report(render(result, fmt, Style(color=sys.stdout.isatty())), fmt)
     sys.exit(EXIT_OK if result.deterministic else EXIT_FINDINGS)

@@ -12,13 +12,11 @@ from ..engine.errors import SurveyError
 from ..model.options import SurveyOptions
 from ..model.results import Survey
 from ..model.targets import get_target
-from ..model.words import count
-from ..output import problems
-from ..output.problems import ONLY_CHOICES
+from ..output.problems import ONLY_CHOICES, SurveyReport
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
 from .helptext import examples
-from .options import columns_option, survey_options, table_columns
+from .options import columns_option, format_option, report_style, survey_options, write_report
 
 
 @click.command(epilog=examples(
@@ -29,9 +27,7 @@ from .options import columns_option, survey_options, table_columns
 @click.option("--commit", "rev", metavar="REV", help="Survey this git revision (in a temporary worktree). "
               "Default: the working tree as it is.")
 @survey_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="table: a table per vendor, then the counts and the builds to look at; json: the survey itself "
-                   "(diff and check take such a file in place of a revision).")
+@format_option(SurveyReport)
 @click.option("--only", "only", type=click.Choice(ONLY_CHOICES), default=None,
               help="Show only the builds that fail, spill or run at low occupancy (problems), or only those of one "
                    "of the three. Low: at most an eighth of the target's most, 1 of 8 waves per SIMD (AMD), 8 of "
@@ -49,6 +45,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
 
     The table ends with a line on what spills, what fails, and each target's lowest occupancy.
     """
+    from ..output.formats import render
     from ..output.progress import survey_progress
 
     options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys,
@@ -66,23 +63,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
             if fmt == "json" and exc.traceback:  # a keys file raised: the whole traceback for whoever reads the JSON
                 click.echo(json.dumps({"error": str(exc), "traceback": exc.traceback}, indent=1))
             raise
-    shown = problems.only(survey, only) if only else survey
-    if fmt == "json":
-        click.echo(shown.to_json())
-    else:
-        from rich.console import Console
-
-        from ..output.table import print_lines, print_survey
-
-        console = Console(width=table_columns(columns))
-        print_survey(shown, console, whole=survey)
-        said = problems.problem_lines(survey)
-        if only:
-            builds = sum(not r.skipped for r in survey.rows)
-            said.append(f"--only {only}: {len(shown.rows)} of {count(builds, 'build')} shown")
-        elif any(problems.is_problem(r) for r in survey.rows):
-            said.append("(--only problems shows only these builds)")
-        print_lines(console, said)
+    write_report(render(SurveyReport(survey, only), fmt, report_style(columns)), fmt)
     sys.exit(EXIT_FINDINGS if strict and _any_failed(survey) else EXIT_OK)
 
 

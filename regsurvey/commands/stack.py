@@ -10,7 +10,8 @@ import click
 
 from ..diff.core import stack as make_stack
 from ..explaining import where_changed
-from ..output.formats import FORMAT_NAMES, get_format
+from ..model.comparison import Stack
+from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, obtain_surveys, survey_store
 from .common import EXIT_OK, command_errors
@@ -21,8 +22,8 @@ from .options import (
     filename_part,
     make_survey_options,
     report_options,
+    report_style,
     survey_options,
-    table_style,
     write_report,
 )
 
@@ -34,7 +35,7 @@ from .options import (
 ))
 @click.argument("commits", metavar="BASE..HEAD")
 @survey_options
-@report_options(FORMAT_NAMES, html_name="<base>..<head>.stack.html")
+@report_options(Stack, html_name="<base>..<head>.stack.html")
 @columns_option
 def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,
@@ -61,8 +62,7 @@ def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
                              steps=tuple(replace(step, comparison=where_changed(step.comparison, used.objects, start,
                                                                                 options.jobs))
                                          for step in result.steps))
-    style = table_style(columns, terminal=output is None)
-    text = get_format(fmt, limit=limit, **style).format_stack(result)
+    text = render(result, fmt, report_style(columns, terminal=output is None, limit=limit))
     name = (f"{filename_part(base_rev or 'HEAD', result.base.commit)}.."
             f"{filename_part(head_rev or 'HEAD', result.head.commit)}.stack.html")
     write_report(text, fmt, output, default_report_path(start, name))

@@ -123,3 +123,11 @@ def findings_from_json(items: Any) -> tuple[Finding, ...]:
         return tuple(Finding.from_dict(item) for item in items)
     except KeyError as exc:
         raise ValueError(f"lint finding without {exc}") from None
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """What ``regsurvey lint`` shows: the findings of every object linted, and how many kernels were."""
+
+    findings: tuple[Finding, ...]
+    kernels: int

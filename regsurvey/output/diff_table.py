@@ -142,6 +142,16 @@ def rebuild_lines(check: RebuildCheck) -> list[Text]:
     return [verdict, *(Text(f"  {rebuild_difference(d)}") for d in check.differences)]
 
 
+def rebuild_text(check: RebuildCheck, *, color: bool = False, width: int | None = None) -> str:
+    """``rebuild-check``'s report: :func:`rebuild_lines`, for a terminal of ``width`` columns (None: the
+    terminal's own, as rich finds it; colour only when asked, in the terminal's own colours)."""
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=True if color else None, highlight=False)
+    for line in rebuild_lines(check):
+        console.print(line)
+    return out.getvalue()
+
+
 def _trimmed(text: str) -> str:
     # rich pads table titles to the table's width: trailing blanks only get in the way of a pipe.
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"

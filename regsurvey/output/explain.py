@@ -41,6 +41,17 @@ class Explained:
     name: BuildName
 
 
+@dataclass(frozen=True)
+class Explanation:
+    """What ``regsurvey explain`` shows: the builds explained, those selected that did not build, where
+    their source is read, and how many of the lines holding the most registers to list."""
+
+    items: tuple[Explained, ...]
+    failed: tuple[Row, ...]
+    paths: SourcePaths
+    top: int = 12
+
+
 def failure_text(row: Row) -> str:
     """Why a selected build is not explained: the one line ``run`` shows for its error (a compile error's
     cause, not its location), else its status (``skipped: why``, or an object the store lacks)."""

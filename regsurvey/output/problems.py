@@ -10,6 +10,7 @@ whatever it is.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..model.figures import FIGURES, OCCUPANCY, SPILL_FIGURES, Figure, figure
 from ..model.names import build_names
@@ -69,6 +70,21 @@ def is_problem(row: Row) -> bool:
 
 _TESTS: dict[str, Callable[[Row], bool]] = {
     PROBLEMS: is_problem, FAILURES: fails, SPILLS: spills, LOW_OCCUPANCY: low_occupancy}
+
+
+@dataclass(frozen=True)
+class SurveyReport:
+    """What ``regsurvey run`` shows of a survey: ``survey`` whole, or with ``only`` (one of
+    :data:`ONLY_CHOICES`) only those builds (:attr:`shown`; the counts and problem lines still count every
+    build)."""
+
+    survey: Survey
+    only: str | None = None
+
+    @property
+    def shown(self) -> Survey:
+        """The survey with only the builds shown."""
+        return only(self.survey, self.only) if self.only else self.survey
 
 
 def only(survey: Survey, which: str = PROBLEMS) -> Survey:

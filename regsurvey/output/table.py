@@ -3,6 +3,8 @@ terminal's width (:mod:`regsurvey.output.terminal`)."""
 
 from __future__ import annotations
 
+import io
+
 from rich.console import Console
 from rich.text import Text
 
@@ -11,6 +13,7 @@ from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
 from ..model.words import count, listing
+from .problems import SurveyReport, is_problem, problem_lines
 from .terminal import NAME, UNDER, Column, Grid, hanging
 
 _MESSAGE_WIDTH = 120  # the line for what a key's body said: its first message, cut (a terminal's width at most)
@@ -176,3 +179,22 @@ def print_lines(console: Console, lines: list[str]) -> None:
     for line in lines:
         for part in hanging(Text(line), console.width):
             console.print(part)
+
+
+def survey_text(report: SurveyReport, *, color: bool = False, width: int = 120) -> str:
+    """``run``'s report: the tables of the builds shown and the summary lines (:func:`print_survey`), then
+    the builds to look at, for a terminal of ``width`` columns (colour only when asked, in the terminal's
+    own colours)."""
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=True if color else None)
+    survey = report.survey
+    shown = report.shown
+    print_survey(shown, console, whole=survey)
+    said = problem_lines(survey)
+    if report.only:
+        builds = sum(not r.skipped for r in survey.rows)
+        said.append(f"--only {report.only}: {len(shown.rows)} of {count(builds, 'build')} shown")
+    elif any(is_problem(r) for r in survey.rows):
+        said.append("(--only problems shows only these builds)")
+    print_lines(console, said)
+    return out.getvalue()

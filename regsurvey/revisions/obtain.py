@@ -3,17 +3,21 @@ surveying it (in a temporary worktree) and storing the result. What diff, stack,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..engine.ray_executor import ray_address
 from ..engine.survey import survey_checkout
 from ..engine.worker_start import start_workers_early
+from ..errors import CorruptObjectError
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Survey, default_target_list
@@ -23,6 +27,8 @@ from ..model.words import ARROW, agree, count
 from ..store.files import WriteError
 from ..store.store import Store, StoreError, target_part
 from .checkout import Checkout, CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
+
+T = TypeVar("T")
 
 
 def default_store(start: Path) -> Store:
@@ -98,6 +104,27 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
         assert found is not None
         return replace(found.with_surveyed(survey), label=label)
     return survey
+
+
+def surveyed_and_used(start: Path, rev: str | None, store: Store, options: SurveyOptions,
+                      use: Callable[[Survey], T],
+                      progress: Callable[[], AbstractContextManager[Progress | None]] = contextlib.nullcontext,
+                      ) -> tuple[Survey, T]:
+    """The survey of ``rev`` (:func:`obtain_survey`, a stored one reused) and what ``use`` makes of it.
+
+    The one policy for a stored object damaged since its survey: where ``use`` meets one (it raises
+    CorruptObjectError), the revision is surveyed again on the spot, compiling past the store's results
+    (the result cache verifies each object too), said on stderr, and ``use`` runs again on that survey; a
+    second CorruptObjectError is raised. Each survey runs in a ``progress()`` of its own."""
+    with progress() as shown:
+        survey = obtain_survey(start, rev, store, options, shown, reuse=True)
+    try:
+        return survey, use(survey)
+    except CorruptObjectError as exc:
+        print(f"regsurvey: warning: {exc}; surveying {survey.label} again", file=sys.stderr)
+    with progress() as shown:
+        survey = obtain_survey(start, rev, store, options, shown, reuse=False)
+    return survey, use(survey)
 
 
 def stored_label(survey: Survey) -> str:

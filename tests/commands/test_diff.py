@@ -140,7 +140,7 @@ def test_outside_git_the_error_names_what_was_given(outside_git: Path) -> None:
 @pytest.mark.parametrize(("args", "error"), [
     ((), "Missing argument 'BASE'."),
     (("HEAD", "--format", "pdf"), "Invalid value for '--format': 'pdf' is not one of 'table', 'json', "
-                                  "'markdown', 'html'."),
+                                  "'markdown', 'html', 'csv'."),
     (("HEAD", "--limit", "-1"), "Invalid value for '--limit': -1 is not in the range x>=0."),
     (("a", "b", "c"), "Got unexpected extra argument (c)"),
 ])

@@ -144,4 +144,4 @@ def test_a_stored_object_altered_is_compiled_again(tiny: Tiny, tiny_survey: dict
 def test_a_bad_format_is_a_usage_error() -> None:
     assert_usage_error(invoke("lint", "--format", "sarif", CLEAN_WITH_NOTES),
                        "Usage: regsurvey lint [OPTIONS] [FILES]...",
-                       "Invalid value for '--format': 'sarif' is not one of 'table', 'json'.")
+                       "Invalid value for '--format': 'sarif' is not one of 'table', 'json', 'csv'.")

@@ -36,4 +36,4 @@ def test_a_commit_needs_a_git_repository(outside_git: Path) -> None:
 
 def test_a_bad_format_is_a_usage_error() -> None:
     assert_usage_error(invoke("rebuild-check", "--format", "markdown"), "Usage: regsurvey rebuild-check [OPTIONS]",
-                       "Invalid value for '--format': 'markdown' is not one of 'table', 'json'.")
+                       "Invalid value for '--format': 'markdown' is not one of 'table', 'json', 'csv'.")

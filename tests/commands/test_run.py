@@ -133,7 +133,7 @@ def test_a_commit_needs_a_git_repository(outside_git: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "error"), [
-    (("--format", "xml"), "Invalid value for '--format': 'xml' is not one of 'table', 'json'."),
+    (("--format", "xml"), "Invalid value for '--format': 'xml' is not one of 'table', 'json', 'csv'."),
     (("--timeout", "0"), "Invalid value for '--timeout': 0.0 is not in the range x>=1."),
     (("--verbose",), "No such option '--verbose'."),
     (("extra",), "Got unexpected extra argument (extra)"),

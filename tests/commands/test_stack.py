@@ -69,8 +69,8 @@ def test_nothing_is_surveyed_for_a_range_refused(tiny: Tiny, tmp_path: Path) -> 
 @pytest.mark.parametrize(("args", "error"), [
     ((), "Missing argument 'BASE..HEAD'."),
     (("a..b", "c"), "Got unexpected extra argument (c)"),
-    (("a..b", "--format", "csv"), "Invalid value for '--format': 'csv' is not one of 'table', 'json', 'markdown', "
-                                  "'html'."),
+    (("a..b", "--format", "pdf"), "Invalid value for '--format': 'pdf' is not one of 'table', 'json', 'markdown', "
+                                  "'html', 'csv'."),
 ])
 def test_bad_arguments_are_usage_errors(args: tuple[str, ...], error: str) -> None:
     assert_usage_error(invoke("stack", *args), USAGE, error)

@@ -301,3 +301,34 @@ def test_a_survey_with_failures_of_the_moment_is_not_reused(project: tuple[Path,
                         "failure)")
     else:
         assert obtain_survey(repo, "HEAD", store, GFX950).rows[0] == broken
+
+
+def test_a_damaged_stored_object_is_surveyed_again_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The one policy (``surveyed_and_used``): what ``use`` finds damaged is surveyed again, past the stored
+    survey, said on stderr, and used again; damaged again, the error is the caller's."""
+    from regsurvey.errors import CorruptObjectError
+    from regsurvey.revisions import obtain
+
+    base, head = clean_and_mutated()
+    asked: list[bool] = []
+
+    def fake_obtain(start, rev, store, options, progress=None, reuse=True):  # noqa: ANN001, ANN202
+        asked.append(reuse)
+        return base if reuse else head
+
+    def use(survey: Survey) -> str:
+        if survey is base:
+            raise CorruptObjectError("objects/ab/abc.hsaco: altered")
+        return survey.commit or ""
+
+    monkeypatch.setattr(obtain, "obtain_survey", fake_obtain)
+    store = Store(tmp_path / "store")
+    assert obtain.surveyed_and_used(tmp_path, "HEAD", store, SurveyOptions(), use) == (head, head.commit)
+    assert asked == [True, False]
+    warning = f"regsurvey: warning: objects/ab/abc.hsaco: altered; surveying {base.label} again\n"
+    assert capsys.readouterr().err == warning
+    asked.clear()
+    with pytest.raises(CorruptObjectError):
+        obtain.surveyed_and_used(tmp_path, "HEAD", store, SurveyOptions(), lambda survey: use(base))
+    assert asked == [True, False]
