@@ -414,3 +414,33 @@ def test_the_comparison_json_example_names_every_field_the_code_writes() -> None
 def test_json_keys_reads_examples_with_gaps() -> None:
     keys = json_keys('{"a": 1, "b": {"c": [1, 2], ...}, "rows": [{"d": "x: y", "e": {...}}, ...], "f": null}')
     assert keys == {(): {"a", "b", "rows", "f"}, ("b",): {"c"}, ("rows",): {"d", "e"}}
+
+
+def test_the_csv_columns_the_docs_state_are_the_codes() -> None:
+    """docs/schemas.md's table of CSV columns, read back: each result's fixed columns are the module's,
+    in its order, and the figure list is the registry's."""
+    from regsurvey.output import csv_format
+
+    text = (ROOT / "docs" / "schemas.md").read_text()
+    section = text[text.index("## The CSV tables"):]
+    figures = re.search(r"in its order: (.*?)\): a figure", section, re.S)
+    assert figures, "no figure list in the CSV section"
+    assert re.findall(r"`(\w+)`", figures.group(1)) == list(csv_format.FIGURE_NAMES)
+    stated = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith(("survey", "comparison", "stack", "history", "lint", "rebuild")):
+            # The fixed columns are the names before "then" (the figures' columns), or all of them.
+            fixed = cells[2].split(", then ")[0]
+            stated[cells[0].split(" (")[0]] = re.findall(r"`(\w+)`", fixed)
+    built = lambda columns: [c for c in columns if c not in csv_format.FIGURE_NAMES  # noqa: E731
+                             and not re.match(rf"({'|'.join(csv_format.FIGURE_NAMES)})_(before|after)$", c)]
+    assert stated == {
+        "survey": built(csv_format.SURVEY_COLUMNS),
+        "comparison": built(csv_format.COMPARISON_COLUMNS),
+        "stack": ["commit", "subject"],
+        "history": list(csv_format.HISTORY_COLUMNS),
+        "lint findings": list(csv_format.LINT_COLUMNS),
+        "rebuild check": list(csv_format.REBUILD_COLUMNS),
+    }
+    assert csv_format.STACK_COLUMNS == ("commit", "subject", *csv_format.COMPARISON_COLUMNS)
