@@ -82,6 +82,28 @@ if want speed11; then
   timeout "${SPEED11_TIMEOUT:-520}" python3 benchmarks/before_after.py --old "$OLD" --targets "${SPEED11_TARGETS:-sm90}" \
     --jobs 1 --repeat "${SPEED11_REPEAT:-3}" --diff --server-jobs "${SPEED11_SERVER_JOBS:-16}" 2>&1 | tee "$OUT/speed11.txt"
 fi
+if want speed34 || want ray34; then
+  # Issue #34's speed criterion: the one scheduler against 7bee059 (the commit before it, carried as
+  # .old-rs/: `git archive 7bee059 regsurvey pyproject.toml keys decode_layer benchmarks tests/__init__.py
+  # tests/engine/__init__.py tests/engine/hosts.py | tar x -C .old-rs`), sm90 demo, interleaved.
+  [ -f .old-rs/regsurvey/__init__.py ] || { echo "speed34: no .old-rs/ (carry it)"; exit 1; }
+  timeout 60 python3 -m compileall -q .old-rs/regsurvey >/dev/null
+fi
+if want speed34; then
+  echo "== issue #34 speed: cold -j ${SPEED34_JOBS:-1} and warm${SPEED34_DIFF+, diff}${SPEED34_SERVER:+, -j $SPEED34_SERVER with a server}"
+  timeout "${SPEED34_TIMEOUT:-520}" python3 benchmarks/before_after.py --old .old-rs --targets sm90 \
+    --jobs "${SPEED34_JOBS:-1}" --repeat "${SPEED34_REPEAT:-2}" ${SPEED34_DIFF+--diff} \
+    ${SPEED34_SERVER:+--server-jobs $SPEED34_SERVER} 2>&1 | tee "$OUT/speed34-j${SPEED34_JOBS:-1}.txt"
+fi
+if want ray34; then
+  # Ray one node of 16 CPUs and four simulated nodes of 4 against the local pool, each version in turn.
+  for side in ${RAY34_ORDER:-new old}; do
+    dir=.; [ $side = old ] && dir=.old-rs
+    echo "== issue #34 Ray: $side ($dir), demo sm90, 16 CPUs, 4 nodes"
+    (cd $dir && PYTHONPATH=/tmp/site:$PWD timeout "${RAY34_TIMEOUT:-260}" python3 benchmarks/ray_scaling.py \
+      --targets sm90 --cpus 16 --nodes 4) 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/ray34-$side.txt"
+  done
+fi
 if want imports; then
   # What a first survey waits for before its first compile: the worker forkserver's imports (three runs).
   echo "== imports of a worker: torch, triton, regsurvey's preload (Triton's own hash, the backends)"
