@@ -22,7 +22,7 @@ from pathlib import Path
 
 from regsurvey.explaining import pressure_of
 from regsurvey.model.results import Survey
-from regsurvey.revisions.checkout import resolve_commit
+from regsurvey.repo.checkout import resolve_commit
 from regsurvey.store.store import Store
 
 ALLOCATED = {"vgpr": "vgpr", "agpr": "agpr", "sgpr": "sgpr", "gpr": "regs"}

@@ -24,8 +24,8 @@ from .model.pressure import Pressure, attribution
 from .model.results import Row
 from .model.targets import get_target
 from .model.words import count
-from .revisions.checkout import repo_root
-from .revisions.sources import NO_LINE, SourcePaths
+from .repo.checkout import repo_root
+from .repo.sources import NO_LINE, SourcePaths
 from .store.files import WriteError
 from .store.objectstore import ObjectStore
 

@@ -14,7 +14,7 @@ from ..explaining import where_changed
 from ..model.words import count
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
-from ..revisions.checkout import repo_root
+from ..repo.checkout import repo_root
 from ..revisions.demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
 from ..store.files import write_text
 from ..store.store import Store

@@ -12,9 +12,9 @@ from ..errors import CorruptObjectError
 from ..model.names import BuildName, build_names
 from ..model.results import Row, Survey
 from ..output.explain import Explained, Explanation, failure_text
-from ..revisions.checkout import repo_root
+from ..repo.checkout import repo_root
+from ..repo.sources import SourcePaths
 from ..revisions.obtain import open_store, surveyed_and_used
-from ..revisions.sources import SourcePaths
 from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
 from .helptext import examples

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..model.options import SurveyOptions
 from ..model.words import count
-from ..revisions.checkout import Checkout
+from ..repo.checkout import Checkout
 from .errors import SurveyError
 from .ray_actor import SurveyActor, TreeError, pack_tree, tree_files
 from .transport_ray import RayPool, first_line

@@ -27,7 +27,7 @@ from ..model.progress import Progress
 from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import DEFAULT_LIST_TARGET, get_target
 from ..model.version import READER_REVISION
-from ..revisions.checkout import Checkout
+from ..repo.checkout import Checkout
 from .costs import KeyCosts
 from .deferred_lint import DeferredLint
 from .errors import SurveyError

@@ -4,7 +4,7 @@ reload, each attributed to the Triton source line it came from (issue #13).
 One :class:`Pressure` per compiled object, computed from the object alone (:mod:`regsurvey.pressure`) and
 kept beside it in the object store as JSON (:mod:`regsurvey.explaining`). Source locations are *frames*:
 the innermost first, then each ``@triton.jit`` helper's call site it was inlined at, out to the kernel's
-own line. Paths are as the compiler saw them; :class:`regsurvey.revisions.sources.SourcePaths` names them
+own line. Paths are as the compiler saw them; :class:`regsurvey.repo.sources.SourcePaths` names them
 for the reader.
 """
 

@@ -34,7 +34,7 @@ from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat, format_gate
 from regsurvey.output.sarif import sarif_log
 from regsurvey.output.table import print_survey
-from regsurvey.revisions.sources import SourcePaths
+from regsurvey.repo.sources import SourcePaths
 
 from ..layer_survey import edited
 

@@ -33,7 +33,7 @@ from regsurvey.output.explain import Explained, format_text
 from regsurvey.output.figure_text import build_text, change_text, launch_text, status_text
 from regsurvey.output.findings import findings_table
 from regsurvey.output.table import print_survey
-from regsurvey.revisions.sources import SourcePaths
+from regsurvey.repo.sources import SourcePaths
 from regsurvey.store.objectstore import ObjectStore
 
 from ..lint_surveys import findings

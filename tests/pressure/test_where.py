@@ -14,7 +14,7 @@ import pytest
 
 from regsurvey.explaining import where_sentences
 from regsurvey.model.words import count
-from regsurvey.revisions.sources import SourcePaths
+from regsurvey.repo.sources import SourcePaths
 
 from .. import pressure_kernels as pk
 from ..conftest import commit_all, git
