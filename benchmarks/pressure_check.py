@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from regsurvey.explaining import pressure_of
+from regsurvey.kept_pressure import pressure_of
 from regsurvey.model.results import Survey
 from regsurvey.repo.checkout import resolve_commit
 from regsurvey.store.store import Store

@@ -93,7 +93,7 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
 
 def _explained(built: list[Row], names: dict[tuple[str, str], BuildName], objects: ObjectStore) -> list[Explained]:
     """The builds chosen, each with its name and pressure."""
-    from ..explaining import pressure_of
+    from ..kept_pressure import pressure_of
 
     return [Explained(row, pressure_of(row, objects), names[(row.target, row.row_id)]) for row in built]
 

@@ -42,7 +42,7 @@ from ..analysis import analyze
 from ..compile import management, toolchain
 from ..compile.toolchain import PTXAS_LOG
 from ..errors import CorruptObjectError
-from ..explaining import keep_pressure
+from ..kept_pressure import keep_pressure
 from ..keys.keyfiles import (
     KeysFileError,
     expand_keys,

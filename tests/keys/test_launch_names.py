@@ -22,7 +22,7 @@ from regsurvey.check.sites import build_site
 from regsurvey.diff.core import compare
 from regsurvey.diff.summary import summarize
 from regsurvey.engine.worker import Worker
-from regsurvey.explaining import pressure_of
+from regsurvey.kept_pressure import pressure_of
 from regsurvey.keys.keyfiles import expand_keys
 from regsurvey.model.names import build_names
 from regsurvey.model.results import Row, Survey

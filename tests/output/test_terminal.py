@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from regsurvey.diff.core import compare, stack
-from regsurvey.explaining import pressure_of
+from regsurvey.kept_pressure import pressure_of
 from regsurvey.model.comparison import Comparison, Mark, RowComparison
 from regsurvey.model.figures import AMD, NVIDIA, figure, vendor_figures
 from regsurvey.model.findings import ERROR, Finding
