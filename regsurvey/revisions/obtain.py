@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..engine.ray_executor import ray_address
+from ..engine.ray_address import ray_address
 from ..engine.survey import survey_checkout
 from ..engine.worker_start import start_workers_early
 from ..errors import CorruptObjectError
