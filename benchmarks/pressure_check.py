@@ -20,9 +20,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from regsurvey.explaining import pressure_of
+from regsurvey.kept_pressure import pressure_of
 from regsurvey.model.results import Survey
-from regsurvey.revisions.checkout import resolve_commit
+from regsurvey.repo.checkout import resolve_commit
 from regsurvey.store.store import Store
 
 ALLOCATED = {"vgpr": "vgpr", "agpr": "agpr", "sgpr": "sgpr", "gpr": "regs"}

@@ -43,7 +43,7 @@ def main() -> None:
 
     from regsurvey.engine.survey import survey_checkout
     from regsurvey.model.options import SurveyOptions
-    from regsurvey.revisions.checkout import working_tree
+    from regsurvey.repo.checkout import working_tree
 
     with tempfile.TemporaryDirectory(prefix="regsurvey-bench-") as tmp:
         repo = args.repo or toy_repo(Path(tmp))

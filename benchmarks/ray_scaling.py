@@ -82,7 +82,7 @@ def survey(repo: Path, work: Path, label: str, cpus: int, targets: tuple[str, ..
            address: str | None) -> tuple[float, int, dict[str, float]]:
     from regsurvey.engine.survey import survey_checkout
     from regsurvey.model.options import SurveyOptions
-    from regsurvey.revisions.checkout import working_tree
+    from regsurvey.repo.checkout import working_tree
 
     run = work / label
     options = SurveyOptions(jobs=cpus, targets=targets, reuse_results=True, ray_address=address,

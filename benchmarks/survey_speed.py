@@ -64,7 +64,7 @@ os.environ["TRITON_CACHE_DIR"] = {str(cache)!r}
 sys.path.insert(0, {str(ROOT)!r})
 from pathlib import Path
 from regsurvey.compile import toolchain
-from regsurvey.capture.session import CaptureSession
+from regsurvey.keys.session import CaptureSession
 from regsurvey.keys.keyfiles import expand_keys, load_kinds
 from regsurvey.model.targets import get_target
 import triton

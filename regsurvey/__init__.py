@@ -11,8 +11,8 @@ The public keys API used by ``keys/*.py`` files::
         ...
 """
 
-from .capture.session import launch, name, names, pin_config, skip, target
 from .keys.matrix import Kind, Matrix
+from .keys.session import launch, name, names, pin_config, skip, target
 from .model.keys import Key
 from .model.targets import TARGETS, Target, get_target
 from .model.version import __version__

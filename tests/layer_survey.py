@@ -15,7 +15,7 @@ from typing import Any
 
 from regsurvey.engine.survey import SurveyOptions, survey_checkout
 from regsurvey.model.results import Row, Survey
-from regsurvey.revisions.checkout import working_tree
+from regsurvey.repo.checkout import working_tree
 
 from .conftest import TOY
 

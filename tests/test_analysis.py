@@ -67,8 +67,8 @@ def test_a_cubin_with_a_stack_frame_is_disassembled_once(monkeypatch: pytest.Mon
 def test_a_spilling_cubin_takes_its_spills_from_the_compiles_ptxas_log(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import regsurvey as rs
-    from regsurvey.capture.session import CaptureSession
     from regsurvey.compile import toolchain
+    from regsurvey.keys.session import CaptureSession
 
     from .objects_kernels import hold_tile_kernel
 
@@ -103,8 +103,8 @@ def test_a_spilling_cubin_takes_its_spills_from_the_compiles_ptxas_log(
 def test_a_user_asking_for_the_ptxas_log_still_sees_it(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import regsurvey as rs
-    from regsurvey.capture.session import CaptureSession
     from regsurvey.compile import toolchain
+    from regsurvey.keys.session import CaptureSession
 
     from .objects_kernels import add_kernel
 

@@ -20,10 +20,11 @@ import pytest
 
 from regsurvey.cli import main
 from regsurvey.diff.core import compare
-from regsurvey.model.comparison import DIFF_SCHEMA_VERSION, HotLine, Mark, ToolchainChange
+from regsurvey.model.comparison import DIFF_SCHEMA_VERSION, Mark, ToolchainChange
 from regsurvey.model.figures import AMD_RESOURCES, NVIDIA_RESOURCES
 from regsurvey.model.pressure import PRESSURE_VERSION
 from regsurvey.model.results import READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, Row, SaidOnce, Survey
+from regsurvey.model.where import HotLine
 from regsurvey.output.diff_json import comparison_dict
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from regsurvey.engine.survey import SurveyOptions, survey_checkout
 from regsurvey.model.results import Survey
-from regsurvey.revisions.checkout import working_tree
+from regsurvey.repo.checkout import working_tree
 
 from .conftest import FIXTURES, commit_all
 

@@ -1,2 +1,3 @@
-"""Launches captured instead of run: the session a kind body runs in (``session``), a running program's
-launches recorded (``recorder``) and replayed (``replay``)."""
+"""``regsurvey capture``: a running program's launches recorded (``recorder``) and replayed by a generated
+keys file (``replay``). The session a kind body's launches are captured in is the keys API's
+(:mod:`regsurvey.keys.session`)."""

@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from ..compile import toolchain
-from .session import launch
+from ..keys.session import launch
 
 
 class ReplayError(Exception):

@@ -12,7 +12,7 @@ from ..check.baseline import BASELINE_FILE, BaselineError, check_reason, load_ba
 from ..check.gate import GateResult, judge, rebaseline
 from ..diff.core import compare
 from ..model.words import count
-from ..revisions.checkout import repo_root
+from ..repo.checkout import repo_root
 from ..revisions.obtain import open_store
 from ..revisions.range import obtain_surveys, survey_store
 from ..secret_vars import Scrubber

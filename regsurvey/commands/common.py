@@ -12,7 +12,7 @@ import click
 
 from ..engine.errors import SurveyError
 from ..model.targets import UnknownTargetError
-from ..revisions.checkout import CheckoutError
+from ..repo.checkout import CheckoutError
 from ..store.files import WriteError
 from ..store.signing import SigningKeyError
 from ..store.store import StoreError

@@ -10,14 +10,15 @@ from pathlib import Path
 import click
 
 from ..diff.summary import summarize
-from ..explaining import where_changed
 from ..model.words import count
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
-from ..revisions.checkout import repo_root
+from ..output.where_text import line_where_sentences
+from ..repo.checkout import repo_root
 from ..revisions.demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
 from ..store.files import write_text
 from ..store.store import Store
+from ..where import where_changed
 from .common import BAD_INPUT, EXIT_OK, fail, split_csv, writing
 from .helptext import examples
 from .options import make_report_dir, make_survey_options, selection_options
@@ -77,7 +78,7 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
     lines = summarize(comparison).lines
     for line in lines[:SHOWN_LINES]:
         click.echo(f"- {line.text}")
-        for where in line.where:
+        for where in line_where_sentences(line):
             click.echo(f"    where: {where}")
     if len(lines) > SHOWN_LINES:
         click.echo(f"- ... {count(len(lines) - SHOWN_LINES, 'more line')} in the report")

@@ -9,12 +9,12 @@ from pathlib import Path
 import click
 
 from ..diff.core import compare
-from ..explaining import where_changed
 from ..model.comparison import Comparison
 from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import is_survey_file, obtain_surveys, survey_store
 from ..revisions.rebuild import rebuild_check
+from ..where import where_changed
 from .common import EXIT_OK, command_errors, fail
 from .helptext import examples
 from .options import (

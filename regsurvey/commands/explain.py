@@ -12,9 +12,9 @@ from ..errors import CorruptObjectError
 from ..model.names import BuildName, build_names
 from ..model.results import Row, Survey
 from ..output.explain import Explained, Explanation, failure_text
-from ..revisions.checkout import repo_root
+from ..repo.checkout import repo_root
+from ..repo.sources import SourcePaths
 from ..revisions.obtain import open_store, surveyed_and_used
-from ..revisions.sources import SourcePaths
 from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
 from .helptext import examples
@@ -93,7 +93,7 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
 
 def _explained(built: list[Row], names: dict[tuple[str, str], BuildName], objects: ObjectStore) -> list[Explained]:
     """The builds chosen, each with its name and pressure."""
-    from ..explaining import pressure_of
+    from ..kept_pressure import pressure_of
 
     return [Explained(row, pressure_of(row, objects), names[(row.target, row.row_id)]) for row in built]
 

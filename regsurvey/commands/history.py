@@ -10,7 +10,7 @@ import click
 
 from ..model.history import History
 from ..model.words import count
-from ..revisions.checkout import commit_message
+from ..repo.checkout import commit_message
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, selection_survey
 from .common import EXIT_OK, command_errors, split_csv

@@ -14,7 +14,7 @@ import click
 
 from ..model.options import SurveyOptions
 from ..model.targets import get_target
-from ..revisions.checkout import repo_root
+from ..repo.checkout import repo_root
 from ..store.files import write_text
 from .common import fail, split_csv, usable_cores, writing
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 
 from ..diff.core import stack as make_stack
-from ..explaining import where_changed
 from ..model.comparison import Stack
 from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, obtain_surveys, survey_store
+from ..where import where_changed
 from .common import EXIT_OK, command_errors
 from .helptext import examples
 from .options import (

@@ -43,8 +43,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture import session as capture_mod
-from ..capture.session import CapturedLaunch, CaptureSession
+from ..keys import session as capture_mod
+from ..keys.session import CapturedLaunch, CaptureSession
 from ..model.targets import TARGETS, Target
 from . import management
 

@@ -25,8 +25,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model.comparison import FIGURE_MARKS, Comparison, FigureDelta, Mark, RowComparison
-from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, SPILL_FIGURES, figure
+from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, figure
 from ..model.words import ARROW, agree, count
+from .shared_where import SharedWhere, shared_where
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
@@ -47,7 +48,7 @@ class SummaryLine:
     segments: tuple[str, ...]
     tone: str  # "worse", "better" or "neutral"
     rows: tuple[str, ...]  # RowComparison.ref of every build it speaks of
-    where: tuple[str, ...] = ()  # where on the source lines its builds' registers changed (RowComparison.where)
+    where: tuple[SharedWhere, ...] = ()  # where on the source lines its builds' registers moved, most builds first
 
     @classmethod
     def of(cls, text: str, tone: str, rows: tuple[str, ...]) -> SummaryLine:
@@ -449,32 +450,10 @@ def summarize(comparison: Comparison) -> Summary:
                 text = _figure_sentence(group, effect, describer) + _built_with(group)
             line = SummaryLine.of(text, effect.tone, tuple(r.ref for r in group))
             if effect.figure is not None and figure(effect.figure).kind in (REGISTER, SPILL):
-                line = replace(line, where=_where(group, effect.figure))
+                line = replace(line, where=shared_where(group, effect.figure))
             lines.append(line)
     lines += _closing_lines(comparison)
     return Summary(tuple(lines))
-
-
-MAX_WHERE = 4  # sentences on where it changed, per summary line
-# The register figures whose peak regsurvey.explaining.where_sentences describes (the first class's).
-_PEAK_OF = {"vgpr": "the VGPR peak", "vgpr_total": "the VGPR peak", "regs": "the register peak"}
-
-
-def _where(rows: list[RowComparison], name: str) -> tuple[str, ...]:
-    """The builds' ``where`` sentences about figure ``name`` (spills for a spill figure, the peak for a
-    register count), each once, most builds first; with how many builds it is true of when the line
-    speaks of several."""
-    if name in SPILL_FIGURES:
-        sgpr = name == "sgpr_spill"
-        told = [s for r in rows for s in r.where if "spills" in s and ("SGPR spills" in s) == sgpr]
-    else:
-        about = _PEAK_OF.get(name)
-        told = [s for r in rows for s in r.where if about is not None and about in s]
-    counts = Counter(told)
-    ordered = sorted(counts, key=lambda s: -counts[s])[:MAX_WHERE]
-    if len(rows) == 1:
-        return tuple(ordered)
-    return tuple(f"{s} ({counts[s]} of {len(rows)} builds)" if counts[s] < len(rows) else s for s in ordered)
 
 
 def _closing_lines(comparison: Comparison) -> list[SummaryLine]:

@@ -41,12 +41,11 @@ from typing import Any
 
 from ..model.options import SurveyOptions
 from ..model.words import count
-from ..revisions.checkout import Checkout
+from ..repo.checkout import Checkout
 from .errors import SurveyError
 from .ray_actor import SurveyActor, TreeError, pack_tree, tree_files
+from .ray_address import ray_address
 from .transport_ray import RayPool, first_line
-
-ENV_VAR = "REGSURVEY_RAY"
 
 INCLUDE_VAR = "REGSURVEY_RAY_INCLUDE"  # untracked files the cluster needs: glob patterns, comma-separated
 
@@ -87,11 +86,6 @@ def packed_checkout(checkout: Checkout) -> bytes:
         raise SurveyError(f"--ray: {exc}") from None
     except OSError as exc:
         raise SurveyError(f"--ray: cannot read the checkout to send it: {exc}") from None
-
-
-def ray_address(options: SurveyOptions) -> str | None:
-    """The Ray cluster the survey runs on (``--ray``, else ``REGSURVEY_RAY``), or None: local workers."""
-    return options.ray_address or os.environ.get(ENV_VAR, "").strip() or None
 
 
 def _actor_class() -> Any:

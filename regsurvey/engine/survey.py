@@ -27,13 +27,13 @@ from ..model.progress import Progress
 from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import DEFAULT_LIST_TARGET, get_target
 from ..model.version import READER_REVISION
-from ..revisions.checkout import Checkout
+from ..repo.checkout import Checkout
 from .costs import KeyCosts
 from .deferred_lint import DeferredLint
 from .errors import SurveyError
 from .launcher_messages import survey_said_once
 from .protocol import KeysListed
-from .ray_executor import ray_address, ray_pool
+from .ray_address import ray_address
 from .schedule import Policy, Schedule, Targeted, Transport
 from .transport_local import LocalPool
 
@@ -99,6 +99,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
     progress.on_survey(checkout.label)
     if ray_address(options) is not None:  # on a Ray cluster: each key a call to an actor there
+        from .ray_executor import ray_pool  # Ray's modules: imported only for a survey there
+
         with ray_pool(checkout, objects_dir, options) as on_ray:
             return surveyed(on_ray, checkout, objects_dir, options, progress)
     return surveyed(LocalPool(checkout, objects_dir, options), checkout, objects_dir, options, progress)

@@ -25,7 +25,7 @@ class SurveyTiming:
     ``compile_s`` is the toolchain's own work; ``capture_s`` (kind bodies), ``hash_s`` (Triton cache
     keys and result-cache look-ups), ``analyze_s`` (reading and linting each object:
     ``analysis.analyze``), ``store_s`` (storing objects and results), ``pressure_s`` (an AMD
-    build's register pressure, kept beside its object: ``explaining.keep_pressure``) and ``lint_s`` (the
+    build's register pressure, kept beside its object: ``kept_pressure.keep_pressure``) and ``lint_s`` (the
     lint of the cubins the workers left, in batches beside the compiles) are regsurvey's own work; ``wait_s``
     is time a worker waited for a kernel another worker (or survey) was compiling, rather than compile it
     twice (it counts in ``idle_s`` too); ``idle_s`` is

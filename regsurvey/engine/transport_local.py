@@ -25,7 +25,7 @@ from ..model.progress import Progress
 from ..model.results import Row, SaidOnce
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET
 from ..model.words import count
-from ..revisions.checkout import Checkout
+from ..repo.checkout import Checkout
 from ..store.signing import Unsigned, unsigned_warning
 from . import server
 from .copies import KeyId

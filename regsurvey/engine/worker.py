@@ -39,11 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import analyze
-from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
 from ..compile import management, toolchain
 from ..compile.toolchain import PTXAS_LOG
 from ..errors import CorruptObjectError
-from ..explaining import keep_pressure
+from ..kept_pressure import keep_pressure
 from ..keys.keyfiles import (
     KeysFileError,
     expand_keys,
@@ -54,6 +53,7 @@ from ..keys.keyfiles import (
     where_raised,
 )
 from ..keys.matrix import Kind
+from ..keys.session import CapturedLaunch, CaptureSession, SkipKey
 from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, SaidOnce, Status, error_line, error_text

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..capture.session import current_target_or_none
+from .session import current_target_or_none
 
 _DTYPES: dict[str, torch.dtype] = {
     "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,

@@ -16,6 +16,7 @@ from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
 from .names import BuildName
 from .results import Row, Survey
+from .where import AnnotatedFile, HotLine, WhereChange
 from .words import ARROW
 
 if TYPE_CHECKING:
@@ -192,43 +193,6 @@ class BuildChange:
 
 
 @dataclass(frozen=True)
-class HotLine:
-    """A source line of a build and what it holds: the most registers live at its instructions (of the
-    build's first register class, ``noun``), its spill stores and reloads, and its text."""
-
-    line: str  # "decode_layer/attention.py:108"
-    live: int
-    noun: str  # "VGPR" or "register"
-    stores: int
-    reloads: int
-    source: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class AnnotatedFile:
-    """A source file of a build, annotated: from its first to its last line with code, each line's text
-    and figures (``live``: the most registers live at its instructions, of the build's first class;
-    None where the line made no instruction), with the lines holding the most registers marked ``hot``."""
-
-    name: str  # "decode_layer/attention.py", or the path the object names where the file was not found
-    first: int  # the number of the first line
-    text: tuple[str, ...]
-    live: tuple[int | None, ...]
-    stores: tuple[int, ...]
-    reloads: tuple[int, ...]
-    hot: tuple[int, ...] = ()  # line numbers
-    found: bool = True  # whether the text was read at the revision (else the lines are blank)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "first": self.first, "text": list(self.text), "live": list(self.live),
-                "stores": list(self.stores), "reloads": list(self.reloads), "hot": list(self.hot),
-                "found": self.found}
-
-
-@dataclass(frozen=True)
 class RowComparison:
     """One build (a row of a key on a target) on both sides."""
 
@@ -250,10 +214,10 @@ class RowComparison:
     # What makes a ``not comparable`` row so: its backend's toolchain parts that differ (``note`` says
     # the same in words).
     toolchain_changes: tuple[ToolchainChange, ...] = ()
-    # Where its registers or spills changed, on the kernel's source lines ("the VGPR peak moved from
-    # attention.py:188 to attention.py:203 (+24 live VGPRs)"): filled in from the objects when the
-    # store holds them (regsurvey.explaining.where_changed), else empty.
-    where: tuple[str, ...] = ()
+    # Where its registers or spills changed, on the kernel's source lines (the VGPR peak moved from
+    # attention.py:188 to attention.py:203, 24 more live): filled in from the objects when the store holds
+    # them (regsurvey.where.where_changed), else empty; output.where_text says them.
+    where: tuple[WhereChange, ...] = ()
     # The source lines holding the most registers on each side of such a build (same source).
     hot_before: tuple[HotLine, ...] = ()
     hot_after: tuple[HotLine, ...] = ()

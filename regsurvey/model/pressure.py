@@ -2,9 +2,9 @@
 reload, each attributed to the Triton source line it came from (issue #13).
 
 One :class:`Pressure` per compiled object, computed from the object alone (:mod:`regsurvey.pressure`) and
-kept beside it in the object store as JSON (:mod:`regsurvey.explaining`). Source locations are *frames*:
+kept beside it in the object store as JSON (:mod:`regsurvey.kept_pressure`). Source locations are *frames*:
 the innermost first, then each ``@triton.jit`` helper's call site it was inlined at, out to the kernel's
-own line. Paths are as the compiler saw them; :class:`regsurvey.revisions.sources.SourcePaths` names them
+own line. Paths are as the compiler saw them; :class:`regsurvey.repo.sources.SourcePaths` names them
 for the reader.
 """
 
@@ -22,6 +22,15 @@ from typing import Any
 PRESSURE_VERSION = 3
 
 Frame = tuple[str, int]  # (path, line)
+NO_LINE = "(no source line)"  # how an instruction the compiler gave no line is named, where lines are named
+
+# A register class (``Pressure.classes``) in words: "the VGPR peak", "live registers".
+CLASS_NOUNS = {"vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "gpr": "register", "ugpr": "uniform register"}
+
+
+def class_noun(register_class: str) -> str:
+    """The noun of ``register_class`` (``vgpr`` -> ``VGPR``, ``gpr`` -> ``register``), else its own name."""
+    return CLASS_NOUNS.get(register_class, register_class)
 
 
 @dataclass(frozen=True)

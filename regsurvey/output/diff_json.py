@@ -9,6 +9,7 @@ from typing import Any
 from ..diff.summary import summarize
 from ..model.comparison import Comparison, RowComparison, Stack
 from ..model.words import ASCII_ARROW
+from .where_text import line_where_sentences, where_sentences
 
 
 def _header(report: str, data: Comparison | Stack) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             "lint": lint.to_dict() if (lint := comparison.lint_counts) is not None else None,
         },
         "summary": [{"text": line.render(ASCII_ARROW), "tone": line.tone, "rows": list(line.rows),
-                     "where": list(line.where)} for line in summarize(comparison).lines],
+                     "where": list(line_where_sentences(line))} for line in summarize(comparison).lines],
         "rows": [_row_dict(r) for r in comparison.rows],
         "skipped": [asdict(k) for k in comparison.skipped],
         "rebuild": comparison.rebuild.to_dict() if comparison.rebuild is not None else None,
@@ -44,7 +45,8 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
         "target": r.target, "row_id": r.row_id, "key": r.key, "kind": r.kind, "axes": r.axes,
         "segments": r.segments, "kernel": r.kernel, "launch": r.launch, "config": r.config,
         "label": r.name.text, "build_changes": [c.to_dict() for c in r.build_changes],
-        "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(), "where": list(r.where),
+        "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
+        "where": list(where_sentences(r.where)),
         "hot_lines": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]},
         "figures": [{"name": f.name, "before": f.before, "after": f.after, "delta": f.delta,
                      "verdict": f.verdict} for f in r.figures],

@@ -32,6 +32,7 @@ from .figure_text import (
     total_line,
 )
 from .terminal import NAME, TEXT, Cell, Column, Grid, hanging
+from .where_text import line_where_sentences
 
 _MARK_STYLE = {
     Mark.WORSE: "bold red", Mark.MIXED: "bold yellow", Mark.NEWLY_FAILING: "bold red", Mark.BETTER: "bold green",
@@ -183,7 +184,7 @@ class TableFormat:
         for line in summarize(comparison).lines:
             for text in hanging(Text("- " + line.text, style=_TONE_STYLE.get(line.tone, "")), console.width):
                 console.print(text)
-            for where in line.where:
+            for where in line_where_sentences(line):
                 for text in hanging(Text(f"    where: {where}"), console.width, 6):
                     console.print(text)
         for mark in MARK_ORDER:

@@ -17,7 +17,7 @@ from .markdown import escape as md_escape
 
 class SourcePaths(Protocol):
     """How a report names a source file the object names, and reads its lines (None: not found):
-    :class:`regsurvey.revisions.sources.SourcePaths` for the surveyed revision."""
+    :class:`regsurvey.repo.sources.SourcePaths` for the surveyed revision."""
 
     def name(self, path: str) -> str: ...
 

@@ -52,6 +52,7 @@ from .figure_text import (
     spill_totals_text,
     total_line,
 )
+from .where_text import line_where_sentences, where_sentences
 
 PAGE_ROWS = 100
 
@@ -144,7 +145,8 @@ def _row(r: RowComparison) -> dict[str, Any]:
         "mark": r.mark.value, "axes": r.segments, "kernel_text": r.name.text,
         "change": row_change_text(r), "change_tone": _MARK_TONE.get(r.mark, ""),
         "f": {f.name: _figure(f) for f in r.figures}, "sides": _sides(r)}
-    optional = {"build": build_text(r), "note": note_text(r, "→"), "lint": _lint(r), "where": list(r.where)}
+    optional = {"build": build_text(r), "note": note_text(r, "→"), "lint": _lint(r),
+                "where": list(where_sentences(r.where))}
     if r.hot_before or r.hot_after:
         optional["hot"] = {"before": [h.to_dict() for h in r.hot_before],
                            "after": [h.to_dict() for h in r.hot_after]}
@@ -330,7 +332,7 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "toolchain_changes": [c.describe("→") for c in comparison.toolchain_changes],
         # A line's builds that the page lists (the unchanged line names every unchanged build).
         "summary": [{"text": line.render("→"), "tone": line.tone, "rows": [ref for ref in line.rows if ref in listed],
-                     "where": list(line.where)} for line in summarize(comparison).lines],
+                     "where": list(line_where_sentences(line))} for line in summarize(comparison).lines],
         "axes": list(axes),
         "figures": sorted(present, key=lambda n: order.get(n, len(order))),
         "changed": changed_names(comparison.rows),

@@ -21,6 +21,7 @@ from .figure_text import (
     row_change_text,
     total_line,
 )
+from .where_text import line_where_sentences
 
 if TYPE_CHECKING:
     from ..check.gate import GateResult
@@ -68,7 +69,7 @@ def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
         lines.append("")
     for line in summarize(comparison).lines:
         lines.append(f"- {escape(line.render())}")
-        lines += [f"  - where: {escape(w)}" for w in line.where]
+        lines += [f"  - where: {escape(w)}" for w in line_where_sentences(line)]
     lines.append("")
     changed = [r for m in MARK_ORDER if m is not Mark.UNCHANGED for r in comparison.with_mark(m)]
     if changed:

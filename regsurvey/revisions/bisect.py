@@ -22,8 +22,8 @@ from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Survey
 from ..model.words import agree, count
+from ..repo.checkout import commit_message
 from ..store.store import Store
-from .checkout import commit_message
 from .range import commit_range, selection_survey
 
 __all__ = ["BAD", "GOOD", "SKIP", "BisectError", "Search", "Verdict", "bisect_range", "judge_survey", "search"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..engine.ray_executor import ray_address
+from ..engine.ray_address import ray_address
 from ..engine.survey import survey_checkout
 from ..engine.worker_start import start_workers_early
 from ..errors import CorruptObjectError
@@ -24,9 +24,17 @@ from ..model.results import Survey, default_target_list
 from ..model.targets import get_target
 from ..model.version import READER_REVISION
 from ..model.words import ARROW, agree, count
+from ..repo.checkout import (
+    Checkout,
+    CheckoutError,
+    commit_checkout,
+    repo_root,
+    resolve_commit,
+    revision_label,
+    working_tree,
+)
 from ..store.files import WriteError
 from ..store.store import Store, StoreError, target_part
-from .checkout import Checkout, CheckoutError, commit_checkout, repo_root, resolve_commit, revision_label, working_tree
 
 T = TypeVar("T")
 

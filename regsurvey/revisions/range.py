@@ -22,8 +22,8 @@ from pathlib import Path
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Row, Survey, SurveyFormatError
+from ..repo.checkout import CheckoutError, repo_root, resolve_commit
 from ..store.store import Store, StoreError
-from .checkout import CheckoutError, repo_root, resolve_commit
 from .obtain import lookup, obtain_survey, revision_commit, say_surveying_again
 
 WORKING_TREE = None  # the revision value meaning "the working tree as it is"

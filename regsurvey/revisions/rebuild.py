@@ -27,9 +27,9 @@ from ..model.progress import Progress
 from ..model.rebuild import RebuildCheck, RebuildDifference
 from ..model.results import Survey
 from ..objects.object_sections import first_difference
+from ..repo.checkout import Checkout, commit_checkout, working_tree
 from ..store.objectstore import ObjectStore
 from ..store.store import Store
-from .checkout import Checkout, commit_checkout, working_tree
 
 
 def compare_builds(first: Survey, second: Survey, objects: ObjectStore) -> RebuildCheck:

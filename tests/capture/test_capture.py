@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.capture.session import CaptureSession
 from regsurvey.compile import toolchain
 from regsurvey.keys.keyfiles import expand_keys, load_kinds
+from regsurvey.keys.session import CaptureSession
 from regsurvey.model.targets import get_target
 
 from ..conftest import TOY

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from regsurvey.revisions.checkout import repo_root
+from regsurvey.repo.checkout import repo_root
 
 from ..conftest import TOY, commit_all, git
 from .runner import invoke

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import regsurvey as rs
-from regsurvey.capture.session import CaptureSession
 from regsurvey.compile import toolchain
+from regsurvey.keys.session import CaptureSession
 from regsurvey.model.targets import get_target
 
 from ..conftest import TOY

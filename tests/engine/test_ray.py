@@ -23,7 +23,7 @@ from regsurvey.engine.survey import survey_checkout  # noqa: E402
 from regsurvey.model.options import SurveyOptions  # noqa: E402
 from regsurvey.model.progress import Progress  # noqa: E402
 from regsurvey.model.results import Survey  # noqa: E402
-from regsurvey.revisions.checkout import working_tree  # noqa: E402
+from regsurvey.repo.checkout import working_tree  # noqa: E402
 from regsurvey.store.objectstore import ObjectStore  # noqa: E402
 
 from ..conftest import commit_all, git  # noqa: E402

@@ -114,7 +114,7 @@ SURVEY = textwrap.dedent('''
     from regsurvey.engine.survey import survey_checkout
     from regsurvey.model.options import SurveyOptions
     from regsurvey.model.progress import Progress
-    from regsurvey.revisions.checkout import working_tree
+    from regsurvey.repo.checkout import working_tree
 
     address, repo, store = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     survey = survey_checkout(working_tree(repo), store / "objects", SurveyOptions(ray_address=address, jobs=3,

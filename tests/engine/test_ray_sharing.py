@@ -18,7 +18,7 @@ import pytest
 from regsurvey.engine.survey import survey_checkout
 from regsurvey.model.options import SurveyOptions
 from regsurvey.model.progress import Progress
-from regsurvey.revisions.checkout import working_tree
+from regsurvey.repo.checkout import working_tree
 
 from ..conftest import commit_all
 

@@ -15,7 +15,7 @@ from regsurvey.engine.transport_local import run_keys
 from regsurvey.model.keys import Key
 from regsurvey.model.options import SurveyOptions
 from regsurvey.model.results import Row
-from regsurvey.revisions.checkout import Checkout
+from regsurvey.repo.checkout import Checkout
 
 from .. import survey_fakes
 

@@ -21,7 +21,7 @@ from regsurvey.engine.transport_ray import RayPool  # noqa: E402
 from regsurvey.model.keys import Key  # noqa: E402
 from regsurvey.model.options import SurveyOptions  # noqa: E402
 from regsurvey.model.progress import Progress  # noqa: E402
-from regsurvey.revisions.checkout import Checkout  # noqa: E402
+from regsurvey.repo.checkout import Checkout  # noqa: E402
 
 KINDS = ["ok", "ok", "dies", "ok", "hang", "ok", "ok"]
 

@@ -125,8 +125,8 @@ def launcher_view() -> dict[str, Any]:
 def stand_in_view(target: str) -> dict[str, Any]:
     """:func:`launcher_view` as a kind body sees it while ``target`` is surveyed (regsurvey's stand-in)."""
     sys.path.insert(0, str(ROOT))
-    from regsurvey.capture.session import CaptureSession
     from regsurvey.compile import toolchain
+    from regsurvey.keys.session import CaptureSession
     from regsurvey.model.targets import get_target
 
     with toolchain.capturing(CaptureSession(get_target(target))):
@@ -171,7 +171,7 @@ def real_launches(target: str, key_ids: set[str], project: Path = ROOT) -> dict[
     import torch
     from triton.runtime.jit import JITFunction
 
-    from regsurvey.capture import session as capture
+    from regsurvey.keys import session as capture
     from regsurvey.keys.keyfiles import expand_keys, load_kinds
     from regsurvey.model.targets import get_target
 
@@ -322,9 +322,9 @@ def capture_check(target: str, workdir: Path, program: list[str] | None = None,
     out = subprocess.run([*cmd, "--", *program], cwd=ROOT, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         return 0, [f"capture failed: {out.stderr.strip()[-2000:]}"]
-    from regsurvey.capture.session import CaptureSession
     from regsurvey.compile import toolchain
     from regsurvey.keys.keyfiles import expand_keys, load_kinds
+    from regsurvey.keys.session import CaptureSession
     from regsurvey.model.targets import get_target
 
     gpu = {}

@@ -22,7 +22,7 @@ from regsurvey.check.sites import build_site
 from regsurvey.diff.core import compare
 from regsurvey.diff.summary import summarize
 from regsurvey.engine.worker import Worker
-from regsurvey.explaining import pressure_of
+from regsurvey.kept_pressure import pressure_of
 from regsurvey.keys.keyfiles import expand_keys
 from regsurvey.model.names import build_names
 from regsurvey.model.results import Row, Survey
@@ -34,7 +34,7 @@ from regsurvey.output.html import comparison_data
 from regsurvey.output.markdown import MarkdownFormat, format_gate
 from regsurvey.output.sarif import sarif_log
 from regsurvey.output.table import print_survey
-from regsurvey.revisions.sources import SourcePaths
+from regsurvey.repo.sources import SourcePaths
 
 from ..layer_survey import edited
 

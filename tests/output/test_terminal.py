@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from regsurvey.diff.core import compare, stack
-from regsurvey.explaining import pressure_of
+from regsurvey.kept_pressure import pressure_of
 from regsurvey.model.comparison import Comparison, Mark, RowComparison
 from regsurvey.model.figures import AMD, NVIDIA, figure, vendor_figures
 from regsurvey.model.findings import ERROR, Finding
@@ -33,7 +33,7 @@ from regsurvey.output.explain import Explained, format_text
 from regsurvey.output.figure_text import build_text, change_text, launch_text, status_text
 from regsurvey.output.findings import findings_table
 from regsurvey.output.table import print_survey
-from regsurvey.revisions.sources import SourcePaths
+from regsurvey.repo.sources import SourcePaths
 from regsurvey.store.objectstore import ObjectStore
 
 from ..lint_surveys import findings

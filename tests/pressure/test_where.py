@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.explaining import where_sentences
 from regsurvey.model.words import count
-from regsurvey.revisions.sources import SourcePaths
+from regsurvey.output.where_text import where_sentences
+from regsurvey.repo.sources import SourcePaths
+from regsurvey.where import where_changes
 
 from .. import pressure_kernels as pk
 from ..conftest import commit_all, git
@@ -131,7 +132,7 @@ def test_the_sentences_from_two_pressures() -> None:
     assert vgpr_spills and not [s for s in before.spills if s.medium != "vgpr-lane"]
     here = Path(__file__).resolve().parents[2]
     paths = SourcePaths(here if (here / ".git").exists() else None, None)
-    sentences = where_sentences(before, after, paths, paths)
+    sentences = where_sentences(where_changes(before, after, paths, paths))
     name = paths.name(str(Path(pk.__file__).resolve()))
     stores = sum(1 for s in vgpr_spills if s.kind == "store")
     reloads = sum(1 for s in vgpr_spills if s.kind == "reload")
@@ -141,20 +142,20 @@ def test_the_sentences_from_two_pressures() -> None:
     assert len(peak) == 1 and peak[0].startswith("the VGPR peak ")
     # And back: the spills go away.
     assert f"no spills left at {name}:{pk.marked_line('KEEP')} (were {count(stores, 'store')}, 0 reloads)" in \
-        where_sentences(after, before, paths, paths)
+        where_sentences(where_changes(after, before, paths, paths))
 
 
 def test_no_change_no_sentence() -> None:
     p = pressure("spill_kernel", "gfx950", 8192)
     paths = SourcePaths(None, None)
-    assert where_sentences(p, p, paths, paths) == ()
+    assert where_changes(p, p, paths, paths) == ()
 
 
 def test_the_annotated_source_carries_the_spills_and_the_hot_lines() -> None:
     """``annotated_files`` (the HTML detail's source): the spill stores on the kept tile's line, the
     reloads where it is used, figures equal to the pressure's own per-line table, the long stretch cut."""
-    from regsurvey import explaining
-    from regsurvey.explaining import annotated_files
+    from regsurvey import where
+    from regsurvey.where import annotated_files
 
     after = pressure("spill_kernel", "gfx950", 8192)
     here = Path(__file__).resolve().parents[2]
@@ -172,14 +173,14 @@ def test_the_annotated_source_carries_the_spills_and_the_hot_lines() -> None:
                                                               stats.spill_reloads + stats.inlined_reloads)
     assert annotated.stores[pk.marked_line("KEEP") - annotated.first] > 0
     assert annotated.reloads[pk.marked_line("USE") - annotated.first] > 0
-    assert list(annotated.hot) == sorted(s.frame[1] for s in after.top_lines(explaining.HOT_LINES)
+    assert list(annotated.hot) == sorted(s.frame[1] for s in after.top_lines(where.HOT_LINES)
                                          if s.frame[1] in by_line)
     # A stretch longer than the cap keeps the lines around the hottest.
-    old_cap = explaining.MAX_ANNOTATED_LINES
+    old_cap = where.MAX_ANNOTATED_LINES
     try:
-        explaining.MAX_ANNOTATED_LINES = 4
+        where.MAX_ANNOTATED_LINES = 4
         (cut,) = annotated_files(after, paths)
     finally:
-        explaining.MAX_ANNOTATED_LINES = old_cap
+        where.MAX_ANNOTATED_LINES = old_cap
     hottest = max(by_line.values(), key=lambda s: s.live["vgpr"]).frame[1]
     assert len(cut.text) == 4 and cut.first <= hottest < cut.first + 4

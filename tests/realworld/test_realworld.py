@@ -373,7 +373,7 @@ def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
 def test_register_pressure_is_within_what_was_allocated(corpus: Corpus) -> None:
     """Issue #13 on code nobody here wrote: every build's peak of live registers (``regsurvey explain``'s)
     is at most what the compiler allocated, and its spill instructions add up to the surveyed spills."""
-    from regsurvey.explaining import pressure_of
+    from regsurvey.kept_pressure import pressure_of
     from regsurvey.model.results import Row
     from regsurvey.store.objectstore import ObjectStore
 

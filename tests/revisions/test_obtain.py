@@ -19,7 +19,7 @@ from regsurvey.engine.errors import SurveyError
 from regsurvey.model.options import SurveyOptions
 from regsurvey.model.results import Survey
 from regsurvey.model.version import READER_REVISION
-from regsurvey.revisions.checkout import CheckoutError
+from regsurvey.repo.checkout import CheckoutError
 from regsurvey.revisions.obtain import current_toolchain, default_store, obtain_survey, open_store, selection_text
 from regsurvey.store.store import Store, selection_name
 

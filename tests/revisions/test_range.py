@@ -12,7 +12,7 @@ import pytest
 
 from regsurvey.engine.survey import SurveyOptions
 from regsurvey.model.results import Row, Survey
-from regsurvey.revisions.checkout import CheckoutError
+from regsurvey.repo.checkout import CheckoutError
 from regsurvey.revisions.range import (
     RangeCommit,
     commit_range,

@@ -1,4 +1,4 @@
-"""Which tree a survey reads (regsurvey.revisions.checkout): another commit in a temporary git worktree that
+"""Which tree a survey reads (regsurvey.repo.checkout): another commit in a temporary git worktree that
 is removed afterwards (also when the body raises, on Ctrl-C and on SIGTERM), or the working tree as it
 is, dirty when anything git does not ignore differs from HEAD; revisions git does not know are one line."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.revisions.checkout import (
+from regsurvey.repo.checkout import (
     Checkout,
     CheckoutError,
     commit_checkout,
@@ -147,7 +147,7 @@ def test_sigterm_unwinds_and_removes_the_worktree(repo: Path) -> None:
 KILLED_MID_CHECKOUT = """
 import sys, time
 from pathlib import Path
-from regsurvey.revisions.checkout import commit_checkout
+from regsurvey.repo.checkout import commit_checkout
 with commit_checkout(Path(sys.argv[1]), "HEAD~2") as checkout:
     print(checkout.root, flush=True)
     time.sleep(600)

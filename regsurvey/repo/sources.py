@@ -23,10 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..model.pressure import NO_LINE
 from ..store.files import MiB, read_regular
 from .checkout import file_at
 
-NO_LINE = "(no source line)"  # how an instruction the compiler gave no line is named
 MAX_SOURCE_BYTES = 16 * MiB  # a longer "source file" is not read
 _WORKTREE = re.compile(r"^.*/regsurvey-[0-9a-f]{10}-[^/]+/tree/(.+)$")
 _PACKAGES = re.compile(r"^.*/(?:site|dist)-packages/(.+)$")

@@ -1,4 +1,4 @@
-"""The capture session API kind bodies call (regsurvey.capture.session, exported as ``rs.*``): the session
+"""The capture session API kind bodies call (regsurvey.keys.session, exported as ``rs.*``): the session
 that receives one key's launches, ``rs.target()``, ``rs.skip``, ``rs.pin_config`` and ``rs.launch``; first
 as plain calls, then inside a real capture of the toy kernels (nothing compiles)."""
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import regsurvey as rs
-from regsurvey.capture import session as capture
-from regsurvey.capture.session import CaptureSession, SkipKey
+from regsurvey.keys import session as capture
+from regsurvey.keys.session import CaptureSession, SkipKey
 from regsurvey.model.targets import get_target
 
 

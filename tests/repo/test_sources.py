@@ -1,4 +1,4 @@
-"""Source texts for a kept pressure's paths (revisions.sources): read from the repository at the surveyed
+"""Source texts for a kept pressure's paths (repo.sources): read from the repository at the surveyed
 revision, or from an installed package, and from nowhere else, whatever path the store names (issue 31: a
 planted ``<sha>.pressure.gz`` naming any file made ``explain`` and ``diff`` embed that file's lines)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.revisions.sources import SourcePaths
+from regsurvey.repo.sources import SourcePaths
 
 from ..conftest import commit_all, git
 
