@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from regsurvey.diff.core import compare, stack
 from regsurvey.diff.summary import summarize
-from regsurvey.model.comparison import LintChange, LintCounts, Mark
+from regsurvey.model.comparison import LintCounts, Mark
 from regsurvey.output.diff_json import comparison_dict, stack_dict
 
 from ..lint_surveys import clean_and_mutated, findings, fixture_row, lint_survey
@@ -47,16 +47,6 @@ def test_fixed_suspects_make_builds_better() -> None:
         "removes a miscompile suspect from buffers w8 on gfx950: argument out_ptr",
         "removes a miscompile suspect from gemm w2 on gfx950: argument stride_cm",
     )
-
-
-def test_findings_match_by_kernel_offset_and_severity() -> None:
-    found = findings("restore-removed.amdgcn", BUFFERS)
-    moved = [replace(f, line=(f.line or 0) + 40, reason="elsewhere") for f in found]
-    assert found[0].identity == ("many_buffers_kernel", 256, "error")
-    assert LintChange(tuple(found), tuple(moved)).new == ()  # an edit that moved the load: the same finding
-    as_note = [replace(f, severity="note") for f in found]
-    change = LintChange(tuple(as_note), tuple(found))
-    assert [f.severity for f in change.new] == ["error"] and [f.severity for f in change.fixed] == ["note"]
 
 
 def test_not_linted_is_never_fixed() -> None:

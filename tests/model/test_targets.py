@@ -1,0 +1,105 @@
+"""The GPU targets (model/targets.py): how a user may name them, what Triton compiles for each
+(``GPUTarget("hip", "gfx950", 64)``, ``GPUTarget("cuda", 90, 32)``, ptxas' ``sm_90a``), and the
+occupancy limits the module states its sources for (the CDNA3/CDNA4 ISA guides and ROCm docs: 512 unified
+VGPRs+AGPRs per lane, 8 waves per SIMD, 4 SIMDs per CU, 800 SGPRs per SIMD, 64 KiB of LDS on MI300X and
+160 KiB on MI355X; CUDA's occupancy tables for cc 9.0 and 10.0: 64K registers, 64 warps, 32 blocks and
+228 KiB of shared memory per SM). Each limit is also held against the driver's figures of the same GPU,
+which say the same thing another way. The driver's figures themselves are checked against docs/figures.md
+by tests/compile/test_toolchain.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from regsurvey.model.targets import (
+    ANY_TARGET,
+    DEFAULT_LIST_TARGET,
+    TARGETS,
+    UnknownTargetError,
+    get_target,
+)
+
+KIB = 1024
+
+
+def test_the_four_targets() -> None:
+    assert list(TARGETS) == ["gfx942", "gfx950", "sm90", "sm100"]
+    assert all(name == t.name for name, t in TARGETS.items())
+    assert DEFAULT_LIST_TARGET in TARGETS and ANY_TARGET not in TARGETS
+
+
+@pytest.mark.parametrize(("typed", "name"), [
+    ("gfx942", "gfx942"), ("MI300X", "gfx942"), ("mi300", "gfx942"),
+    ("gfx950", "gfx950"), ("MI355X", "gfx950"), ("mi350x", "gfx950"), (" gfx950 ", "gfx950"),
+    ("sm90", "sm90"), ("sm_90a", "sm90"), ("SM_90", "sm90"), ("h100", "sm90"), ("H200", "sm90"),
+    ("sm100", "sm100"), ("sm_100a", "sm100"), ("B200", "sm100"),
+])
+def test_a_target_by_its_name_or_a_common_alias(typed: str, name: str) -> None:
+    assert get_target(typed) is TARGETS[name]
+
+
+@pytest.mark.parametrize("typed", ["gfx1100", "sm_80", "mi250x", "", "*"])
+def test_an_unknown_target_lists_the_known_ones(typed: str) -> None:
+    with pytest.raises(UnknownTargetError) as raised:
+        get_target(typed)
+    assert str(raised.value) == f"unknown target {typed!r}; known targets: gfx942, gfx950, sm90, sm100"
+    assert isinstance(raised.value, ValueError)
+
+
+def test_what_triton_compiles_for() -> None:
+    compiled = {t.name: (t.backend, t.arch, t.warp_size, t.arch_string, t.is_amd, t.is_nvidia)
+                for t in TARGETS.values()}
+    assert compiled == {"gfx942": ("hip", "gfx942", 64, "gfx942", True, False),
+                        "gfx950": ("hip", "gfx950", 64, "gfx950", True, False),
+                        "sm90": ("cuda", 90, 32, "sm_90a", False, True),
+                        "sm100": ("cuda", 100, 32, "sm_100a", False, True)}
+
+
+def test_the_gpu_each_target_stands_for() -> None:
+    gpus = {t.name: (t.device_name, t.compute_units) for t in TARGETS.values()}
+    assert gpus == {"gfx942": ("AMD Instinct MI300X", 304), "gfx950": ("AMD Instinct MI355X", 256),
+                    "sm90": ("NVIDIA H200", 132), "sm100": ("NVIDIA B200", 148)}
+    assert [t.device.gcnArchName.split(":")[0] for t in TARGETS.values() if t.is_amd] == ["gfx942", "gfx950"]
+    assert (TARGETS["gfx942"].device.major, TARGETS["gfx942"].device.minor) == (9, 4)  # HIP: the gfx version
+    assert (TARGETS["gfx950"].device.major, TARGETS["gfx950"].device.minor) == (9, 5)
+
+
+@pytest.mark.parametrize("name", ["gfx942", "gfx950"])
+def test_amd_occupancy_limits(name: str) -> None:
+    t = TARGETS[name]
+    lds = {"gfx942": 64 * KIB, "gfx950": 160 * KIB}[name]
+    assert (t.regs_per_lane, t.max_waves_per_simd, t.simds_per_cu, t.sgprs_per_simd, t.shared_bytes_per_cu) == (
+        512, 8, 4, 800, lds)
+    # The driver's figures: its register file is 512 VGPRs x 4 SIMDs x 64 lanes, its shared memory per
+    # block one CU's LDS, and its threads per CU those of 8 waves on each of 4 SIMDs.
+    assert t.device.regs_per_multiprocessor == t.regs_per_lane * t.simds_per_cu * t.warp_size == 131072
+    assert t.device.shared_memory_per_block == t.device.shared_memory_per_block_optin == t.shared_bytes_per_cu
+    assert t.device.shared_memory_per_multiprocessor == t.shared_bytes_per_cu * t.compute_units
+    assert t.device.max_threads_per_multi_processor == t.max_waves_per_simd * t.simds_per_cu * t.warp_size
+
+
+@pytest.mark.parametrize("name", ["sm90", "sm100"])
+def test_nvidia_occupancy_limits(name: str) -> None:
+    t = TARGETS[name]
+    assert (t.regs_per_lane, t.max_waves_per_simd, t.simds_per_cu, t.max_blocks_per_cu, t.shared_bytes_per_cu) == (
+        65536, 64, 1, 32, 228 * KIB)
+    assert t.sgprs_per_simd == 0 and t.torch_hip_version is None  # AMD's alone
+    assert t.device.regs_per_multiprocessor == t.regs_per_lane
+    assert t.device.shared_memory_per_multiprocessor == t.shared_bytes_per_cu
+    assert t.device.max_threads_per_multi_processor == t.max_waves_per_simd * t.warp_size  # 64 warps of 32
+    # Without opting in, a block has 48 KiB; opted in, 227 KiB (one of the SM's 228 is the driver's reserve).
+    assert (t.device.shared_memory_per_block, t.device.shared_memory_per_block_optin) == (48 * KIB, 227 * KIB)
+    assert t.device.reserved_shared_memory_per_block == 1 * KIB
+
+
+def test_what_the_management_libraries_report_is_the_same_gpu() -> None:
+    ids = {t.name: t.management.pci_device_id for t in TARGETS.values() if t.management is not None}
+    assert ids == {"gfx942": 0x74A1, "gfx950": 0x75A3, "sm90": 0x2335, "sm100": 0x2901}
+    for t in TARGETS.values():
+        assert t.management is not None
+        if t.is_amd:  # AMD SMI reads its VRAM from the figure HIP reports; no driver version answered
+            assert (t.management.memory_total, t.management.driver_version) == (t.device.total_memory, "")
+            assert t.management.cuda_driver_version == 0
+        else:  # NVML's total counts what the driver reserves, which torch's does not
+            assert t.management.memory_total > t.device.total_memory
+            assert t.management.cuda_driver_version == 13000
