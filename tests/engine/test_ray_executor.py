@@ -15,19 +15,7 @@ import pytest
 
 from regsurvey.engine.errors import SurveyError
 from regsurvey.engine.ray_actor import unpack_tree
-from regsurvey.engine.ray_executor import ENV_VAR, INCLUDE_VAR, included, packed_checkout, ray_address
-from regsurvey.model.options import SurveyOptions
-
-
-def test_the_cluster_is_the_one_asked_for_else_the_environments(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    assert ray_address(SurveyOptions()) is None  # local workers
-    assert ray_address(SurveyOptions(ray_address="local")) == "local"
-    monkeypatch.setenv(ENV_VAR, "  ray://head:10001 ")
-    assert ray_address(SurveyOptions()) == "ray://head:10001"
-    assert ray_address(SurveyOptions(ray_address="10.0.0.2:6379")) == "10.0.0.2:6379"  # --ray wins
-    monkeypatch.setenv(ENV_VAR, "   ")
-    assert ray_address(SurveyOptions()) is None
+from regsurvey.engine.ray_executor import INCLUDE_VAR, included, packed_checkout
 
 
 def test_the_untracked_files_named_to_travel(monkeypatch: pytest.MonkeyPatch) -> None:
