@@ -3,6 +3,7 @@
 A survey (:mod:`.survey`) sends its workers (:mod:`.worker`) requests: :class:`ListKeys`,
 :class:`ToolchainOf`, :class:`SurveyKey` and :class:`Stop`. A worker answers :class:`KeysListed`,
 :class:`ToolchainInfo` or, for each key, :class:`KeyCaptured` (its launches were captured),
+:class:`KeyWaiting` (its build is compiled by another worker or survey, whose lock names it),
 :class:`KeyCompiled` (the toolchain is done with it: send the next) and then :class:`KeyFinished` (its
 rows); :class:`Failed` says why a request could not be met.
 A worker a ``regsurvey server`` forked (:mod:`.server`) ends with :class:`WorkerExited`.

@@ -8,6 +8,7 @@ beside it) and is put into the survey's (:func:`store_objects`). Nothing here im
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
@@ -34,9 +35,9 @@ class ShippedObject:
 def store_objects(shipped: tuple[ShippedObject, ...], objects: ObjectStore) -> None:
     """Put objects that came back, with their texts, into the survey's store."""
     for obj in shipped:
-        sha, rel = objects.put(obj.binary, obj.ext)
-        if sha != obj.sha256:  # cannot happen: the actor read it back by its hash
-            raise ValueError(f"object {obj.sha256} arrived altered")
+        if hashlib.sha256(obj.binary).hexdigest() != obj.sha256:  # the actor read it back by its hash
+            raise ValueError(f"object {obj.sha256} arrived altered")  # (nothing of it written)
+        _, rel = objects.put(obj.binary, obj.ext)
         for name, data in obj.texts.items():
             objects.put_packed(rel, name, data)  # (checked: a text that is not this object's is refused)
 

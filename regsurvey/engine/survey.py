@@ -97,7 +97,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             get_target(t)  # raises UnknownTargetError with the known names
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
-    progress.on_survey(checkout.label)
+    progress.announce(checkout.label)
     if ray_address(options) is not None:  # on a Ray cluster: each key a call to an actor there
         from .ray_executor import ray_pool  # Ray's modules: imported only for a survey there
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from .enums import TextEnum
 from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
 from .names import BuildName
@@ -27,7 +27,7 @@ DIFF_SCHEMA_VERSION = 1
 _UNNAMED = BuildName("", None)  # RowComparison.name left out: its own key and kernel name it
 
 
-class Mark(str, Enum):
+class Mark(TextEnum):
     """What happened to one build between the two surveys."""
 
     # A figure moved the wrong way (see model.figures.FIGURES), or the lint found a new miscompile suspect,

@@ -20,11 +20,17 @@ class Progress:
     on_start: Callable[[int], None] = lambda total: None
     on_key: Callable[[Key, list[Row]], None] = lambda key, rows: None
     on_survey: Callable[[str], None] = lambda label: None
+    # The name its surveys are announced by, whatever the checkout's own (``named``); None: the checkout's.
+    label: str | None = None
+
+    def announce(self, checkout_label: str) -> None:
+        """Say that a survey begins: ``on_survey`` with this progress's name for it, else the checkout's."""
+        self.on_survey(self.label if self.label is not None else checkout_label)
 
     def named(self, label: str) -> Progress:
         """This progress, its surveys announced as ``label`` whatever the checkout's own name (a commit's
-        short sha where the checkout is named by its full one)."""
-        return replace(self, on_survey=lambda _: self.on_survey(label))
+        short sha where the checkout is named by its full one); numbered before or after, alike."""
+        return replace(self, label=label)
 
     def numbered(self, number: int, count: int, what: str = "revision") -> Progress:
         """This progress, its surveys announced as the ``number``-th of ``count``: ``HEAD~1 (abc1234567),

@@ -44,3 +44,4 @@ def test_an_object_whose_bytes_are_not_its_name_is_refused(tmp_path: Path) -> No
     with pytest.raises(ValueError, match=f"^object {'0' * 64} arrived altered$"):
         store_objects((altered,), here)
     assert not (here.root / "00").exists()  # nothing is kept under the name it claimed
+    assert list(here.root.rglob("*.hsaco")) == []  # nor under its own: a refused object is not written

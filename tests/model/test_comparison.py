@@ -57,6 +57,7 @@ def test_marks_in_report_order_regressions_first() -> None:
     assert REGRESSIONS == {Mark.WORSE, Mark.MIXED, Mark.NEWLY_FAILING}
     assert FIGURE_MARKS == {Mark.WORSE, Mark.MIXED, Mark.BETTER, Mark.CHANGED}
     assert Mark("newly failing") is Mark.NEWLY_FAILING and Mark.STILL_FAILING == "still failing"
+    assert (str(Mark.WORSE), f"{Mark.NEWLY_FAILING}") == ("worse", "newly failing")  # shown as its value
 
 
 def test_a_figures_move_and_its_verdict() -> None:

@@ -22,12 +22,13 @@ def test_a_progress_named_or_numbered_announces_each_survey_so() -> None:
     keys: list[tuple[str, int]] = []
     progress = Progress(on_start=started.append, on_key=lambda k, rows: keys.append((k.id, len(rows))),
                         on_survey=said.append)
-    progress.named("abc1234567").on_survey("a" * 40)
-    progress.numbered(1, 2).on_survey("HEAD~1 (abc1234567)")
-    progress.numbered(3, 5, "commit").on_survey("3333333333")
-    progress.numbered(2, 2, "commit").named("def7654321").on_survey("d" * 40)  # as `history` names its commits
+    progress.named("abc1234567").announce("a" * 40)
+    progress.numbered(1, 2).announce("HEAD~1 (abc1234567)")
+    progress.numbered(3, 5, "commit").announce("3333333333")
+    progress.numbered(2, 2, "commit").named("def7654321").announce("d" * 40)  # as `history` names its commits
+    progress.named("fed7654321").numbered(1, 2, "commit").announce("f" * 40)  # the other order: the same
     assert said == ["abc1234567", "HEAD~1 (abc1234567), revision 1 of 2", "3333333333, commit 3 of 5",
-                    "def7654321, commit 2 of 2"]
+                    "def7654321, commit 2 of 2", "fed7654321, commit 1 of 2"]
     numbered = progress.numbered(2, 2)
     numbered.on_start(4)
     numbered.on_key(KEY, [Row(key=KEY.id, kind="gemm", axes={}, target="sm90", kernel="k", status="ok")])
