@@ -43,7 +43,7 @@ def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: 
 
         info = parse_hsaco(binary)
         resources = read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target,
-                               code_text=texts.get("amdgcn"), info=info).as_dict()
+                               code_text=texts.get("amdgcn"), info=info)
         if lint is False:
             return ObjectReport(resources)
         try:
@@ -52,9 +52,8 @@ def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: 
             return ObjectReport(resources, why_not_linted=str(exc))
     from .objects.nvidia_object import read_cubin_sass
 
-    figures, sass = read_cubin_sass(binary, shared_bytes=shared, num_warps=num_warps, target=target,
-                                    sass=sass, want_sass=bool(lint), ptxas_log=texts.get(PTXAS_LOG))
-    resources = figures.as_dict()
+    resources, sass = read_cubin_sass(binary, shared_bytes=shared, num_warps=num_warps, target=target,
+                                      sass=sass, want_sass=bool(lint), ptxas_log=texts.get(PTXAS_LOG))
     if lint is False or sass is None:
         return ObjectReport(resources)
     try:

@@ -43,7 +43,7 @@ def fixture_row(base: str, lint: tuple[Finding, ...] | list[Finding] | None, **f
     """The row of base kernel ``base`` on gfx950: real resources, ``lint`` keyed by the row."""
     kind, key, axes = KEYS[base]
     binary = (LINT_FIXTURES / f"{base}.hsaco").read_bytes()
-    resources = read_hsaco(binary, lds_bytes=0, num_warps=4, target=get_target("gfx950")).as_dict()
+    resources = read_hsaco(binary, lds_bytes=0, num_warps=4, target=get_target("gfx950"))
     row = Row(key=key, kind=kind, axes=axes, target="gfx950", kernel=MANIFEST["bases"][base]["kernel"], status="ok",
               resources=resources, where="kernels/fixture.py:10", **fields)
     return replace(row, lint=None if lint is None else tuple(replace(f, key=row.row_id) for f in lint))

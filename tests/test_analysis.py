@@ -35,7 +35,7 @@ def test_an_amd_object_is_read_and_linted_from_one_parse(monkeypatch: pytest.Mon
     texts = {"amdgcn": (FIXTURES / "restore-removed.amdgcn").read_text(),
              "llir": (FIXTURES / "many_buffers-gfx950.llir").read_text()}
     target = get_target("gfx950")
-    expected = amd_object.read_hsaco(binary, lds_bytes=0, num_warps=4, target=target).as_dict()
+    expected = amd_object.read_hsaco(binary, lds_bytes=0, num_warps=4, target=target)
     expected_findings = tuple(lint_amdgcn(texts["amdgcn"], hsaco=binary, llir=texts["llir"]))
     parses = counted(monkeypatch, amd_object, "parse_hsaco")
     report = analysis.analyze(target, binary, texts, shared=0, num_warps=4)
@@ -55,7 +55,7 @@ def test_a_cubin_with_a_stack_frame_is_disassembled_once(monkeypatch: pytest.Mon
     compiled = compile_kernel("hold_tile_kernel", "sm90", options=(("num_warps", 1),), BLOCK=4096)
     cubin, target = compiled.asm["cubin"], get_target("sm90")
     expected = nvidia_object.read_cubin(cubin, shared_bytes=compiled.metadata.shared, num_warps=1,
-                                        target=target).as_dict()
+                                        target=target)
     expected_findings = tuple(lint_nvidia(compiled.asm["ptx"], cubin))
     runs = counted(monkeypatch, nvidia_object, "disassemble")
     report = analysis.analyze(target, cubin, compiled.asm, shared=compiled.metadata.shared, num_warps=1)
@@ -86,12 +86,12 @@ def test_a_spilling_cubin_takes_its_spills_from_the_compiles_ptxas_log(
     assert not report.linted and report.why_not_linted is None
     from_sass = nvidia_object.read_cubin(compiled.binary, shared_bytes=compiled.shared, num_warps=1, target=target)
     assert len(runs) == 1
-    assert report.resources == from_sass.as_dict() and from_sass.spill_store_bytes > 0 and from_sass.stack_bytes > 0
+    assert report.resources == from_sass and from_sass["spill_store_bytes"] > 0 and from_sass["stack_bytes"] > 0
     # A log that gives another frame size is another compile's: the SASS counts instead.
-    frame = from_sass.stack_bytes
+    frame = from_sass["stack_bytes"]
     other = log.replace(f"{frame} bytes stack frame", f"{frame + 8} bytes stack frame")
     assert nvidia_object.logged_spills(log, compiled.kernel_name, frame) == (
-        from_sass.spill_store_bytes, from_sass.spill_load_bytes)
+        from_sass["spill_store_bytes"], from_sass["spill_load_bytes"])
     assert nvidia_object.logged_spills(other, compiled.kernel_name, frame) is None
     assert nvidia_object.logged_spills(log, "another_kernel", frame) is None
     texts = dict(compiled.asm, **{toolchain.PTXAS_LOG: other})

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .figures import AMD, NVIDIA
+
 
 class UnknownTargetError(ValueError):
     """A target name that regsurvey does not know."""
@@ -104,6 +106,11 @@ class Target:
     def is_nvidia(self) -> bool:
         """True for NVIDIA (CUDA) targets."""
         return self.backend == "cuda"
+
+    @property
+    def vendor(self) -> str:
+        """AMD or NVIDIA: whose figures its builds have (``model.figures``)."""
+        return AMD if self.is_amd else NVIDIA
 
     @property
     def arch_string(self) -> str:

@@ -5,9 +5,10 @@ The only module that reads AMD objects. Two levels:
 - ``parse_hsaco`` decodes what the object holds: the arch, and per kernel the msgpack metadata of the
   ``NT_AMDGPU_METADATA`` note (``amdhsa.kernels[]``, with its ``.args``) and the 64-byte kernel
   descriptor behind the ``<kernel>.kd`` symbol (user-SGPR enables, kernarg preload), for the lint.
-- ``read_hsaco`` turns that into the resource row of a survey (``AmdResources``): registers, spills,
-  scratch, LDS, kernarg size and the occupancy in waves per SIMD. Given the kernel's code text as
-  well, it counts the architectural VGPRs exactly where the object rounds them.
+- ``read_hsaco`` turns that into the figures of a survey's row (:class:`~regsurvey.model.figures.Figures`,
+  every AMD figure of the registry): registers, spills, scratch, LDS, kernarg size and the occupancy in
+  waves per SIMD. Given the kernel's code text as well, it counts the architectural VGPRs exactly where
+  the object rounds them.
 
 Layouts follow LLVM's AMDGPUUsage ("Code Object V3+ Metadata", "Kernel Descriptor", "Initial Kernel
 Execution State") and ``llvm/Support/AMDHSAKernelDescriptor.h``.
@@ -19,7 +20,7 @@ import functools
 import io
 import struct
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -28,6 +29,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from ..errors import CorruptObjectError
+from ..model.figures import AMD, Figures
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
 
@@ -156,38 +158,6 @@ class HsacoInfo:
     kernels: tuple[HsacoKernel, ...]
 
 
-@dataclass(frozen=True)
-class AmdResources:
-    """The resource row for one AMD kernel.
-
-    ``vgpr`` and ``agpr`` are LLVM's ``NumVgprs`` (architectural VGPRs) and ``NumAgprs`` (accumulation
-    VGPRs), per lane. ``vgpr_total`` is LLVM's ``TotalNumVgprs``, the unified count that occupancy
-    depends on: on gfx90a+ both kinds share one 512-entry file, the AGPRs from ACCUM_OFFSET =
-    ``NumVgprs`` rounded up to 4, so with AGPRs in use it is that offset plus ``agpr`` (else ``vgpr``).
-    The object records only ``vgpr_total`` and ``agpr``: where AGPRs are in use, ``vgpr`` comes from
-    the kernel's code (see :func:`read_hsaco`). ``sgpr`` is per wave, ``vgpr_spill`` and ``sgpr_spill``
-    count spilled registers, ``scratch_bytes`` is per lane, ``lds_bytes`` per workgroup,
-    ``kernarg_bytes`` the kernarg segment (hidden args included) and ``occupancy`` waves per SIMD, from
-    the registers the descriptor allocates (which include what ``waves_per_eu`` reserves) and the LDS
-    and workgroup size.
-    """
-
-    vgpr: int
-    agpr: int
-    sgpr: int
-    vgpr_spill: int
-    sgpr_spill: int
-    scratch_bytes: int
-    lds_bytes: int
-    occupancy: int
-    kernarg_bytes: int
-    vgpr_total: int
-
-    def as_dict(self) -> dict[str, int]:
-        """The figures by field name, in field order."""
-        return asdict(self)
-
-
 @functools.lru_cache(maxsize=4)  # the survey reads an object's resources, then lints it: parse once
 def parse_hsaco(data: bytes) -> HsacoInfo:
     """Decode an HSACO's metadata note and kernel descriptors; CorruptObjectError if it is not one."""
@@ -219,8 +189,19 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
 
 
 def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
-               code_text: str | None = None, info: HsacoInfo | None = None) -> AmdResources:
-    """Read the resource row of the one kernel in a Triton HSACO compiled for ``target``.
+               code_text: str | None = None, info: HsacoInfo | None = None) -> Figures:
+    """Read the figures of the one kernel in a Triton HSACO compiled for ``target``: every AMD figure of
+    the registry (``model.figures``).
+
+    ``vgpr`` and ``agpr`` are LLVM's ``NumVgprs`` (architectural VGPRs) and ``NumAgprs`` (accumulation
+    VGPRs), per lane. ``vgpr_total`` is LLVM's ``TotalNumVgprs``, the unified count that occupancy
+    depends on: on gfx90a+ both kinds share one 512-entry file, the AGPRs from ACCUM_OFFSET =
+    ``NumVgprs`` rounded up to 4, so with AGPRs in use it is that offset plus ``agpr`` (else ``vgpr``).
+    The object records only ``vgpr_total`` and ``agpr``: where AGPRs are in use, ``vgpr`` comes from
+    the kernel's code (below). ``sgpr`` is per wave, ``vgpr_spill`` and ``sgpr_spill`` count spilled
+    registers, ``scratch_bytes`` is per lane, ``lds_bytes`` per workgroup, ``kernarg_bytes`` the kernarg
+    segment (hidden args included) and ``occupancy`` waves per SIMD, from the registers the descriptor
+    allocates (which include what ``waves_per_eu`` reserves) and the LDS and workgroup size.
 
     ``lds_bytes`` is Triton's compiled metadata ``shared``: Triton allocates LDS dynamically, so the
     object's group segment size is 0. ``num_warps`` is the number of waves per workgroup.
@@ -248,7 +229,8 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
     vgpr = total_vgpr - agpr if agpr else total_vgpr
     if agpr and code_text is not None:
         vgpr = _code_vgprs(code_text, accum_offset=vgpr)
-    return AmdResources(
+    return Figures.complete(
+        AMD,
         vgpr=vgpr,
         agpr=agpr,
         sgpr=_int(meta, ".sgpr_count"),

@@ -21,12 +21,13 @@ import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ..errors import CorruptObjectError
+from ..model.figures import NVIDIA, Figures
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
 from .tools import check_cubin_for_tool, tool_time_limit
@@ -62,33 +63,16 @@ _LOCAL_ACCESS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(STL|LDL
 _WIDTH_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 
 
-@dataclass(frozen=True)
-class NvidiaResources:
-    """The resource row for one NVIDIA kernel.
+def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target,
+               sass: str | None = None) -> Figures:
+    """Read the figures of the one kernel in a Triton cubin compiled for ``target``: every NVIDIA figure
+    of the registry (``model.figures``).
 
     ``regs`` are 32-bit registers per thread; spill and stack bytes are per thread; ``shared_bytes``
     is per block and what the driver reports: the kernel's static shared memory
     (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, without the driver's 1 KiB reserve) plus the dynamic shared
     memory Triton launches with (its compiled metadata ``shared``); occupancy is resident blocks and
     warps per SM, counting the reserve once per block.
-    """
-
-    regs: int
-    spill_store_bytes: int
-    spill_load_bytes: int
-    stack_bytes: int
-    shared_bytes: int
-    occupancy_blocks: int
-    occupancy_warps: int
-
-    def as_dict(self) -> dict[str, int]:
-        """The figures by field name, in field order."""
-        return asdict(self)
-
-
-def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target,
-               sass: str | None = None) -> NvidiaResources:
-    """Read the resource row of the one kernel in a Triton cubin compiled for ``target``.
 
     ``shared_bytes`` is Triton's compiled metadata ``shared`` (dynamic shared memory per block);
     ``num_warps`` is the warps per block (Triton's compiled metadata ``num_warps``). ``sass``: the
@@ -98,7 +82,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
 
 
 def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: Target, sass: str | None = None,
-                    want_sass: bool = False, ptxas_log: str | None = None) -> tuple[NvidiaResources, str | None]:
+                    want_sass: bool = False, ptxas_log: str | None = None) -> tuple[Figures, str | None]:
     """:func:`read_cubin`, and the SASS it read: disassembled when the kernel has a stack frame (its
     spills are counted there) or ``want_sass``; otherwise ``sass`` as given (maybe None).
 
@@ -134,7 +118,8 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
     # What the driver reports as the kernel's shared memory: static (SHARED_SIZE_BYTES) + dynamic.
     shared = shared_bytes + static_shared
     blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
-    return NvidiaResources(
+    return Figures.complete(
+        NVIDIA,
         regs=regs,
         spill_store_bytes=stores,
         spill_load_bytes=loads,
