@@ -15,11 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from regsurvey.compile.triton_facts import APPENDED_ARGS
 from regsurvey.lint import lint_amdgcn
 from regsurvey.model.findings import Finding
 from regsurvey.model.results import Row, Survey
 from regsurvey.model.targets import get_target
 from regsurvey.objects.amd_object import read_hsaco
+
+APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
 
 LINT_FIXTURES = Path(__file__).parent / "fixtures" / "lint"
 MANIFEST = json.loads((LINT_FIXTURES / "manifest.json").read_text())
@@ -35,7 +38,8 @@ def findings(text_file: str, base: str, *, with_ir: bool = True) -> tuple[Findin
     a survey row stores them (without the key)."""
     entry = MANIFEST["bases"][base]
     llir = (LINT_FIXTURES / f"{base}.llir").read_text() if with_ir else None
-    found = lint_amdgcn((LINT_FIXTURES / text_file).read_text(), llir=llir, arg_names=entry["arg_names"])
+    found = lint_amdgcn((LINT_FIXTURES / text_file).read_text(), llir=llir, arg_names=entry["arg_names"],
+                        appended_args=APPENDED)
     return tuple(found)
 
 

@@ -30,7 +30,6 @@ import sys
 import threading
 import time
 import traceback
-import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -41,7 +40,17 @@ from typing import Any
 from ..analysis import analyze
 from ..capture.session import CapturedLaunch, CaptureSession, SkipKey
 from ..compile import management, toolchain
-from ..compile.toolchain import PTXAS_LOG
+from ..compile.triton_facts import (
+    AMDGCN,
+    CACHE_DIR_VAR,
+    LLIR,
+    PTX,
+    PTXAS_LOG,
+    TTGIR,
+    TTIR,
+    ignore_fp_fusion_warning,
+    object_key,
+)
 from ..errors import CorruptObjectError
 from ..explaining import keep_pressure
 from ..keys.keyfiles import (
@@ -85,7 +94,7 @@ from .protocol import (
 # A compile's texts kept beside its object: what the lint, the pressure reader and a later reading
 # of the object need. The ttgir holds the shared-memory buffers Triton allocates (their layouts and
 # sizes): the LDS the object does not record, which Triton passes at launch.
-KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", "ttgir", PTXAS_LOG)
+KEPT_TEXTS = (AMDGCN, PTX, LLIR, TTIR, TTGIR, PTXAS_LOG)
 
 
 @dataclass
@@ -516,9 +525,8 @@ class Worker:
         except CorruptObjectError as exc:
             return row_start.failed(f"unreadable object: {exc}", compile_s=compile_s, triton_hash=compiled.triton_hash)
         phase = self._spent("analyze_s", phase)
-        ext = "hsaco" if target.is_amd else "cubin"
         try:
-            sha, path = self.objects.put(compiled.binary, ext, extras={
+            sha, path = self.objects.put(compiled.binary, object_key(target), extras={
                 name: compiled.asm[name] for name in KEPT_TEXTS if name in compiled.asm})
             ref = ObjectRef(path=path, sha256=sha)
             self.results.put(compiled.triton_hash, CachedResult(kernel=row_start.kernel or "", report=report,
@@ -529,7 +537,7 @@ class Worker:
         row = row_start.built(report.resources, object=ref, compile_s=compile_s, triton_hash=compiled.triton_hash,
                               findings=report.findings)
         phase = self._spent("store_s", phase)
-        if keep_pressure(self.objects, path, target.name, compiled.asm.get("amdgcn")):
+        if keep_pressure(self.objects, path, target.name, compiled.asm.get(AMDGCN)):
             self._spent("pressure_s", phase)
         return row
 
@@ -601,10 +609,8 @@ def _become_worker(survey: int | None, environ: dict[str, str] | None, triton_ca
         os.environ.clear()
         os.environ.update(environ)
     if triton_cache_dir:
-        os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
-    # The survey records the fp-fusion setting in its toolchain block; the warning itself would
-    # repeat once per worker.
-    warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
+        os.environ[CACHE_DIR_VAR] = triton_cache_dir
+    ignore_fp_fusion_warning()
 
 
 class _Answering:

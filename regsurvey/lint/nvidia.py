@@ -153,12 +153,13 @@ def _access_bytes(opcode: str, suffixes: str) -> int:
     return 4
 
 
-def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None,
+def lint_ptx_sass(ptx: str, sass: str, *, appended_args: int, arg_names: Sequence[str] | None = None,
                   bank: ParamBank | None = None) -> list[Finding]:
     """Parameters the PTX reads with ``ld.param`` that no SASS instruction reads from constant bank 0.
 
-    ``bank``: the layout ptxas recorded in the cubin (:func:`~regsurvey.objects.nvidia_object.param_bank`);
-    without it the layout is worked out from the PTX."""
+    ``appended_args``: how many parameters the compiler appended after the kernel's own, never reported
+    (Triton's scratch pointers). ``bank``: the layout ptxas recorded in the cubin
+    (:func:`~regsurvey.objects.nvidia_object.param_bank`); without it the layout is worked out from the PTX."""
     sm = _TARGET.search(ptx)
     if not sm:
         raise LintInputError("no .target in the PTX")
@@ -173,8 +174,7 @@ def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None
     ranges, indirect = sass_bank_reads(sass)
     if indirect:
         return []
-    # Triton appends two pointer parameters (global scratch, profile scratch): never reported.
-    skip = {p.index for p in params[-2:]} if len(params) >= 2 else set()
+    skip = {p.index for p in params[max(0, len(params) - appended_args):]}
     out = []
     for p in params:
         if p.index not in loads or p.index in escaped or p.index in skip:
@@ -192,12 +192,14 @@ def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None
     return out
 
 
-def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = None,
+def lint_nvidia(ptx: str, cubin: bytes, *, appended_args: int, arg_names: Sequence[str] | None = None,
                 sass: str | None = None) -> list[Finding]:
     """Lint one Triton NVIDIA kernel: its PTX against the SASS of its cubin.
 
     ``sass`` is ``nvdisasm -c`` of ``cubin`` if the caller already has it (the survey worker does);
-    otherwise the cubin is disassembled here. ``arg_names`` are the Python parameters that are not
+    otherwise the cubin is disassembled here. ``appended_args``: how many parameters the compiler appended
+    after the kernel's own, never reported (Triton's scratch pointers:
+    ``compile.triton_facts.APPENDED_ARGS``). ``arg_names`` are the Python parameters that are not
     constexpr, in order. Raises :class:`~regsurvey.errors.CorruptObjectError` if nvdisasm rejects the
     cubin or it records no parameter layout, and :class:`~regsurvey.lint.LintInputError` (a ValueError)
     if the PTX has no entry or an unknown target.
@@ -206,4 +208,4 @@ def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = Non
 
     if sass is None:
         sass = disassemble(cubin)
-    return lint_ptx_sass(ptx, sass, arg_names=arg_names, bank=param_bank(cubin))
+    return lint_ptx_sass(ptx, sass, appended_args=appended_args, arg_names=arg_names, bank=param_bank(cubin))
