@@ -20,14 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..model.targets import TARGETS
 from .finding import ERROR, Finding, LintInputError
 
 if TYPE_CHECKING:
     from ..objects.nvidia_object import ParamBank
-
-# Start of the parameter area in constant bank 0, by SM major version (sm_90: c[0x0][0x210];
-# sm_100: c[0x0][0x380]); checked against the cubins' EIATTR_PARAM_CBANK in the tests.
-PARAM_BASE = {9: 0x210, 10: 0x380}
 
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\((.*?)\)", re.S)
 _PARAM = re.compile(r"\.param\s+(.*?)\s*([\w$]+)(?:\[(\d+)\])?\s*$")
@@ -153,6 +150,12 @@ def _access_bytes(opcode: str, suffixes: str) -> int:
     return 4
 
 
+def param_bank_base(arch: int) -> int | None:
+    """Where the parameters start in constant bank 0 on ``sm_<arch>`` (its target's record), or None for an
+    arch no target is."""
+    return next((t.param_bank_base for t in TARGETS.values() if t.is_nvidia and int(t.arch) == arch), None)
+
+
 def lint_ptx_sass(ptx: str, sass: str, *, appended_args: int, arg_names: Sequence[str] | None = None,
                   bank: ParamBank | None = None) -> list[Finding]:
     """Parameters the PTX reads with ``ld.param`` that no SASS instruction reads from constant bank 0.
@@ -164,7 +167,7 @@ def lint_ptx_sass(ptx: str, sass: str, *, appended_args: int, arg_names: Sequenc
     if not sm:
         raise LintInputError("no .target in the PTX")
     arch = int(sm[1])
-    base = bank.base if bank is not None else PARAM_BASE.get(arch // 10)
+    base = bank.base if bank is not None else param_bank_base(arch)
     if base is None:
         raise LintInputError(f"no known parameter bank offset for sm_{arch}")
     kernel, params = ptx_params(ptx, base)

@@ -58,19 +58,14 @@ _USER_SGPRS = (
     ("private_segment_size", 6, 1),
 )
 
-# Occupancy facts shared by CDNA3 (gfx942) and CDNA4 (gfx950); the per-target counts (512 VGPRs per
-# lane, 8 waves per SIMD, 4 SIMDs, LDS per CU, 800 SGPRs per SIMD) live in targets.py.
-_VGPR_ALLOC_GRANULE = 8  # getVGPRAllocGranule with FeatureGFX90AInsts
-_SGPR_ALLOC_GRANULE = 16  # getSGPRAllocGranule, gfx8-gfx9
-_TRAP_SGPRS = 16  # TRAP_NUM_SGPRS, reserved per wave: LLVM turns +trap-handler on for amdhsa
+# The occupancy facts of each target (registers and LDS per CU, waves per SIMD, allocation granules) live
+# in its record in model/targets.py.
 # COMPUTE_PGM_RSRC1 holds the registers the hardware allocates per wave, as (count / granule) - 1:
 # GRANULATED_WORKITEM_VGPR_COUNT (bits 0-5, the unified VGPR+AGPR count in granules of 8 on gfx90a+
-# wave64) and GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9).
+# wave64) and GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9). The descriptor's
+# format, read before the object's target is known (``parse_hsaco``), so not a target's record.
 _VGPR_ENCODING_GRANULE = 8
 _SGPR_ENCODING_GRANULE = 8
-# LDS is allocated per workgroup in blocks (AMDGPUUsage, COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE):
-# 128 dwords up to gfx942, 320 dwords on gfx950.
-_LDS_GRANULE_BYTES = {"gfx942": 128 * 4, "gfx950": 320 * 4}
 
 
 @dataclass(frozen=True)
@@ -307,9 +302,9 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
     if num_warps < 1:
         raise ValueError(f"num_warps must be at least 1, not {num_warps}")
     max_waves = target.max_waves_per_simd
-    waves = min(max_waves, target.regs_per_lane // _align(max(vgprs, 1), _VGPR_ALLOC_GRANULE))
+    waves = min(max_waves, target.regs_per_lane // _align(max(vgprs, 1), target.reg_alloc_granule))
     if target.sgprs_per_simd:
-        sgpr_waves = target.sgprs_per_simd // (_align(max(sgprs, 1), _SGPR_ALLOC_GRANULE) + _TRAP_SGPRS)
+        sgpr_waves = target.sgprs_per_simd // (_align(max(sgprs, 1), target.sgpr_alloc_granule) + target.trap_sgprs)
         waves = min(waves, sgpr_waves)
 
     # A workgroup is resident whole or not at all: count whole workgroups per CU, then spread their
@@ -317,8 +312,7 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
     # per workgroup an odd register limit rounds down (LLVM's flat min() does not).
     workgroups = min(target.max_blocks_per_cu, waves * target.simds_per_cu // num_warps)
     if lds_bytes > 0:
-        granule = _LDS_GRANULE_BYTES.get(str(target.arch), 512)
-        workgroups = min(workgroups, target.shared_bytes_per_cu // _align(lds_bytes, granule))
+        workgroups = min(workgroups, target.shared_bytes_per_cu // _align(lds_bytes, target.shared_alloc_granule))
     if workgroups == 0:
         return 0  # one workgroup needs more LDS or registers than a CU has: it cannot launch
     return min(waves, -(-(workgroups * num_warps) // target.simds_per_cu))

@@ -15,7 +15,7 @@ import pytest
 from regsurvey.compile.triton_facts import APPENDED_ARGS
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import ERROR, lint_nvidia
-from regsurvey.lint.nvidia import PARAM_BASE, lint_ptx_sass, ptx_params, sass_bank_reads
+from regsurvey.lint.nvidia import lint_ptx_sass, param_bank_base, ptx_params, sass_bank_reads
 from regsurvey.objects.nvidia_object import ParamBank, disassemble, disassemble_many, param_bank, spill_bytes
 
 from ..objects_kernels import SIGNATURES, compile_kernel
@@ -59,7 +59,7 @@ def param_info(cubin: bytes) -> tuple[int, dict[int, int]]:
 def test_parameter_layout_matches_the_cubin(case: str) -> None:
     ck, _ = compiled(case)
     base, offsets = param_info(ck.asm["cubin"])
-    assert PARAM_BASE[ck.metadata.target.arch // 10] == base
+    assert param_bank_base(ck.metadata.target.arch) == base
     kernel, params = ptx_params(ck.asm["ptx"], base)
     assert kernel == ck.metadata.name
     assert {p.index: p.offset for p in params} == offsets
@@ -101,7 +101,7 @@ def without(sass: str, *needles: str) -> str:
 def test_a_parameter_read_deleted_from_the_sass_is_found(case: str) -> None:
     ck, names = compiled(case)
     ptx, sass = ck.asm["ptx"], disassemble(ck.asm["cubin"])
-    base = PARAM_BASE[ck.metadata.target.arch // 10]
+    base = param_bank_base(ck.metadata.target.arch)
     # out_ptr is parameter 2, 16 bytes in; n is parameter 3 (i32) right after it.
     out_ptr = f"c[0x0][{base + 16:#x}]"
     (found,) = lint_ptx_sass(ptx, without(sass, out_ptr), arg_names=names, appended_args=APPENDED)
