@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from .compile.toolchain import PTXAS_LOG
-from .lint import LintInputError, arg_names_from_ttir, lint_amdgcn, lint_nvidia
+from .compile.triton_facts import AMDGCN, APPENDED_ARGS, LLIR, PTX, PTXAS_LOG, TTIR, arg_names_from_ttir
+from .lint import LintInputError, lint_amdgcn, lint_nvidia
 from .lint.disassembler import disassemble
 from .model.findings import Finding
 from .model.results import ObjectReport
@@ -43,7 +43,7 @@ def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: 
 
         info = parse_hsaco(binary)
         resources = read_hsaco(binary, lds_bytes=shared, num_warps=num_warps, target=target,
-                               code_text=texts.get("amdgcn"), info=info).as_dict()
+                               code_text=texts.get(AMDGCN), info=info)
         if lint is False:
             return ObjectReport(resources)
         try:
@@ -52,9 +52,8 @@ def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: 
             return ObjectReport(resources, why_not_linted=str(exc))
     from .objects.nvidia_object import read_cubin_sass
 
-    figures, sass = read_cubin_sass(binary, shared_bytes=shared, num_warps=num_warps, target=target,
-                                    sass=sass, want_sass=bool(lint), ptxas_log=texts.get(PTXAS_LOG))
-    resources = figures.as_dict()
+    resources, sass = read_cubin_sass(binary, shared_bytes=shared, num_warps=num_warps, target=target,
+                                      sass=sass, want_sass=bool(lint), ptxas_log=texts.get(PTXAS_LOG))
     if lint is False or sass is None:
         return ObjectReport(resources)
     try:
@@ -70,26 +69,27 @@ def lint_object(target: str, binary: bytes, text: Callable[[str], str | None], s
     LintInputError, CorruptObjectError."""
     if get_target(target).is_amd:
         return _lint_amd(binary, text)
-    ptx = text("ptx")
+    ptx = text(PTX)
     if ptx is None:
         raise LintInputError("no PTX stored beside the cubin")
     try:
-        return lint_nvidia(ptx, binary, arg_names=_arg_names(text), sass=sass)
+        return lint_nvidia(ptx, binary, appended_args=len(APPENDED_ARGS), arg_names=_arg_names(text), sass=sass)
     except ValueError as exc:
         raise LintInputError(str(exc)) from None
 
 
 def _lint_amd(binary: bytes, text: Callable[[str], str | None], info: HsacoInfo | None = None) -> list[Finding]:
-    asm = text("amdgcn")
+    asm = text(AMDGCN)
     if asm is None:
         try:
             asm = disassemble(binary)
         except ValueError as exc:
             raise LintInputError(str(exc)) from None
-    return lint_amdgcn(asm, hsaco=binary, llir=text("llir"), arg_names=_arg_names(text), info=info)
+    return lint_amdgcn(asm, appended_args=len(APPENDED_ARGS), hsaco=binary, llir=text(LLIR), arg_names=_arg_names(text),
+                       info=info)
 
 
 def _arg_names(text: Callable[[str], str | None]) -> list[str] | None:
     """The kernel's non-constexpr Python parameters, from its stored ``ttir`` (None without it)."""
-    ttir = text("ttir")
+    ttir = text(TTIR)
     return arg_names_from_ttir(ttir) if ttir else None

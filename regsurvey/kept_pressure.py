@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+from .compile.triton_facts import AMDGCN, PTX
 from .errors import CorruptObjectError
 from .model.pressure import Pressure
 from .model.results import Row
@@ -40,14 +41,14 @@ def pressure_of(row: Row, objects: ObjectStore) -> Pressure:
     if target.is_amd:
         from .pressure.amd import amd_pressure
 
-        text = objects.text(rel, "amdgcn")
+        text = objects.text(rel, AMDGCN)
         if text is None:
             raise CorruptObjectError(f"stored object {rel} has no amdgcn text beside it")
         pressure = amd_pressure(text, target.name)
     else:
         from .pressure.nvidia import nvidia_pressure
 
-        pressure = nvidia_pressure(objects.get(rel, row.object.sha256), target.name, objects.text(rel, "ptx"))
+        pressure = nvidia_pressure(objects.get(rel, row.object.sha256), target.name, objects.text(rel, PTX))
     _keep(objects, rel, pressure)
     return pressure
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .analysis import lint_object
+from .compile.triton_facts import APPENDED_ARGS
 from .errors import CorruptObjectError
 from .lint import LintInputError, lint_amdgcn
 from .lint.disassembler import disassemble
@@ -169,12 +170,12 @@ def lint_file(path: Path) -> LintRun:
             text = disassemble(data)
         except ValueError as exc:
             raise LintInputError(str(exc)) from None
-        found = lint_amdgcn(text, hsaco=data)
+        found = lint_amdgcn(text, appended_args=len(APPENDED_ARGS), hsaco=data)
     else:
         try:
             text = data.decode()
         except UnicodeDecodeError:
             raise LintInputError("neither amdgcn text nor an ELF code object") from None
-        found = lint_amdgcn(text)
+        found = lint_amdgcn(text, appended_args=len(APPENDED_ARGS))
     seconds = time.perf_counter() - start
     return LintRun(tuple(replace(f, file=str(path)) for f in found), 1, seconds)

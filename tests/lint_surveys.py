@@ -15,11 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from regsurvey.compile.triton_facts import APPENDED_ARGS
 from regsurvey.lint import lint_amdgcn
 from regsurvey.model.findings import Finding
 from regsurvey.model.results import Row, Survey
 from regsurvey.model.targets import get_target
 from regsurvey.objects.amd_object import read_hsaco
+
+APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
 
 LINT_FIXTURES = Path(__file__).parent / "fixtures" / "lint"
 MANIFEST = json.loads((LINT_FIXTURES / "manifest.json").read_text())
@@ -35,7 +38,8 @@ def findings(text_file: str, base: str, *, with_ir: bool = True) -> tuple[Findin
     a survey row stores them (without the key)."""
     entry = MANIFEST["bases"][base]
     llir = (LINT_FIXTURES / f"{base}.llir").read_text() if with_ir else None
-    found = lint_amdgcn((LINT_FIXTURES / text_file).read_text(), llir=llir, arg_names=entry["arg_names"])
+    found = lint_amdgcn((LINT_FIXTURES / text_file).read_text(), llir=llir, arg_names=entry["arg_names"],
+                        appended_args=APPENDED)
     return tuple(found)
 
 
@@ -43,7 +47,7 @@ def fixture_row(base: str, lint: tuple[Finding, ...] | list[Finding] | None, **f
     """The row of base kernel ``base`` on gfx950: real resources, ``lint`` keyed by the row."""
     kind, key, axes = KEYS[base]
     binary = (LINT_FIXTURES / f"{base}.hsaco").read_bytes()
-    resources = read_hsaco(binary, lds_bytes=0, num_warps=4, target=get_target("gfx950")).as_dict()
+    resources = read_hsaco(binary, lds_bytes=0, num_warps=4, target=get_target("gfx950"))
     row = Row(key=key, kind=kind, axes=axes, target="gfx950", kernel=MANIFEST["bases"][base]["kernel"], status="ok",
               resources=resources, where="kernels/fixture.py:10", **fields)
     return replace(row, lint=None if lint is None else tuple(replace(f, key=row.row_id) for f in lint))

@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 
 from regsurvey import analysis
+from regsurvey.compile.triton_facts import APPENDED_ARGS, PTXAS_LOG
 from regsurvey.lint import lint_amdgcn, lint_nvidia
 from regsurvey.model.targets import get_target
 from regsurvey.objects import amd_object, nvidia_object
 
 from .objects_kernels import compile_kernel
+
+APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lint"
 
@@ -35,8 +38,8 @@ def test_an_amd_object_is_read_and_linted_from_one_parse(monkeypatch: pytest.Mon
     texts = {"amdgcn": (FIXTURES / "restore-removed.amdgcn").read_text(),
              "llir": (FIXTURES / "many_buffers-gfx950.llir").read_text()}
     target = get_target("gfx950")
-    expected = amd_object.read_hsaco(binary, lds_bytes=0, num_warps=4, target=target).as_dict()
-    expected_findings = tuple(lint_amdgcn(texts["amdgcn"], hsaco=binary, llir=texts["llir"]))
+    expected = amd_object.read_hsaco(binary, lds_bytes=0, num_warps=4, target=target)
+    expected_findings = tuple(lint_amdgcn(texts["amdgcn"], hsaco=binary, llir=texts["llir"], appended_args=APPENDED))
     parses = counted(monkeypatch, amd_object, "parse_hsaco")
     report = analysis.analyze(target, binary, texts, shared=0, num_warps=4)
     assert report.resources == expected and report.findings == expected_findings and report.linted
@@ -55,8 +58,8 @@ def test_a_cubin_with_a_stack_frame_is_disassembled_once(monkeypatch: pytest.Mon
     compiled = compile_kernel("hold_tile_kernel", "sm90", options=(("num_warps", 1),), BLOCK=4096)
     cubin, target = compiled.asm["cubin"], get_target("sm90")
     expected = nvidia_object.read_cubin(cubin, shared_bytes=compiled.metadata.shared, num_warps=1,
-                                        target=target).as_dict()
-    expected_findings = tuple(lint_nvidia(compiled.asm["ptx"], cubin))
+                                        target=target)
+    expected_findings = tuple(lint_nvidia(compiled.asm["ptx"], cubin, appended_args=APPENDED))
     runs = counted(monkeypatch, nvidia_object, "disassemble")
     report = analysis.analyze(target, cubin, compiled.asm, shared=compiled.metadata.shared, num_warps=1)
     assert expected["stack_bytes"] > 0 and expected["spill_store_bytes"] > 0
@@ -78,7 +81,7 @@ def test_a_spilling_cubin_takes_its_spills_from_the_compiles_ptxas_log(
     with toolchain.capturing(session):
         hold_tile_kernel[(1,)](rs.tensor((4096,), "fp32"), rs.tensor((4096,), "fp32"), BLOCK=4096, num_warps=1)
     compiled = toolchain.compile_launch(session.launches[0], target)
-    log = compiled.asm[toolchain.PTXAS_LOG]
+    log = compiled.asm[PTXAS_LOG]
     assert f"Function properties for {compiled.kernel_name}" in log
     runs = counted(monkeypatch, nvidia_object, "disassemble")
     report = analysis.analyze(target, compiled.binary, compiled.asm, shared=compiled.shared, num_warps=1)
@@ -86,15 +89,15 @@ def test_a_spilling_cubin_takes_its_spills_from_the_compiles_ptxas_log(
     assert not report.linted and report.why_not_linted is None
     from_sass = nvidia_object.read_cubin(compiled.binary, shared_bytes=compiled.shared, num_warps=1, target=target)
     assert len(runs) == 1
-    assert report.resources == from_sass.as_dict() and from_sass.spill_store_bytes > 0 and from_sass.stack_bytes > 0
+    assert report.resources == from_sass and from_sass["spill_store_bytes"] > 0 and from_sass["stack_bytes"] > 0
     # A log that gives another frame size is another compile's: the SASS counts instead.
-    frame = from_sass.stack_bytes
+    frame = from_sass["stack_bytes"]
     other = log.replace(f"{frame} bytes stack frame", f"{frame + 8} bytes stack frame")
     assert nvidia_object.logged_spills(log, compiled.kernel_name, frame) == (
-        from_sass.spill_store_bytes, from_sass.spill_load_bytes)
+        from_sass["spill_store_bytes"], from_sass["spill_load_bytes"])
     assert nvidia_object.logged_spills(other, compiled.kernel_name, frame) is None
     assert nvidia_object.logged_spills(log, "another_kernel", frame) is None
-    texts = dict(compiled.asm, **{toolchain.PTXAS_LOG: other})
+    texts = dict(compiled.asm, **{PTXAS_LOG: other})
     assert analysis.analyze(target, compiled.binary, texts, shared=compiled.shared, num_warps=1).resources == (
         report.resources)
     assert len(runs) == 2
@@ -116,7 +119,7 @@ def test_a_user_asking_for_the_ptxas_log_still_sees_it(
                          BLOCK=1024)
     compiled = toolchain.compile_launch(session.launches[0], session.target)
     assert f"Function properties for {compiled.kernel_name}" in capsys.readouterr().out
-    assert "bytes spill stores" in compiled.asm[toolchain.PTXAS_LOG]
+    assert "bytes spill stores" in compiled.asm[PTXAS_LOG]
 
 
 def test_a_frameless_cubin_is_left_to_the_batch_lint_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:

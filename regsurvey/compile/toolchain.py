@@ -47,6 +47,7 @@ from ..keys import session as capture_mod
 from ..keys.session import CapturedLaunch, CaptureSession
 from ..model.targets import TARGETS, Target
 from . import management
+from .triton_facts import FP_FUSION_VAR, PTXAS_LOG, object_key
 
 # Each target gets its own fake device index: JITFunction caches binder, backend and target per
 # device, so a per-target index keeps one worker from reusing gfx950's binder for sm90.
@@ -670,10 +671,6 @@ class CompiledObject:
     metadata: dict[str, Any]
 
 
-# The name of the ``ptxas -v`` log among a compile's texts (and beside its stored object).
-PTXAS_LOG = "ptxas_log"
-
-
 def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
     """The hash ``triton.compile`` would give this launch, computed without compiling.
 
@@ -757,7 +754,6 @@ def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
         kernel, ptxas_log = launch.compiled, launch.ptxas_log
     else:
         kernel, ptxas_log = _triton_compile(launch, target)
-    binary_key = "hsaco" if target.is_amd else "cubin"
     asm = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
     if ptxas_log is not None:
         asm[PTXAS_LOG] = ptxas_log
@@ -765,7 +761,7 @@ def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
     return CompiledObject(
         kernel_name=meta["name"],
         triton_hash=kernel.hash,
-        binary=kernel.asm[binary_key],
+        binary=kernel.asm[object_key(target)],
         asm=asm,
         shared=int(meta.get("shared", 0) or 0),
         num_warps=int(meta["num_warps"]),
@@ -811,7 +807,7 @@ def toolchain_info(backend: str) -> dict[str, Any]:
         # force_disable_fp_fusion is newer than Triton 3.6.
         "fp_fusion": bool(knobs.language.default_fp_fusion)
         and not getattr(knobs.language, "force_disable_fp_fusion", False),
-        "fp_fusion_env": os.environ.get("TRITON_DEFAULT_FP_FUSION"),
+        "fp_fusion_env": os.environ.get(FP_FUSION_VAR),
         # Environment variables that change what Triton compiles (part of its cache key).
         "env": _cache_invalidating_env(),
     }

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..compile.triton_facts import CACHE_DIR_VAR, ignore_fp_fusion_warning
 from ..model.keys import Key
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
@@ -370,10 +371,8 @@ class SurveyActor:
         unpack_tree(tree, root)
         os.environ.update(environ)
         if own_triton_cache:  # the survey asked for a Triton cache of its own (a cold one): one here too
-            os.environ["TRITON_CACHE_DIR"] = str(self.dir / "triton-cache")
-        import warnings
-
-        warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
+            os.environ[CACHE_DIR_VAR] = str(self.dir / "triton-cache")
+        ignore_fp_fusion_warning()
         os.chdir(root)
         sys.path.insert(0, str(root))
         self.node = ray.get_runtime_context().get_node_id()

@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..compile.triton_facts import CACHE_DIR_VAR, ENV_PREFIX, HOME_VAR
 from ..model.options import SurveyOptions
 from ..model.words import count
 from ..repo.checkout import Checkout
@@ -53,16 +54,15 @@ INCLUDE_VAR = "REGSURVEY_RAY_INCLUDE"  # untracked files the cluster needs: glob
 # change what compiles) and the variables of regsurvey's that a worker reads. Nothing else travels: not a
 # CI runner's tokens (REGSURVEY_GITLAB_TOKEN, CI_JOB_TOKEN, GITHUB_TOKEN), nor a variable whose name says it
 # is a secret, under TRITON_ too. Paths that mean something only here stay here.
-_ENV_PREFIX = "TRITON_"
 _ENV_REGSURVEY = frozenset({"REGSURVEY_MATERIALIZE", "REGSURVEY_LLVM_OBJDUMP"})
-_ENV_LOCAL = frozenset({"TRITON_CACHE_DIR", "TRITON_HOME"})
+_ENV_LOCAL = frozenset({CACHE_DIR_VAR, HOME_VAR})
 _SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|AUTH|API_?KEY|(^|_)KEY$", re.IGNORECASE)
 
 
 def actor_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The variables of ``environ`` (the survey's) that the actors take."""
     return {name: value for name, value in environ.items()
-            if ((name.startswith(_ENV_PREFIX) and name not in _ENV_LOCAL) or name in _ENV_REGSURVEY)
+            if ((name.startswith(ENV_PREFIX) and name not in _ENV_LOCAL) or name in _ENV_REGSURVEY)
             and not _SECRET.search(name)}
 
 

@@ -30,7 +30,6 @@ import sys
 import threading
 import time
 import traceback
-import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -40,7 +39,17 @@ from typing import Any
 
 from ..analysis import analyze
 from ..compile import management, toolchain
-from ..compile.toolchain import PTXAS_LOG
+from ..compile.triton_facts import (
+    AMDGCN,
+    CACHE_DIR_VAR,
+    LLIR,
+    PTX,
+    PTXAS_LOG,
+    TTGIR,
+    TTIR,
+    ignore_fp_fusion_warning,
+    object_key,
+)
 from ..errors import CorruptObjectError
 from ..kept_pressure import keep_pressure
 from ..keys.keyfiles import (
@@ -54,9 +63,9 @@ from ..keys.keyfiles import (
 )
 from ..keys.matrix import Kind
 from ..keys.session import CapturedLaunch, CaptureSession, SkipKey
-from ..model.findings import Finding
 from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, SaidOnce, Status, error_line, error_text
+from ..model.row_start import RowStart
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET, Target, get_target
 from ..model.words import count
 from ..processes import alive, die_with_parent, watch
@@ -85,14 +94,14 @@ from .protocol import (
 # A compile's texts kept beside its object: what the lint, the pressure reader and a later reading
 # of the object need. The ttgir holds the shared-memory buffers Triton allocates (their layouts and
 # sizes): the LDS the object does not record, which Triton passes at launch.
-KEPT_TEXTS = ("amdgcn", "ptx", "llir", "ttir", "ttgir", PTXAS_LOG)
+KEPT_TEXTS = (AMDGCN, PTX, LLIR, TTIR, TTGIR, PTXAS_LOG)
 
 
 @dataclass
 class Compiled:
     """A launch compiled but not yet read, stored and linted (:meth:`Worker.finish` does that)."""
 
-    common: dict[str, Any]  # the row's fields known before compiling (key, kernel, launch, ...)
+    start: RowStart  # the row's fields known before compiling (key, kernel, launch, ...)
     target: Target
     compiled: toolchain.CompiledObject
     compile_s: float
@@ -103,18 +112,18 @@ class Duplicate:
     """A launch whose kernel an earlier, still unfinished launch compiled (the same Triton hash): its
     row is that one's, reused, once that one is finished."""
 
-    common: dict[str, Any]
+    start: RowStart
     triton_hash: str
 
     def row(self, done: Row | None) -> Row:
         """The row, from the finished row of the launch that compiled the kernel (None: lost)."""
         if done is None:
-            return Row(**self.common, status=Status.ERROR, triton_hash=self.triton_hash, transient=True,
-                       error="the identical kernel compiled before was lost")
+            return self.start.failed("the identical kernel compiled before was lost", triton_hash=self.triton_hash,
+                                     transient=True)
         if not done.ok or done.object is None:  # it failed (and so does this, the same way)
-            return Row(**self.common, status=Status.ERROR if done.ok else done.status,
-                       triton_hash=self.triton_hash, error=done.error, transient=done.transient)
-        return _reused_row(self.common, self.triton_hash,
+            return self.start.failed(done.error, status=Status.ERROR if done.ok else done.status,
+                                     triton_hash=self.triton_hash, transient=done.transient)
+        return _reused_row(self.start, self.triton_hash,
                            CachedResult(kernel=done.kernel or "", report=ObjectReport(done.resources, done.lint),
                                         object=done.object, compile_s=done.compile_s))
 
@@ -132,17 +141,11 @@ class BodyRun:
     skipped: str | None
 
 
-def _reused_row(common: dict[str, Any], cache_hash: str, cached: CachedResult) -> Row:
+def _reused_row(start: RowStart, cache_hash: str, cached: CachedResult) -> Row:
     if cached.kernel:  # the name the kernel was compiled under (see Worker._finish)
-        common = dict(common, kernel=cached.kernel)
-    row = Row(**common, status=Status.OK, resources=cached.resources, compile_s=cached.compile_s,
-              object=cached.object, triton_hash=cache_hash, reused=True)
-    return replace(row, lint=_own_findings(row, cached.report.findings))
-
-
-def _own_findings(row: Row, findings: tuple[Finding, ...] | None) -> tuple[Finding, ...] | None:
-    """``findings`` as this row's: each names the row (its ``key``)."""
-    return None if findings is None else tuple(replace(f, key=row.row_id) for f in findings)
+        start = replace(start, kernel=cached.kernel)
+    return start.built(cached.resources, object=cached.object, compile_s=cached.compile_s, triton_hash=cache_hash,
+                       findings=cached.report.findings, reused=True)
 
 
 class Worker:
@@ -279,7 +282,6 @@ class Worker:
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
-        base: dict[str, Any] = dict(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target)
         run = self._run_body(kind, key, target)
         session, raised, skipped = run.session, run.raised, run.skipped
         if captured is not None:
@@ -288,18 +290,18 @@ class Worker:
         once = self._heard.said_once(run.said, lambda: self._run_body(kind, key, target).said)
         with self._notes_lock:
             self._said_once.extend(SaidOnce(key.kind, key.target, line) for line in once)
-        base["messages"] = run.said.lines_without(once)
+        messages = run.said.lines_without(once)
         for sign in management.no_gpu_signs(target):  # what the library concluded: said on every row of the key
-            base["messages"].append(f"regsurvey: {sign}")
+            messages.append(f"regsurvey: {sign}")
             if (kind.name, sign) not in self._warned:  # once per kind and worker; the survey shows it once
                 self._warned.add((kind.name, sign))
                 self.note(f"warning: kind {kind.name} on {target.name}: {sign}")
+        base = RowStart(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target, messages=tuple(messages))
         if skipped is not None:
-            return [Row(**base, kernel=None, status=Status.SKIPPED, skip_reason=skipped)]
+            return [base.skipped(skipped)]
         if raised is None and not session.launches:
             file, line = kind.source
-            return [Row(**base, kernel=None, status=Status.ERROR,
-                        error=f"kind body ({shown_site(f'{file}:{line}', self.root)}) launched no kernel")]
+            return [base.failed(f"kind body ({shown_site(f'{file}:{line}', self.root)}) launched no kernel")]
         # Two passes: the first compiles the kernels no other process is compiling and passes over those
         # another is (a helper on this key, or another key or survey with the same kernel), so that
         # processes on one key share its launches; the second waits for those and reads their results.
@@ -356,15 +358,15 @@ class Worker:
             if isinstance(item, Compiled):
                 slots[i] = self.finish([item])[0]
 
-    def _raised_row(self, base: dict[str, Any], exc: BaseException, launches: int) -> Row:
+    def _raised_row(self, base: RowStart, exc: BaseException, launches: int) -> Row:
         """The key's own error row for a kind body that raised after ``launches`` launches: one line
         saying where and why, then Python's traceback from the kind body down (the exception's whole
         text and chain at its end)."""
         text = error_text(exc)
         after = f" after {count(launches, 'launch')}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
-        return Row(**base, kernel=None, launch=launches, status=Status.ERROR,
-                   error=f"{summary}\n{full_traceback(exc, self.root)}".rstrip(), transient=out_of_space(exc))
+        return replace(base, launch=launches).failed(f"{summary}\n{full_traceback(exc, self.root)}".rstrip(),
+                                                     transient=out_of_space(exc))
 
     def _move(self, source: str, destination: str, seconds: float) -> None:
         if seconds:
@@ -372,15 +374,15 @@ class Worker:
                 self.timing[source] = self.timing.get(source, 0.0) - seconds
                 self.timing[destination] = self.timing.get(destination, 0.0) + seconds
 
-    def _compile_launch(self, base: dict[str, Any], index: int, launch: CapturedLaunch,
+    def _compile_launch(self, base: RowStart, index: int, launch: CapturedLaunch,
                         target: Target, reuse: bool, wait: bool = True) -> Item | None:
         """The launch's item: compiled here, or its result reused. ``wait`` False: None when another
         process is compiling its kernel (the caller comes back to it); True: wait for that one."""
-        common = dict(base, kernel=launch.kernel, launch=index, config=launch.config,
-                      num_warps=launch.options.get("num_warps"),
-                      num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root),
-                      project_where=shown_site(launch.project_where, self.root),
-                      build=toolchain.constexpr_values(launch), name=launch.name)
+        row_start = replace(base, kernel=launch.kernel, launch=index, config=launch.config,
+                            num_warps=launch.options.get("num_warps"),
+                            num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root),
+                            project_where=shown_site(launch.project_where, self.root),
+                            build=toolchain.constexpr_values(launch), name=launch.name)
         start = time.perf_counter()
         try:
             cache_hash = toolchain.triton_cache_hash(launch, target)
@@ -391,7 +393,7 @@ class Worker:
         if cache_hash and reuse:
             if cache_hash in self._in_flight:  # compiled for an earlier key, still being read and stored
                 self._spent("hash_s", start)
-                return Duplicate(common, cache_hash)
+                return Duplicate(row_start, cache_hash)
             cached = self.results.get(cache_hash)
             if cached is None:
                 # Compiled by no one yet, or being compiled by another process: wait for that one.
@@ -410,25 +412,24 @@ class Worker:
                     if failure is not None:  # it failed there, and would fail here the same way
                         # A record is a hint anyone writing the store can plant: of the moment until the
                         # survey compiles the kernel itself (survey.settled_failures).
-                        return Row(**common, status=Status.ERROR, triton_hash=cache_hash, error=failure,
-                                   transient=True)
+                        return row_start.failed(failure, triton_hash=cache_hash, transient=True)
                     assert cached is not None
-                    return _reused_row(common, cache_hash, cached)
+                    return _reused_row(row_start, cache_hash, cached)
                 start_hash = phase
             else:
                 self._spent("hash_s", start)
-                return _reused_row(common, cache_hash, cached)
+                return _reused_row(row_start, cache_hash, cached)
         compile_start = self._spent("hash_s", start_hash)
         try:
             # A row's compile seconds count its hashing, not the wait for a build that then left no result.
             begun = compile_start if lock is not None and lock.waited else start
-            return self._build(common, launch, target, reuse, begun, compile_start, cache_hash, lock)
+            return self._build(row_start, launch, target, reuse, begun, compile_start, cache_hash, lock)
         except BaseException:
             if lock is not None:
                 lock.release()
             raise
 
-    def _build(self, common: dict[str, Any], launch: CapturedLaunch, target: Target, reuse: bool,
+    def _build(self, row_start: RowStart, launch: CapturedLaunch, target: Target, reuse: bool,
                start: float, compile_start: float, cache_hash: str | None, lock: BuildLock | None) -> Item:
         """Compile the launch (holding its kernel's build ``lock``, if any: released here when the
         compile fails, else by :meth:`finished`)."""
@@ -449,8 +450,8 @@ class Worker:
             if again:
                 error += "\n(failed the same way on a retry: the toolchain's intermittent link failure)"
             # The build's hash, as on the rows of the keys that take this failure (every row of a build has it).
-            failed = Row(**common, status=Status.FLAKY if again else Status.ERROR, triton_hash=cache_hash,
-                         compile_s=round(time.perf_counter() - start, 3), error=error, transient=out_of_space(exc))
+            failed = row_start.failed(error, status=Status.FLAKY if again else Status.ERROR, triton_hash=cache_hash,
+                                      compile_s=round(time.perf_counter() - start, 3), transient=out_of_space(exc))
             if lock is not None:
                 if not (failed.transient or again):
                     lock.fail(error)  # those waiting for it take this failure
@@ -458,10 +459,10 @@ class Worker:
             return failed
         self._spent("compile_s", compile_start)
         if flaky is not None:
-            common = dict(common, flaky=flaky)
+            row_start = replace(row_start, flaky=flaky)
         # A warmup's kernel was compiled while the body ran: its row takes that compile's time.
         compile_s = launch.compile_s if launch.compiled is not None else time.perf_counter() - start
-        pending = Compiled(common, target, compiled, round(compile_s, 3))
+        pending = Compiled(row_start, target, compiled, round(compile_s, 3))
         if reuse:
             if cache_hash != compiled.triton_hash and lock is not None:  # cannot happen: the lock is another's
                 lock.release()
@@ -500,7 +501,7 @@ class Worker:
         if done is None:
             cached = self.results.get(item.triton_hash)
             if cached is not None:
-                return _reused_row(item.common, item.triton_hash, cached)
+                return _reused_row(item.start, item.triton_hash, cached)
         return item.row(done)
 
     def finished(self, items: list[Item]) -> None:
@@ -516,31 +517,29 @@ class Worker:
         compiled, target, compile_s = item.compiled, item.target, item.compile_s
         # The kernel's name is the one it was compiled under (the object's symbol, what a profiler shows):
         # a kernel with a ``repr`` names each specialization (triton_kernels' ``_p_matmul_NNN_...``).
-        common = dict(item.common, kernel=compiled.kernel_name or item.common["kernel"])
+        row_start = replace(item.start, kernel=compiled.kernel_name or item.start.kernel)
         phase = time.perf_counter()
         try:
             report = analyze(target, compiled.binary, compiled.asm, shared=compiled.shared,
                              num_warps=compiled.num_warps)
         except CorruptObjectError as exc:
-            return Row(**common, status=Status.ERROR, compile_s=compile_s, triton_hash=compiled.triton_hash,
-                       error=f"unreadable object: {exc}")
+            return row_start.failed(f"unreadable object: {exc}", compile_s=compile_s, triton_hash=compiled.triton_hash)
         phase = self._spent("analyze_s", phase)
-        ext = "hsaco" if target.is_amd else "cubin"
         try:
-            sha, path = self.objects.put(compiled.binary, ext, extras={
+            sha, path = self.objects.put(compiled.binary, object_key(target), extras={
                 name: compiled.asm[name] for name in KEPT_TEXTS if name in compiled.asm})
             ref = ObjectRef(path=path, sha256=sha)
-            self.results.put(compiled.triton_hash, CachedResult(kernel=common["kernel"], report=report, object=ref,
-                                                                compile_s=compile_s))
+            self.results.put(compiled.triton_hash, CachedResult(kernel=row_start.kernel or "", report=report,
+                                                                object=ref, compile_s=compile_s))
         except WriteError as exc:  # a full disk: built, but its object is not kept; surveyed again next time
-            return Row(**common, status=Status.ERROR, compile_s=compile_s, triton_hash=compiled.triton_hash,
-                       error=f"not stored: {exc}", transient=True)
-        row = Row(**common, status=Status.OK, resources=report.resources, compile_s=compile_s, object=ref,
-                  triton_hash=compiled.triton_hash)
+            return row_start.failed(f"not stored: {exc}", compile_s=compile_s, triton_hash=compiled.triton_hash,
+                                    transient=True)
+        row = row_start.built(report.resources, object=ref, compile_s=compile_s, triton_hash=compiled.triton_hash,
+                              findings=report.findings)
         phase = self._spent("store_s", phase)
-        if keep_pressure(self.objects, path, target.name, compiled.asm.get("amdgcn")):
+        if keep_pressure(self.objects, path, target.name, compiled.asm.get(AMDGCN)):
             self._spent("pressure_s", phase)
-        return replace(row, lint=_own_findings(row, report.findings))
+        return row
 
 
 def peak_rss_mb() -> float:
@@ -610,10 +609,8 @@ def _become_worker(survey: int | None, environ: dict[str, str] | None, triton_ca
         os.environ.clear()
         os.environ.update(environ)
     if triton_cache_dir:
-        os.environ["TRITON_CACHE_DIR"] = triton_cache_dir
-    # The survey records the fp-fusion setting in its toolchain block; the warning itself would
-    # repeat once per worker.
-    warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
+        os.environ[CACHE_DIR_VAR] = triton_cache_dir
+    ignore_fp_fusion_warning()
 
 
 class _Answering:

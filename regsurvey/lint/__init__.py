@@ -15,7 +15,6 @@ the PTX uses the argument) or ``note`` (loaded and never read, with nothing sayi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from ..errors import CorruptObjectError
@@ -25,10 +24,10 @@ from . import kernarg, llir
 from .finding import ERROR, NOTE, Finding, LintInputError
 from .nvidia import lint_nvidia
 
-__all__ = ["ERROR", "NOTE", "Finding", "LintInputError", "arg_names_from_ttir", "lint_amdgcn", "lint_nvidia"]
+__all__ = ["ERROR", "NOTE", "Finding", "LintInputError", "lint_amdgcn", "lint_nvidia"]
 
 
-def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = None,
+def lint_amdgcn(text: str, *, appended_args: int, hsaco: bytes | None = None, llir: str | None = None,
                 arg_names: Sequence[str] | None = None, kernel: str | None = None,
                 info: HsacoInfo | None = None) -> list[Finding]:
     """Lint AMDGCN code: Triton's ``amdgcn`` text, or ``llvm-objdump -d`` of an HSACO (then ``hsaco``
@@ -38,14 +37,16 @@ def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = Non
     note); otherwise the text's ``.amdhsa_*`` directives and metadata YAML do. ``llir`` is the kernel's
     LLVM IR: with it, an unread argument the IR uses is an ``error`` and one it does not use is at most
     a ``note``; without it, an argument loaded in the body (or spilled) and never read is an ``error``
-    and one only preloaded is a ``note``. ``arg_names`` are the Python parameters that are not
-    constexpr, in order (Triton's two appended scratch pointers are never reported). ``kernel``
-    restricts the lint to one function; ``info`` is ``parse_hsaco(hsaco)`` if the caller has it.
+    and one only preloaded is a ``note``. ``appended_args``: how many arguments the compiler appended
+    after the kernel's own, never reported (Triton's scratch pointers:
+    ``compile.triton_facts.APPENDED_ARGS``). ``arg_names`` are the Python parameters that are not
+    constexpr, in order. ``kernel`` restricts the lint to one function; ``info`` is ``parse_hsaco(hsaco)``
+    if the caller has it.
     Raises :class:`LintInputError` or :class:`~regsurvey.errors.CorruptObjectError` (``hsaco``
     unreadable).
     """
     try:
-        return _lint_amdgcn(text, hsaco, llir, arg_names, kernel, info)
+        return _lint_amdgcn(text, hsaco, llir, arg_names, kernel, info, appended_args)
     except (LintInputError, CorruptObjectError):
         raise
     except ValueError as exc:  # text the parsers cannot read: a register range, a metadata value ...
@@ -53,7 +54,7 @@ def lint_amdgcn(text: str, *, hsaco: bytes | None = None, llir: str | None = Non
 
 
 def _lint_amdgcn(text: str, hsaco: bytes | None, llir: str | None, arg_names: Sequence[str] | None,
-                 kernel: str | None, info: HsacoInfo | None) -> list[Finding]:
+                 kernel: str | None, info: HsacoInfo | None, appended_args: int) -> list[Finding]:
     try:
         functions = amdgcn.parse_functions(text)
     except CorruptObjectError as exc:  # the text, not the object: a register range that runs backwards
@@ -79,7 +80,8 @@ def _lint_amdgcn(text: str, hsaco: bytes | None, llir: str | None, arg_names: Se
         linted += 1
         uses = llir_uses(llir, function.name) if llir is not None else None
         out.extend(kernarg.findings(function, layout, target=target, ir_uses=uses,
-                                    arg_names=list(arg_names) if arg_names is not None else None))
+                                    arg_names=list(arg_names) if arg_names is not None else None,
+                                    appended_args=appended_args))
     if not linted:
         raise LintInputError(f"no kernel {kernel!r} in the code" if kernel else "no kernel function in the code")
     return out
@@ -88,16 +90,6 @@ def _lint_amdgcn(text: str, hsaco: bytes | None, llir: str | None, arg_names: Se
 def llir_uses(text: str, kernel: str) -> list[bool] | None:
     """Per parameter of ``kernel`` in the LLVM IR ``text``: does the IR use it (None: not found)."""
     return llir.parameter_uses(text, kernel)
-
-
-def arg_names_from_ttir(ttir: str) -> list[str] | None:
-    """The kernel's non-constexpr Python parameters in order, from Triton's ``ttir`` (``loc("x_ptr")``)."""
-    m = re.search(r"tt\.func\s+(?:public\s+)?@[\w$.]+\((.*?)\)\s*(?:attributes|\{)", ttir, re.S)
-    if not m:
-        return None
-    params = re.findall(r"%([\w$.]+)\s*:", m[1])
-    located = re.findall(r'loc\("([^"]+)"', m[1])
-    return located if len(located) == len(params) else params
 
 
 def _layouts(text: str, info: HsacoInfo | None) -> dict[str, kernarg.KernargLayout]:

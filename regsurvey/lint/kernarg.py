@@ -660,29 +660,20 @@ def _overlaps(origin: Origin, lo: int, hi: int) -> bool:
     return origin.offset < hi and lo < origin.offset + origin.size
 
 
-def triton_scratch_args(args: Sequence[KernelArg]) -> set[int]:
-    """Indices of Triton's two appended pointers (global scratch, profile scratch): the last two
-    non-hidden arguments, when they are 8-byte global buffers."""
-    visible = [i for i, a in enumerate(args) if not a.value_kind.startswith("hidden_")]
-    tail = visible[-2:]
-    if len(tail) == 2 and all(args[i].value_kind == "global_buffer" and args[i].size == 8 for i in tail):
-        return set(tail)
-    return set()
-
-
 def findings(function: Function, layout: KernargLayout, *, target: str, ir_uses: list[bool] | None,
-             arg_names: Sequence[str] | None) -> list[Finding]:
+             arg_names: Sequence[str] | None, appended_args: int) -> list[Finding]:
     """The lint's findings for one kernel: arguments whose loaded value is never read.
 
     ``ir_uses`` is, per non-hidden argument in order, whether the kernel's LLVM IR uses it (None: no IR
-    at hand). ``arg_names`` names the non-hidden arguments in order, Triton's two scratch pointers
-    excluded (the caller's Python parameters that are not constexpr).
+    at hand). ``arg_names`` names the non-hidden arguments in order, the appended ones excluded (the
+    caller's Python parameters that are not constexpr). ``appended_args``: how many non-hidden
+    arguments the compiler appended after the kernel's own, never reported (Triton's scratch pointers).
     """
     report = analyse(function, layout)
     if report.abstain is not None:
         return []
-    skip = triton_scratch_args(layout.args)
     visible = [i for i, a in enumerate(layout.args) if not a.value_kind.startswith("hidden_")]
+    skip = set(visible[max(0, len(visible) - appended_args):])
     position = {arg_index: n for n, arg_index in enumerate(visible)}
     if ir_uses is not None and len(ir_uses) != len(visible):
         ir_uses = None  # IR of another kernel or another compile: do not lean on it

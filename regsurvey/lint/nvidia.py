@@ -20,14 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..model.targets import TARGETS
 from .finding import ERROR, Finding, LintInputError
 
 if TYPE_CHECKING:
     from ..objects.nvidia_object import ParamBank
-
-# Start of the parameter area in constant bank 0, by SM major version (sm_90: c[0x0][0x210];
-# sm_100: c[0x0][0x380]); checked against the cubins' EIATTR_PARAM_CBANK in the tests.
-PARAM_BASE = {9: 0x210, 10: 0x380}
 
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\((.*?)\)", re.S)
 _PARAM = re.compile(r"\.param\s+(.*?)\s*([\w$]+)(?:\[(\d+)\])?\s*$")
@@ -153,17 +150,24 @@ def _access_bytes(opcode: str, suffixes: str) -> int:
     return 4
 
 
-def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None,
+def param_bank_base(arch: int) -> int | None:
+    """Where the parameters start in constant bank 0 on ``sm_<arch>`` (its target's record), or None for an
+    arch no target is."""
+    return next((t.param_bank_base for t in TARGETS.values() if t.is_nvidia and int(t.arch) == arch), None)
+
+
+def lint_ptx_sass(ptx: str, sass: str, *, appended_args: int, arg_names: Sequence[str] | None = None,
                   bank: ParamBank | None = None) -> list[Finding]:
     """Parameters the PTX reads with ``ld.param`` that no SASS instruction reads from constant bank 0.
 
-    ``bank``: the layout ptxas recorded in the cubin (:func:`~regsurvey.objects.nvidia_object.param_bank`);
-    without it the layout is worked out from the PTX."""
+    ``appended_args``: how many parameters the compiler appended after the kernel's own, never reported
+    (Triton's scratch pointers). ``bank``: the layout ptxas recorded in the cubin
+    (:func:`~regsurvey.objects.nvidia_object.param_bank`); without it the layout is worked out from the PTX."""
     sm = _TARGET.search(ptx)
     if not sm:
         raise LintInputError("no .target in the PTX")
     arch = int(sm[1])
-    base = bank.base if bank is not None else PARAM_BASE.get(arch // 10)
+    base = bank.base if bank is not None else param_bank_base(arch)
     if base is None:
         raise LintInputError(f"no known parameter bank offset for sm_{arch}")
     kernel, params = ptx_params(ptx, base)
@@ -173,8 +177,7 @@ def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None
     ranges, indirect = sass_bank_reads(sass)
     if indirect:
         return []
-    # Triton appends two pointer parameters (global scratch, profile scratch): never reported.
-    skip = {p.index for p in params[-2:]} if len(params) >= 2 else set()
+    skip = {p.index for p in params[max(0, len(params) - appended_args):]}
     out = []
     for p in params:
         if p.index not in loads or p.index in escaped or p.index in skip:
@@ -192,12 +195,14 @@ def lint_ptx_sass(ptx: str, sass: str, *, arg_names: Sequence[str] | None = None
     return out
 
 
-def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = None,
+def lint_nvidia(ptx: str, cubin: bytes, *, appended_args: int, arg_names: Sequence[str] | None = None,
                 sass: str | None = None) -> list[Finding]:
     """Lint one Triton NVIDIA kernel: its PTX against the SASS of its cubin.
 
     ``sass`` is ``nvdisasm -c`` of ``cubin`` if the caller already has it (the survey worker does);
-    otherwise the cubin is disassembled here. ``arg_names`` are the Python parameters that are not
+    otherwise the cubin is disassembled here. ``appended_args``: how many parameters the compiler appended
+    after the kernel's own, never reported (Triton's scratch pointers:
+    ``compile.triton_facts.APPENDED_ARGS``). ``arg_names`` are the Python parameters that are not
     constexpr, in order. Raises :class:`~regsurvey.errors.CorruptObjectError` if nvdisasm rejects the
     cubin or it records no parameter layout, and :class:`~regsurvey.lint.LintInputError` (a ValueError)
     if the PTX has no entry or an unknown target.
@@ -206,4 +211,4 @@ def lint_nvidia(ptx: str, cubin: bytes, *, arg_names: Sequence[str] | None = Non
 
     if sass is None:
         sass = disassemble(cubin)
-    return lint_ptx_sass(ptx, sass, arg_names=arg_names, bank=param_bank(cubin))
+    return lint_ptx_sass(ptx, sass, appended_args=appended_args, arg_names=arg_names, bank=param_bank(cubin))

@@ -1,8 +1,8 @@
 """The one registry of the figures a survey records: what each is called, shown as, measured in, which
 vendor has it, what kind of figure it is and which way it gets worse.
 
-Everything that names figures derives from :data:`FIGURES`: the object readers' records (their fields
-are the registry's names per vendor, in the same order: tested), the survey table's columns and
+Everything that names figures derives from :data:`FIGURES`: the object readers' records and a row's
+figures (:class:`Figures`: the registry's names of one vendor, in its order), the survey table's columns and
 highlighting, the comparison's spill totals and the summary's nouns, the gate's rules (a *spill*
 figure up is ``new-spill``, an *occupancy* figure down ``occupancy-drop``, a *register* figure up
 ``register-increase``) and the HTML report's data.
@@ -24,7 +24,9 @@ Kinds:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 REGISTER = "register"
 SPILL = "spill"
@@ -106,6 +108,97 @@ def figure(name: str) -> Figure:
 def vendor_figures(vendor: str) -> tuple[Figure, ...]:
     """The figures of ``vendor`` (AMD or NVIDIA), in record and column order."""
     return tuple(f for f in FIGURES if f.vendor == vendor)
+
+
+# Where each figure stands in the registry: the order a Figures iterates in, whatever order it was given.
+_POSITION: dict[str, int] = {f.name: i for i, f in enumerate(FIGURES)}
+
+
+class Figures(Mapping[str, int]):
+    """A build's figures (``Row.resources``, ``ObjectReport.resources``): a frozen, hashable mapping of figure
+    name to value, of one vendor's figures only, each a whole number of zero or more.
+
+    The object readers make it with every figure of their vendor (:meth:`complete`); a stored survey or
+    result-cache entry reads back with those its JSON holds (:meth:`from_json`: its vendor is the one its
+    names belong to). It iterates in the registry's order, which is its JSON form's (:meth:`to_json`).
+    Equal to any mapping of the same names and values, a plain dict among them."""
+
+    __slots__ = ("_hash", "_values", "vendor")
+    vendor: str | None  # AMD or NVIDIA; None for no figures (a build that did not build)
+    _values: dict[str, int]
+    _hash: int | None
+
+    def __init__(self, vendor: str | None, values: Mapping[str, int]) -> None:
+        """``values`` by name: ValueError for a name the registry does not give ``vendor``, or a value that is
+        not a whole number of zero or more (a bool is not one)."""
+        for name, value in values.items():
+            known = FIGURE_BY_NAME.get(name)
+            if known is None:
+                raise ValueError(f"unknown figure {name!r}")
+            if known.vendor != vendor:
+                raise ValueError(f"figure {name!r} is {known.vendor}'s, not {vendor or 'no vendor'}'s")
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"figure {name} is {value!r}, not a whole number of zero or more")
+        object.__setattr__(self, "vendor", vendor)
+        object.__setattr__(self, "_values", {n: int(values[n]) for n in sorted(values, key=_POSITION.__getitem__)})
+        object.__setattr__(self, "_hash", None)
+
+    @classmethod
+    def complete(cls, vendor: str, **values: int) -> Figures:
+        """A reader's record: every figure the registry gives ``vendor``, and no other (ValueError)."""
+        missing = [f.name for f in vendor_figures(vendor) if f.name not in values]
+        if missing:
+            raise ValueError(f"{vendor} figures without {', '.join(missing)}")
+        return cls(vendor, values)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Figures:
+        """Parse :meth:`to_json`'s form: a map of figure names, all of one vendor, to whole numbers of zero or
+        more; ValueError naming what is not."""
+        if not isinstance(data, dict):
+            raise ValueError(f"figures are {type(data).__name__} {str(data)[:40]!r}, not a map of names to values")
+        unknown = next((name for name in data if name not in FIGURE_BY_NAME), None)
+        if unknown is not None:
+            raise ValueError(f"unknown figure {unknown!r}")
+        vendors = list(dict.fromkeys(FIGURE_BY_NAME[name].vendor for name in data))
+        if len(vendors) > 1:
+            raise ValueError(f"figures of {' and '.join(vendors)} together ({', '.join(data)})")
+        return cls(vendors[0] if vendors else None, data)
+
+    def to_json(self) -> dict[str, int]:
+        """The JSON form: a plain dict, in the registry's order."""
+        return dict(self._values)
+
+    def __getitem__(self, name: str) -> int:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if found is None:
+            found = hash(frozenset(self._values.items()))
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Figures are frozen: cannot set {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Figures are frozen: cannot delete {name}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Figures, (self.vendor, self._values))  # pickled to and from workers and Ray actors
+
+    def __repr__(self) -> str:
+        return f"Figures({self.vendor!r}, {self._values!r})"
+
+
+NO_FIGURES = Figures(None, {})  # a build that did not build
 
 
 def verdict(name: str, before: int | None, after: int | None) -> str:

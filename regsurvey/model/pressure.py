@@ -10,10 +10,7 @@ for the reader.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 # Version of the stored JSON and of what it counts; a stored pressure of another version is computed
@@ -173,18 +170,17 @@ class Pressure:
                    {k: Site.from_dict(v) for k, v in data["demand"].items()})
 
 
-@functools.cache
-def _triton_dirs() -> tuple[str, ...]:
-    spec = importlib.util.find_spec("triton")
-    return tuple(str(Path(p).resolve()) + "/" for p in (spec.submodule_search_locations or [])) if spec else ()
+# Where Triton's own source lies, as a compile's debug lines name it: its language and runtime packages
+# wherever Triton is (an installed package or a source tree), and anything of the installed package.
+# Recognised by the path alone, not by asking where this process's Triton is installed (the model layer
+# imports nothing, and a pressure may come from another machine: a Ray node's, a shared store's).
+TRITON_SOURCE = ("/triton/language/", "/triton/runtime/", "/site-packages/triton/", "/dist-packages/triton/")
 
 
 def is_toolchain(path: str) -> bool:
     """Whether ``path`` is Triton's own source (``triton/language/standard.py``: what ``tl.sum`` is made
     of), which a kernel engineer does not edit: its lines are attributed to the caller's."""
-    if "/triton/language/" in path or path.startswith("triton/language/") or "/triton/runtime/" in path:
-        return True
-    return any(path.startswith(d) for d in _triton_dirs())
+    return path.startswith("triton/language/") or any(part in path for part in TRITON_SOURCE)
 
 
 def attribution(frames: tuple[Frame, ...]) -> tuple[Frame | None, tuple[Frame, ...]]:

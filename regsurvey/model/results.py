@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .enums import TextEnum
-from .figures import FIGURE_BY_NAME
+from .figures import NO_FIGURES, Figures
 from .findings import Finding, findings_from_json
 from .targets import TARGETS
 
@@ -53,9 +53,13 @@ class ObjectReport:
     kernarg lint's findings (None where it was not linted; ``why_not_linted`` then says why, when a
     lint was tried and could not run)."""
 
-    resources: dict[str, int]
+    resources: Figures  # a plain mapping is taken and checked (Figures.from_json)
     findings: tuple[Finding, ...] | None = None
     why_not_linted: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.resources, Figures):
+            object.__setattr__(self, "resources", Figures.from_json(dict(self.resources)))
 
     @property
     def linted(self) -> bool:
@@ -64,17 +68,17 @@ class ObjectReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (the result cache's)."""
-        return {"resources": dict(self.resources),
+        return {"resources": self.resources.to_json(),
                 "findings": [f.to_dict() for f in self.findings] if self.findings is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ObjectReport:
         """Parse :meth:`to_dict`'s form; KeyError, TypeError or ValueError for anything else."""
         found = data["findings"]
-        resources = data["resources"]
-        if not isinstance(resources, dict) or not all(
-                name in FIGURE_BY_NAME and type(value) is int and value >= 0 for name, value in resources.items()):
-            raise ValueError("object report's resources are not figures")
+        try:
+            resources = Figures.from_json(data["resources"])
+        except ValueError as exc:
+            raise ValueError(f"object report's resources are not figures ({exc})") from None
         return cls(resources=resources, findings=findings_from_json(found) if found is not None else None)
 
 
@@ -91,7 +95,8 @@ class Row:
     kernel: str | None
     status: Status  # a plain string is taken and checked (an unknown one is a ValueError)
     error: str | None = None  # the whole message (compiler output, exception chain); error_line() cuts it
-    resources: dict[str, int] = field(default_factory=dict)
+    # The build's figures, of its target's vendor (a plain mapping is taken and checked: Figures.from_json).
+    resources: Figures = NO_FIGURES
     object: ObjectRef | None = None
     compile_s: float = 0.0
     launch: int = 0  # index of the launch within the key (a kind body may launch several kernels)
@@ -123,6 +128,12 @@ class Row:
             object.__setattr__(self, "status", Status(self.status))
         if self.lint is not None and not isinstance(self.lint, tuple):
             object.__setattr__(self, "lint", tuple(self.lint))
+        if not isinstance(self.resources, Figures):
+            object.__setattr__(self, "resources", Figures.from_json(dict(self.resources)))
+        known = TARGETS.get(self.target)
+        if known is not None and self.resources.vendor not in (None, known.vendor):
+            raise ValueError(f"{self.target} has {known.vendor}'s figures, not {self.resources.vendor}'s "
+                             f"({', '.join(self.resources)})")
 
     @property
     def linted(self) -> bool:
@@ -133,16 +144,25 @@ class Row:
         """The JSON form of the row, in field order (the one serializer of rows)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["status"] = self.status.value
+        data["resources"] = self.resources.to_json()
         data["object"] = {"path": self.object.path, "sha256": self.object.sha256} if self.object else None
         data["lint"] = [f.to_dict() for f in self.lint] if self.lint is not None else None
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Row:
+    def from_dict(cls, data: dict[str, Any], targets: list[str] | tuple[str, ...] | None = None) -> Row:
         """Parse :meth:`to_dict`'s form, checked (:func:`_check_row`); KeyError, TypeError or ValueError
-        naming what is wrong."""
+        naming what is wrong. ``targets``: its survey's, which the row's must be one of."""
         obj = data.get("object")
-        row = cls(**{**data, "object": ObjectRef(**obj) if obj else None, "lint": None})
+        row = cls(**{**data, "object": ObjectRef(**obj) if obj else None, "lint": None, "resources": NO_FIGURES})
+        if targets is not None and row.target not in targets:
+            raise ValueError(f"row {row.row_id} is on target {row.target!r}, not one of the survey's "
+                             f"({', '.join(targets)})")
+        if "resources" in data:
+            try:
+                row = replace(row, resources=Figures.from_json(data["resources"]))
+            except ValueError as exc:
+                raise ValueError(f"row {row.row_id} ({row.target}): {exc}") from None
         if data.get("lint") is not None:
             try:
                 row = replace(row, lint=findings_from_json(data["lint"]))
@@ -262,8 +282,8 @@ class Survey:
                                     f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
         try:
             _check_survey_fields(data)
-            rows = tuple(Row.from_dict(r) for r in data["rows"])
-            _check_row_targets(rows, data["targets"])
+            _check_targets(data["targets"])
+            rows = tuple(Row.from_dict(r, data["targets"]) for r in data["rows"])
             said_once = tuple(SaidOnce.from_dict(s) for s in data.get("said_once") or ())
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
@@ -310,7 +330,7 @@ def default_target_list(declared: dict[str, tuple[str, ...]]) -> tuple[str, ...]
 # damaged, is refused in one line rather than failing later in diff or check).
 _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "key": (str,), "kind": (str,), "axes": (dict,), "target": (str,), "kernel": (str, type(None)),
-    "error": (str, type(None)), "resources": (dict,), "compile_s": (int, float), "launch": (int,),
+    "error": (str, type(None)), "compile_s": (int, float), "launch": (int,),
     "config": (int, type(None)), "triton_hash": (str, type(None)), "num_warps": (int, type(None)),
     "num_stages": (int, type(None)), "where": (str, type(None)), "reused": (bool,), "flaky": (str, type(None)),
     "skip_reason": (str, type(None)), "transient": (bool,), "build": (dict, type(None)), "name": (str, type(None)),
@@ -346,31 +366,21 @@ def _check_survey_fields(data: dict[str, Any]) -> None:
         raise ValueError("declared is not a list of targets per kind")
 
 
-def _check_row_targets(rows: tuple[Row, ...], targets: list[str]) -> None:
-    """Raise ValueError for a target this regsurvey does not know, or a row on a target its survey does
-    not list (every report groups rows by their survey's targets and reads each target's record)."""
+def _check_targets(targets: list[str]) -> None:
+    """Raise ValueError for a target this regsurvey does not know (every report groups rows by their
+    survey's targets and reads each target's record; a row on another is refused by Row.from_dict)."""
     for name in targets:
         if name not in TARGETS:
             raise ValueError(f"target {name!r} is not one this regsurvey knows ({', '.join(TARGETS)})")
-    for row in rows:
-        if row.target not in targets:
-            raise ValueError(f"row {row.row_id} is on target {row.target!r}, not one of the survey's "
-                             f"({', '.join(targets)})")
 
 
 def _check_row(row: Row) -> None:
-    """Raise ValueError naming what a stored row holds that no survey writes: a field of another type, a
-    figure the registry does not know, a figure that is not a whole number, lint findings or messages
-    of another shape."""
+    """Raise ValueError naming what a stored row holds that no survey writes: a field of another type, lint
+    findings or messages of another shape (its figures are checked as they are read: Figures.from_json, and
+    Row, against its target's vendor)."""
     for name, allowed in _ROW_TYPES.items():
         if why := _wrong_type(name, getattr(row, name), allowed):
             raise ValueError(f"row {getattr(row, 'key', '?')!s:.60} ({row.target}): {why}")
-    for name, value in row.resources.items():
-        if name not in FIGURE_BY_NAME:
-            raise ValueError(f"row {row.row_id} ({row.target}): unknown figure {name!r}")
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"row {row.row_id} ({row.target}): figure {name} is {value!r}, not a whole number "
-                             "of zero or more")
     if row.lint is not None and not all(isinstance(f, Finding) for f in row.lint):
         raise ValueError(f"row {row.row_id} ({row.target}): lint is neither null nor a list of findings")
     if row.build is not None and not all(isinstance(k, str) and isinstance(v, BUILD_VALUE_TYPES)

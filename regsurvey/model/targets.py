@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .figures import AMD, NVIDIA
+
 
 class UnknownTargetError(ValueError):
     """A target name that regsurvey does not know."""
@@ -81,7 +83,17 @@ class Target:
     simds_per_cu: int  # AMD: 4 SIMDs per CU; NVIDIA: 1 (limits are per SM)
     max_blocks_per_cu: int  # workgroups / thread blocks resident on one CU or SM
     shared_bytes_per_cu: int  # LDS per CU or shared memory per SM usable by blocks
+    # How the hardware allocates what occupancy counts, in the units it allocates them.
+    reg_alloc_granule: int  # AMD: VGPRs per lane (unified with AGPRs); NVIDIA: registers per warp
+    shared_alloc_granule: int  # bytes: LDS per workgroup (AMD), shared memory per block (NVIDIA)
     sgprs_per_simd: int = 0  # AMD only: SGPRs per SIMD (800 on CDNA3/4)
+    sgpr_alloc_granule: int = 0  # AMD only: SGPRs per wave, allocated in granules of this many
+    trap_sgprs: int = 0  # AMD only: SGPRs reserved per wave for the trap handler (LLVM enables it for amdhsa)
+    reg_sub_partitions: int = 0  # NVIDIA only: the register file's sub-partitions (a warp's registers are in one)
+    max_regs_per_thread: int = 0  # NVIDIA only: the most registers a thread may hold
+    # NVIDIA only: where the kernel's parameters start in constant bank 0 (c[0x0][base]) when the cubin does
+    # not say (its EIATTR_PARAM_CBANK does: the lint takes that).
+    param_bank_base: int = 0
     torch_hip_version: str | None = None  # what torch.version.hip reports on such a machine
     management: ManagementFacts | None = None  # what NVML / AMD SMI report (compile.management answers it)
 
@@ -104,6 +116,11 @@ class Target:
     def is_nvidia(self) -> bool:
         """True for NVIDIA (CUDA) targets."""
         return self.backend == "cuda"
+
+    @property
+    def vendor(self) -> str:
+        """AMD or NVIDIA: whose figures its builds have (``model.figures``)."""
+        return AMD if self.is_amd else NVIDIA
 
     @property
     def arch_string(self) -> str:
@@ -171,6 +188,11 @@ _MI355X_MANAGEMENT = ManagementFacts(pci_device_id=0x75A3, memory_total=_MI355X.
 # Occupancy facts: AMD CDNA3/CDNA4 ISA guides and ROCm docs (512 unified VGPRs+AGPRs per lane,
 # 8 waves per SIMD, 4 SIMDs per CU, LDS 64 KiB on MI300X and 160 KiB on MI355X); NVIDIA's CUDA
 # occupancy tables for cc 9.0 and 10.0 (64K registers, 64 warps, 32 blocks, 228 KiB shared per SM).
+# Allocation: LLVM AMDGPU for gfx90a+ (getVGPRAllocGranule with FeatureGFX90AInsts: 8; getSGPRAllocGranule,
+# gfx8-gfx9: 16; TRAP_NUM_SGPRS: 16) and AMDGPUUsage's COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE (LDS blocks of
+# 128 dwords up to gfx942, 320 dwords on gfx950); CUDA's cuda_occupancy.h for sm80+ (registers per warp
+# in units of 256, in 4 sub-partitions, at most 255 a thread; shared memory in units of 128 bytes). The
+# parameter area: ptxas' EIATTR_PARAM_CBANK on sm_90 (0x210) and sm_100 (0x380) cubins (tested).
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -178,23 +200,27 @@ TARGETS: dict[str, Target] = {
             name="gfx942", backend="hip", arch="gfx942", warp_size=64, device=_MI300X,
             regs_per_lane=512, max_waves_per_simd=8, simds_per_cu=4, max_blocks_per_cu=32,
             shared_bytes_per_cu=64 * 1024, sgprs_per_simd=800, torch_hip_version="6.4.43482",
-            management=_MI300X_MANAGEMENT,
+            management=_MI300X_MANAGEMENT, reg_alloc_granule=8, shared_alloc_granule=128 * 4,
+            sgpr_alloc_granule=16, trap_sgprs=16,
         ),
         Target(
             name="gfx950", backend="hip", arch="gfx950", warp_size=64, device=_MI355X,
             regs_per_lane=512, max_waves_per_simd=8, simds_per_cu=4, max_blocks_per_cu=32,
             shared_bytes_per_cu=160 * 1024, sgprs_per_simd=800, torch_hip_version="7.0.51831",
-            management=_MI355X_MANAGEMENT,
+            management=_MI355X_MANAGEMENT, reg_alloc_granule=8, shared_alloc_granule=320 * 4,
+            sgpr_alloc_granule=16, trap_sgprs=16,
         ),
         Target(
             name="sm90", backend="cuda", arch=90, warp_size=32, device=_H200,
             regs_per_lane=65536, max_waves_per_simd=64, simds_per_cu=1, max_blocks_per_cu=32,
-            shared_bytes_per_cu=228 * 1024, management=_H200_MANAGEMENT,
+            shared_bytes_per_cu=228 * 1024, management=_H200_MANAGEMENT, reg_alloc_granule=256,
+            shared_alloc_granule=128, reg_sub_partitions=4, max_regs_per_thread=255, param_bank_base=0x210,
         ),
         Target(
             name="sm100", backend="cuda", arch=100, warp_size=32, device=_B200,
             regs_per_lane=65536, max_waves_per_simd=64, simds_per_cu=1, max_blocks_per_cu=32,
-            shared_bytes_per_cu=228 * 1024, management=_B200_MANAGEMENT,
+            shared_bytes_per_cu=228 * 1024, management=_B200_MANAGEMENT, reg_alloc_granule=256,
+            shared_alloc_granule=128, reg_sub_partitions=4, max_regs_per_thread=255, param_bank_base=0x380,
         ),
     )
 }

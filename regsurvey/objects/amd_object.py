@@ -5,9 +5,10 @@ The only module that reads AMD objects. Two levels:
 - ``parse_hsaco`` decodes what the object holds: the arch, and per kernel the msgpack metadata of the
   ``NT_AMDGPU_METADATA`` note (``amdhsa.kernels[]``, with its ``.args``) and the 64-byte kernel
   descriptor behind the ``<kernel>.kd`` symbol (user-SGPR enables, kernarg preload), for the lint.
-- ``read_hsaco`` turns that into the resource row of a survey (``AmdResources``): registers, spills,
-  scratch, LDS, kernarg size and the occupancy in waves per SIMD. Given the kernel's code text as
-  well, it counts the architectural VGPRs exactly where the object rounds them.
+- ``read_hsaco`` turns that into the figures of a survey's row (:class:`~regsurvey.model.figures.Figures`,
+  every AMD figure of the registry): registers, spills, scratch, LDS, kernarg size and the occupancy in
+  waves per SIMD. Given the kernel's code text as well, it counts the architectural VGPRs exactly where
+  the object rounds them.
 
 Layouts follow LLVM's AMDGPUUsage ("Code Object V3+ Metadata", "Kernel Descriptor", "Initial Kernel
 Execution State") and ``llvm/Support/AMDHSAKernelDescriptor.h``.
@@ -19,7 +20,7 @@ import functools
 import io
 import struct
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -28,6 +29,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from ..errors import CorruptObjectError
+from ..model.figures import AMD, Figures
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
 
@@ -56,19 +58,14 @@ _USER_SGPRS = (
     ("private_segment_size", 6, 1),
 )
 
-# Occupancy facts shared by CDNA3 (gfx942) and CDNA4 (gfx950); the per-target counts (512 VGPRs per
-# lane, 8 waves per SIMD, 4 SIMDs, LDS per CU, 800 SGPRs per SIMD) live in targets.py.
-_VGPR_ALLOC_GRANULE = 8  # getVGPRAllocGranule with FeatureGFX90AInsts
-_SGPR_ALLOC_GRANULE = 16  # getSGPRAllocGranule, gfx8-gfx9
-_TRAP_SGPRS = 16  # TRAP_NUM_SGPRS, reserved per wave: LLVM turns +trap-handler on for amdhsa
+# The occupancy facts of each target (registers and LDS per CU, waves per SIMD, allocation granules) live
+# in its record in model/targets.py.
 # COMPUTE_PGM_RSRC1 holds the registers the hardware allocates per wave, as (count / granule) - 1:
 # GRANULATED_WORKITEM_VGPR_COUNT (bits 0-5, the unified VGPR+AGPR count in granules of 8 on gfx90a+
-# wave64) and GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9).
+# wave64) and GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9). The descriptor's
+# format, read before the object's target is known (``parse_hsaco``), so not a target's record.
 _VGPR_ENCODING_GRANULE = 8
 _SGPR_ENCODING_GRANULE = 8
-# LDS is allocated per workgroup in blocks (AMDGPUUsage, COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE):
-# 128 dwords up to gfx942, 320 dwords on gfx950.
-_LDS_GRANULE_BYTES = {"gfx942": 128 * 4, "gfx950": 320 * 4}
 
 
 @dataclass(frozen=True)
@@ -156,38 +153,6 @@ class HsacoInfo:
     kernels: tuple[HsacoKernel, ...]
 
 
-@dataclass(frozen=True)
-class AmdResources:
-    """The resource row for one AMD kernel.
-
-    ``vgpr`` and ``agpr`` are LLVM's ``NumVgprs`` (architectural VGPRs) and ``NumAgprs`` (accumulation
-    VGPRs), per lane. ``vgpr_total`` is LLVM's ``TotalNumVgprs``, the unified count that occupancy
-    depends on: on gfx90a+ both kinds share one 512-entry file, the AGPRs from ACCUM_OFFSET =
-    ``NumVgprs`` rounded up to 4, so with AGPRs in use it is that offset plus ``agpr`` (else ``vgpr``).
-    The object records only ``vgpr_total`` and ``agpr``: where AGPRs are in use, ``vgpr`` comes from
-    the kernel's code (see :func:`read_hsaco`). ``sgpr`` is per wave, ``vgpr_spill`` and ``sgpr_spill``
-    count spilled registers, ``scratch_bytes`` is per lane, ``lds_bytes`` per workgroup,
-    ``kernarg_bytes`` the kernarg segment (hidden args included) and ``occupancy`` waves per SIMD, from
-    the registers the descriptor allocates (which include what ``waves_per_eu`` reserves) and the LDS
-    and workgroup size.
-    """
-
-    vgpr: int
-    agpr: int
-    sgpr: int
-    vgpr_spill: int
-    sgpr_spill: int
-    scratch_bytes: int
-    lds_bytes: int
-    occupancy: int
-    kernarg_bytes: int
-    vgpr_total: int
-
-    def as_dict(self) -> dict[str, int]:
-        """The figures by field name, in field order."""
-        return asdict(self)
-
-
 @functools.lru_cache(maxsize=4)  # the survey reads an object's resources, then lints it: parse once
 def parse_hsaco(data: bytes) -> HsacoInfo:
     """Decode an HSACO's metadata note and kernel descriptors; CorruptObjectError if it is not one."""
@@ -219,8 +184,19 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
 
 
 def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
-               code_text: str | None = None, info: HsacoInfo | None = None) -> AmdResources:
-    """Read the resource row of the one kernel in a Triton HSACO compiled for ``target``.
+               code_text: str | None = None, info: HsacoInfo | None = None) -> Figures:
+    """Read the figures of the one kernel in a Triton HSACO compiled for ``target``: every AMD figure of
+    the registry (``model.figures``).
+
+    ``vgpr`` and ``agpr`` are LLVM's ``NumVgprs`` (architectural VGPRs) and ``NumAgprs`` (accumulation
+    VGPRs), per lane. ``vgpr_total`` is LLVM's ``TotalNumVgprs``, the unified count that occupancy
+    depends on: on gfx90a+ both kinds share one 512-entry file, the AGPRs from ACCUM_OFFSET =
+    ``NumVgprs`` rounded up to 4, so with AGPRs in use it is that offset plus ``agpr`` (else ``vgpr``).
+    The object records only ``vgpr_total`` and ``agpr``: where AGPRs are in use, ``vgpr`` comes from
+    the kernel's code (below). ``sgpr`` is per wave, ``vgpr_spill`` and ``sgpr_spill`` count spilled
+    registers, ``scratch_bytes`` is per lane, ``lds_bytes`` per workgroup, ``kernarg_bytes`` the kernarg
+    segment (hidden args included) and ``occupancy`` waves per SIMD, from the registers the descriptor
+    allocates (which include what ``waves_per_eu`` reserves) and the LDS and workgroup size.
 
     ``lds_bytes`` is Triton's compiled metadata ``shared``: Triton allocates LDS dynamically, so the
     object's group segment size is 0. ``num_warps`` is the number of waves per workgroup.
@@ -248,7 +224,8 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
     vgpr = total_vgpr - agpr if agpr else total_vgpr
     if agpr and code_text is not None:
         vgpr = _code_vgprs(code_text, accum_offset=vgpr)
-    return AmdResources(
+    return Figures.complete(
+        AMD,
         vgpr=vgpr,
         agpr=agpr,
         sgpr=_int(meta, ".sgpr_count"),
@@ -325,9 +302,9 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
     if num_warps < 1:
         raise ValueError(f"num_warps must be at least 1, not {num_warps}")
     max_waves = target.max_waves_per_simd
-    waves = min(max_waves, target.regs_per_lane // _align(max(vgprs, 1), _VGPR_ALLOC_GRANULE))
+    waves = min(max_waves, target.regs_per_lane // _align(max(vgprs, 1), target.reg_alloc_granule))
     if target.sgprs_per_simd:
-        sgpr_waves = target.sgprs_per_simd // (_align(max(sgprs, 1), _SGPR_ALLOC_GRANULE) + _TRAP_SGPRS)
+        sgpr_waves = target.sgprs_per_simd // (_align(max(sgprs, 1), target.sgpr_alloc_granule) + target.trap_sgprs)
         waves = min(waves, sgpr_waves)
 
     # A workgroup is resident whole or not at all: count whole workgroups per CU, then spread their
@@ -335,8 +312,7 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
     # per workgroup an odd register limit rounds down (LLVM's flat min() does not).
     workgroups = min(target.max_blocks_per_cu, waves * target.simds_per_cu // num_warps)
     if lds_bytes > 0:
-        granule = _LDS_GRANULE_BYTES.get(str(target.arch), 512)
-        workgroups = min(workgroups, target.shared_bytes_per_cu // _align(lds_bytes, granule))
+        workgroups = min(workgroups, target.shared_bytes_per_cu // _align(lds_bytes, target.shared_alloc_granule))
     if workgroups == 0:
         return 0  # one workgroup needs more LDS or registers than a CU has: it cannot launch
     return min(waves, -(-(workgroups * num_warps) // target.simds_per_cu))

@@ -21,12 +21,13 @@ import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ..errors import CorruptObjectError
+from ..model.figures import NVIDIA, Figures
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
 from .tools import check_cubin_for_tool, tool_time_limit
@@ -43,18 +44,12 @@ _EIATTR_REQNTID = 0x10
 # per parameter EIATTR_KPARAM_INFO (u32 index, u16 ordinal, u16 offset in the area, u32 flags).
 _EIATTR_PARAM_CBANK = 0x0A
 _EIATTR_KPARAM_INFO = 0x17
-_MAX_THREADS_PER_BLOCK = 1024
 
-# Occupancy facts for sm80+ from CUDA's cuda_occupancy.h (cudaOccMaxBlocksPerSMRegsLimit,
-# cudaOccMaxBlocksPerSMSmemLimit and the granularity tables): registers are allocated per warp in
-# units of 256 (8 per thread), in 4 sub-partitions of the register file; a block may use at most 255
-# registers per thread; shared memory is allocated in 128-byte units. The per-SM totals (65536
-# registers, 64 warps, 32 blocks, 228 KiB shared) and the 1 KiB the driver reserves per block on top
-# of what the kernel asks for live in targets.py.
-_REG_ALLOC_UNIT = 256
-_REG_SUB_PARTITIONS = 4
-_MAX_REGS_PER_THREAD = 255
-_SMEM_ALLOC_UNIT = 128
+# The occupancy facts of each target, from CUDA's cuda_occupancy.h (cudaOccMaxBlocksPerSMRegsLimit,
+# cudaOccMaxBlocksPerSMSmemLimit and the granularity tables), live in its record in model/targets.py: the
+# per-SM totals (65536 registers, 64 warps, 32 blocks, 228 KiB shared), how registers (per warp, in
+# sub-partitions) and shared memory are allocated, and the 1 KiB the driver reserves per block on top of
+# what the kernel asks for.
 
 # One SASS instruction line of `nvdisasm -c`: "/*0080*/  @!P0 STL.64 [R1+0x20], R4 ;".
 _LOCAL_ACCESS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(STL|LDL)((?:\.\w+)*)\s", re.M)
@@ -62,33 +57,16 @@ _LOCAL_ACCESS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(STL|LDL
 _WIDTH_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 
 
-@dataclass(frozen=True)
-class NvidiaResources:
-    """The resource row for one NVIDIA kernel.
+def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target,
+               sass: str | None = None) -> Figures:
+    """Read the figures of the one kernel in a Triton cubin compiled for ``target``: every NVIDIA figure
+    of the registry (``model.figures``).
 
     ``regs`` are 32-bit registers per thread; spill and stack bytes are per thread; ``shared_bytes``
     is per block and what the driver reports: the kernel's static shared memory
     (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, without the driver's 1 KiB reserve) plus the dynamic shared
     memory Triton launches with (its compiled metadata ``shared``); occupancy is resident blocks and
     warps per SM, counting the reserve once per block.
-    """
-
-    regs: int
-    spill_store_bytes: int
-    spill_load_bytes: int
-    stack_bytes: int
-    shared_bytes: int
-    occupancy_blocks: int
-    occupancy_warps: int
-
-    def as_dict(self) -> dict[str, int]:
-        """The figures by field name, in field order."""
-        return asdict(self)
-
-
-def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target,
-               sass: str | None = None) -> NvidiaResources:
-    """Read the resource row of the one kernel in a Triton cubin compiled for ``target``.
 
     ``shared_bytes`` is Triton's compiled metadata ``shared`` (dynamic shared memory per block);
     ``num_warps`` is the warps per block (Triton's compiled metadata ``num_warps``). ``sass``: the
@@ -98,7 +76,7 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
 
 
 def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: Target, sass: str | None = None,
-                    want_sass: bool = False, ptxas_log: str | None = None) -> tuple[NvidiaResources, str | None]:
+                    want_sass: bool = False, ptxas_log: str | None = None) -> tuple[Figures, str | None]:
     """:func:`read_cubin`, and the SASS it read: disassembled when the kernel has a stack frame (its
     spills are counted there) or ``want_sass``; otherwise ``sass`` as given (maybe None).
 
@@ -134,7 +112,8 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
     # What the driver reports as the kernel's shared memory: static (SHARED_SIZE_BYTES) + dynamic.
     shared = shared_bytes + static_shared
     blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
-    return NvidiaResources(
+    return Figures.complete(
+        NVIDIA,
         regs=regs,
         spill_store_bytes=stores,
         spill_load_bytes=loads,
@@ -198,15 +177,16 @@ def nvidia_occupancy_blocks(*, regs: int, shared_bytes: int, num_warps: int, tar
     """
     if num_warps < 1:
         raise ValueError(f"num_warps must be at least 1, not {num_warps}")
-    regs_per_warp = _align(regs * 32, _REG_ALLOC_UNIT)
+    partitions = target.reg_sub_partitions
+    regs_per_warp = _align(regs * target.warp_size, target.reg_alloc_granule)
     # The hardware check at launch assumes the block's warps are spread over all sub-partitions.
-    if regs > _MAX_REGS_PER_THREAD or regs_per_warp * _align(num_warps, _REG_SUB_PARTITIONS) > target.regs_per_lane:
+    if regs > target.max_regs_per_thread or regs_per_warp * _align(num_warps, partitions) > target.regs_per_lane:
         return 0
     limits = [target.max_blocks_per_cu, target.max_waves_per_simd // num_warps]
     if regs_per_warp:
-        warps_per_partition = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp
-        limits.append(warps_per_partition * _REG_SUB_PARTITIONS // num_warps)
-    smem = _align(shared_bytes + target.device.reserved_shared_memory_per_block, _SMEM_ALLOC_UNIT)
+        warps_per_partition = target.regs_per_lane // partitions // regs_per_warp
+        limits.append(warps_per_partition * partitions // num_warps)
+    smem = _align(shared_bytes + target.device.reserved_shared_memory_per_block, target.shared_alloc_granule)
     limits.append(target.shared_bytes_per_cu // smem)
     return min(limits)
 
@@ -457,11 +437,11 @@ def driver_attributes(data: bytes, target: Target) -> tuple[int, int, int]:
     sizes = _block_sizes(raw)
     regs = info.get((_EIATTR_REGCOUNT, symbol_index), 0)
     local = info.get((_EIATTR_FRAME_SIZE, symbol_index), 0)
-    threads = min([_MAX_THREADS_PER_BLOCK, *sizes])
-    regs_per_warp = _align(regs * 32, _REG_ALLOC_UNIT)
+    threads = min([target.device.max_threads_per_block, *sizes])
+    regs_per_warp = _align(regs * target.warp_size, target.reg_alloc_granule)
     if regs_per_warp:
-        warps = target.regs_per_lane // _REG_SUB_PARTITIONS // regs_per_warp * _REG_SUB_PARTITIONS
-        threads = min(threads, warps * 32)
+        warps = target.regs_per_lane // target.reg_sub_partitions // regs_per_warp * target.reg_sub_partitions
+        threads = min(threads, warps * target.warp_size)
     return regs, local, threads
 
 

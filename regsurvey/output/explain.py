@@ -264,8 +264,8 @@ def format_markdown(items: list[Explained], paths: SourcePaths, top: int = 12,
 def explained_dict(item: Explained) -> dict[str, Any]:
     row = item.row
     return {"key": row.key, "target": row.target, "kernel": row.kernel, "launch": row.launch,
-            "label": item.name.text, "object": row.object.sha256 if row.object else None, "resources": row.resources,
-            "pressure": item.pressure.to_dict()}
+            "label": item.name.text, "object": row.object.sha256 if row.object else None,
+            "resources": row.resources.to_json(), "pressure": item.pressure.to_dict()}
 
 
 def format_json(items: list[Explained], failed: list[Row] | None = None) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptObjectError
+from ..model.figures import Figures
 from ..model.results import ObjectRef, ObjectReport
 from ..model.version import READER_REVISION
 from .files import MiB, atomic_write, read_regular
@@ -42,7 +43,7 @@ class CachedResult:
     compile_s: float
 
     @property
-    def resources(self) -> dict[str, int]:
+    def resources(self) -> Figures:
         """The object's figures."""
         return self.report.resources
 

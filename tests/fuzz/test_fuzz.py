@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from regsurvey.compile.triton_facts import APPENDED_ARGS
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import LintInputError, lint_amdgcn
 from regsurvey.lint.disassembler import disassemble, find_objdump
@@ -41,6 +42,8 @@ from regsurvey.objects.amdgcn import parse_functions
 from regsurvey.objects.nvidia_object import read_cubin
 
 from .mutate import Op, apply, draw
+
+APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lint"
 CASE_BUDGET_S = 5.0  # one input, one target: anything slower is a hang
@@ -95,17 +98,17 @@ def _read_hsaco(_: str, data: bytes | str) -> object:
 def _lint_with_mutated_object(name: str, data: bytes | str) -> object:
     assert isinstance(data, bytes)
     text = amd_texts()[name.removesuffix(".hsaco").removesuffix(".co") + ".amdgcn"]
-    return lint_amdgcn(text, hsaco=data)
+    return lint_amdgcn(text, hsaco=data, appended_args=APPENDED)
 
 
 def _amdgcn(_: str, text: bytes | str) -> object:
     assert isinstance(text, str)
-    return parse_functions(text), lint_amdgcn(text)
+    return parse_functions(text), lint_amdgcn(text, appended_args=APPENDED)
 
 
 def _amdgcn_with_object(name: str, text: bytes | str) -> object:
     assert isinstance(text, str)
-    return lint_amdgcn(text, hsaco=object_of(name))
+    return lint_amdgcn(text, hsaco=object_of(name), appended_args=APPENDED)
 
 
 def _read_cubin(_: str, data: bytes | str) -> object:
@@ -115,7 +118,7 @@ def _read_cubin(_: str, data: bytes | str) -> object:
 
 def _ptx(_: str, ptx: bytes | str) -> object:
     assert isinstance(ptx, str)
-    return ptx_params(ptx), lint_ptx_sass(ptx, nvidia_kernel()[2])
+    return ptx_params(ptx), lint_ptx_sass(ptx, nvidia_kernel()[2], appended_args=APPENDED)
 
 
 @functools.cache
@@ -126,7 +129,7 @@ def objdump_texts() -> dict[str, str]:
 
 def _objdump_text(name: str, text: bytes | str) -> object:
     assert isinstance(text, str)
-    return lint_amdgcn(text, hsaco=amd_objects()[name])
+    return lint_amdgcn(text, hsaco=amd_objects()[name], appended_args=APPENDED)
 
 
 def _lint_file(_: str, data: bytes | str) -> object:

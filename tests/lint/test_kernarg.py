@@ -13,13 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from regsurvey.lint import ERROR, NOTE, LintInputError, arg_names_from_ttir, lint_amdgcn
+from regsurvey.compile.triton_facts import APPENDED_ARGS, arg_names_from_ttir
+from regsurvey.lint import ERROR, NOTE, LintInputError, lint_amdgcn
 from regsurvey.lint.disassembler import disassemble, find_objdump
 from regsurvey.lint.kernarg import analyse, find_entry, layout_from_hsaco
 from regsurvey.objects.amd_object import parse_hsaco
 from regsurvey.objects.amdgcn import parse_functions
 
 from ..objects_kernels import SIGNATURES, compile_kernel
+
+APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "lint"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
@@ -49,10 +52,10 @@ def real(case: str):  # type: ignore[no-untyped-def]
 def test_real_kernels_are_clean(case: str) -> None:
     compiled, names = real(case)
     text, llir, hsaco = compiled.asm["amdgcn"], compiled.asm["llir"], compiled.asm["hsaco"]
-    assert lint_amdgcn(text, llir=llir, arg_names=names) == []
-    assert lint_amdgcn(text, hsaco=hsaco, llir=llir, arg_names=names) == []
+    assert lint_amdgcn(text, llir=llir, arg_names=names, appended_args=APPENDED) == []
+    assert lint_amdgcn(text, hsaco=hsaco, llir=llir, arg_names=names, appended_args=APPENDED) == []
     # Without the IR nothing may look like a miscompile either; unread preloads are notes at most.
-    assert {f.severity for f in lint_amdgcn(text, arg_names=names)} <= {NOTE}
+    assert {f.severity for f in lint_amdgcn(text, arg_names=names, appended_args=APPENDED)} <= {NOTE}
 
 
 @needs_objdump
@@ -60,7 +63,8 @@ def test_real_kernels_are_clean(case: str) -> None:
 def test_real_objects_are_clean(case: str) -> None:
     compiled, names = real(case)
     hsaco = compiled.asm["hsaco"]
-    assert lint_amdgcn(disassemble(hsaco), hsaco=hsaco, llir=compiled.asm["llir"], arg_names=names) == []
+    assert lint_amdgcn(disassemble(hsaco), hsaco=hsaco, llir=compiled.asm["llir"], arg_names=names,
+                       appended_args=APPENDED) == []
 
 
 def test_the_clean_kernels_do_spill_kernargs() -> None:
@@ -90,7 +94,7 @@ def test_preload_prologue_is_skipped() -> None:
 
 def test_unread_preloads_without_ir_are_notes_and_scratch_pointers_never_show() -> None:
     compiled, names = real("matmul-async-gfx950")
-    found = lint_amdgcn(compiled.asm["amdgcn"], arg_names=names)
+    found = lint_amdgcn(compiled.asm["amdgcn"], arg_names=names, appended_args=APPENDED)
     # M and N: preloaded, never read (this kernel does no bounds checks). The two scratch pointers
     # Triton appends are never read either and never reported.
     assert [(f.arg_name, f.severity, f.arg_offset) for f in found] == [("M", NOTE, 24), ("N", NOTE, 28)]
@@ -109,7 +113,7 @@ def test_fixture_bases_are_clean(name: str) -> None:
     base = MANIFEST["bases"][name]
     text = (FIXTURES / base["amdgcn"]).read_text()
     llir = (FIXTURES / base["llir"]).read_text()
-    assert lint_amdgcn(text, llir=llir, arg_names=base["arg_names"]) == []
+    assert lint_amdgcn(text, llir=llir, arg_names=base["arg_names"], appended_args=APPENDED) == []
 
 
 @pytest.mark.parametrize("name", list(MANIFEST["mutants"]))
@@ -117,12 +121,12 @@ def test_mutants_name_exactly_the_lost_arguments(name: str) -> None:
     mutant, base = _mutant(name)
     text = (FIXTURES / mutant["amdgcn"]).read_text()
     llir = (FIXTURES / base["llir"]).read_text()
-    found = lint_amdgcn(text, llir=llir, arg_names=base["arg_names"])
+    found = lint_amdgcn(text, llir=llir, arg_names=base["arg_names"], appended_args=APPENDED)
     assert sorted(f.arg_name for f in found) == sorted(mutant["expected"])
     assert {f.severity for f in found} == {ERROR}
     assert all("the LLVM IR uses this argument" in f.reason for f in found)
     # Without the IR the same arguments are suspects: they were loaded in the body, or spilled.
-    loose = lint_amdgcn(text, arg_names=base["arg_names"])
+    loose = lint_amdgcn(text, arg_names=base["arg_names"], appended_args=APPENDED)
     assert sorted(f.arg_name for f in loose if f.severity == ERROR) == sorted(mutant["expected"])
 
 
@@ -132,7 +136,7 @@ def test_mutant_objects_name_exactly_the_lost_arguments(name: str) -> None:
     mutant, base = _mutant(name)
     obj = (FIXTURES / mutant["object"]).read_bytes()
     found = lint_amdgcn(disassemble(obj), hsaco=obj, llir=(FIXTURES / base["llir"]).read_text(),
-                        arg_names=base["arg_names"])
+                        arg_names=base["arg_names"], appended_args=APPENDED)
     assert sorted(f.arg_name for f in found) == sorted(mutant["expected"])
     assert all(f.address is not None for f in found)
 
@@ -140,14 +144,16 @@ def test_mutant_objects_name_exactly_the_lost_arguments(name: str) -> None:
 def test_findings_say_where_the_value_was_lost() -> None:
     mutant, base = _mutant("restore-removed")
     (found,) = lint_amdgcn((FIXTURES / mutant["amdgcn"]).read_text(),
-                           llir=(FIXTURES / base["llir"]).read_text(), arg_names=base["arg_names"])
+                           llir=(FIXTURES / base["llir"]).read_text(), arg_names=base["arg_names"],
+                           appended_args=APPENDED)
     assert (found.kernel, found.target, found.arg_index, found.arg_offset) == ("many_buffers_kernel", "gfx950", 32, 256)
     assert (found.load, found.line) == ("s_load_dwordx2 s[12:13], s[0:1], 0x100", 28)
     assert "spilled to v69 lane 0 (line 53) and never restored" in found.reason
     assert found.to_dict()["load"] == {"instruction": found.load, "line": 28}
 
     mutant, base = _mutant("wide-load-copy-dropped")
-    (found,) = lint_amdgcn((FIXTURES / mutant["amdgcn"]).read_text(), arg_names=base["arg_names"])
+    (found,) = lint_amdgcn((FIXTURES / mutant["amdgcn"]).read_text(), arg_names=base["arg_names"],
+                           appended_args=APPENDED)
     assert found.load.startswith("s_load_dwordx16 ") and found.arg_offset == 112
 
 
@@ -196,7 +202,8 @@ amdhsa.target:   amdgcn-amd-amdhsa--gfx942
 
 
 def lost(body: str, preload: int = 0) -> list[str | None]:
-    return sorted(f.arg_name or "" for f in lint_amdgcn(kernel(body, preload), arg_names=["a", "n"]))
+    return sorted(f.arg_name or "" for f in lint_amdgcn(kernel(body, preload), arg_names=["a", "n"],
+                                                        appended_args=APPENDED))
 
 
 SCRATCH = """\
@@ -286,7 +293,7 @@ def test_preloaded_and_unread_is_a_note_without_ir() -> None:
     # Preloaded into s[2:5] (a in s[2:3], n in s4); nothing reads them; only n is reported loosely as
     # a note, and a is read.
     body = "\tglobal_store_dword v0, v1, s[2:3]\n\ts_endpgm"
-    (found,) = lint_amdgcn(kernel(body, preload=4), arg_names=["a", "n"])
+    (found,) = lint_amdgcn(kernel(body, preload=4), arg_names=["a", "n"], appended_args=APPENDED)
     assert (found.arg_name, found.severity, found.load) == ("n", NOTE, "kernarg preload into s4")
 
 
@@ -298,14 +305,14 @@ def test_names_from_ttir_match_the_signature() -> None:
 
 def test_input_the_lint_cannot_use() -> None:
     with pytest.raises(LintInputError, match="not a kernel's amdgcn text"):
-        lint_amdgcn("s_endpgm\n")
+        lint_amdgcn("s_endpgm\n", appended_args=APPENDED)
     with pytest.raises(LintInputError, match="needs its HSACO"):
-        lint_amdgcn(disassemble_stub())
+        lint_amdgcn(disassemble_stub(), appended_args=APPENDED)
     text = kernel("\ts_endpgm")
     with pytest.raises(LintInputError, match="no metadata .args"):
-        lint_amdgcn(text[: text.index("\t.amdgpu_metadata")])
+        lint_amdgcn(text[: text.index("\t.amdgpu_metadata")], appended_args=APPENDED)
     with pytest.raises(LintInputError, match="no kernel 'other'"):
-        lint_amdgcn(text, kernel="other")
+        lint_amdgcn(text, kernel="other", appended_args=APPENDED)
 
 
 def disassemble_stub() -> str:

@@ -12,13 +12,16 @@ import struct
 
 import pytest
 
+from regsurvey.compile.triton_facts import APPENDED_ARGS
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import ERROR, lint_nvidia
-from regsurvey.lint.nvidia import PARAM_BASE, lint_ptx_sass, ptx_params, sass_bank_reads
+from regsurvey.lint.nvidia import lint_ptx_sass, param_bank_base, ptx_params, sass_bank_reads
 from regsurvey.objects.nvidia_object import ParamBank, disassemble, disassemble_many, param_bank, spill_bytes
 
 from ..objects_kernels import SIGNATURES, compile_kernel
 from ..readings import nv_info_entries
+
+APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
 
 MATMUL = {"BM": 128, "BN": 128, "BK": 64}
 CASES = {
@@ -56,7 +59,7 @@ def param_info(cubin: bytes) -> tuple[int, dict[int, int]]:
 def test_parameter_layout_matches_the_cubin(case: str) -> None:
     ck, _ = compiled(case)
     base, offsets = param_info(ck.asm["cubin"])
-    assert PARAM_BASE[ck.metadata.target.arch // 10] == base
+    assert param_bank_base(ck.metadata.target.arch) == base
     kernel, params = ptx_params(ck.asm["ptx"], base)
     assert kernel == ck.metadata.name
     assert {p.index: p.offset for p in params} == offsets
@@ -71,11 +74,12 @@ def test_a_parameter_after_a_tma_descriptor_is_found_where_ptxas_put_it(case: st
     every parameter after one was looked for 48 bytes too early on sm_90, and reported as never read."""
     ck, _ = compiled(case)
     ptx, cubin, sass = ck.asm["ptx"], ck.asm["cubin"], disassemble(ck.asm["cubin"])
-    assert lint_nvidia(ptx, cubin, sass=sass) == []
+    assert lint_nvidia(ptx, cubin, sass=sass, appended_args=APPENDED) == []
     bank = param_bank(cubin)
     n_at = bank.base + bank.offsets[6]  # n: after the descriptor (param 0), its shape (1, 2) and strides (3, 4)
     # The instruction that reads n may read scale (param 7) with it, as one 64-bit load.
-    found = {f.arg_index: f for f in lint_nvidia(ptx, cubin, sass=without(sass, f"c[0x0][{n_at:#x}]"))}
+    found = {f.arg_index: f for f in lint_nvidia(ptx, cubin, sass=without(sass, f"c[0x0][{n_at:#x}]"),
+                                                 appended_args=APPENDED)}
     assert 6 in found and set(found) <= {6, 7}, found
     for index, finding in found.items():
         assert finding.arg_offset == bank.offsets[index] and finding.load.endswith(f"_param_{index}];")
@@ -85,7 +89,7 @@ def test_a_parameter_after_a_tma_descriptor_is_found_where_ptxas_put_it(case: st
 @pytest.mark.parametrize("case", CASES)
 def test_real_kernels_are_clean(case: str) -> None:
     ck, names = compiled(case)
-    assert lint_nvidia(ck.asm["ptx"], ck.asm["cubin"], arg_names=names) == []
+    assert lint_nvidia(ck.asm["ptx"], ck.asm["cubin"], arg_names=names, appended_args=APPENDED) == []
 
 
 def without(sass: str, *needles: str) -> str:
@@ -97,15 +101,16 @@ def without(sass: str, *needles: str) -> str:
 def test_a_parameter_read_deleted_from_the_sass_is_found(case: str) -> None:
     ck, names = compiled(case)
     ptx, sass = ck.asm["ptx"], disassemble(ck.asm["cubin"])
-    base = PARAM_BASE[ck.metadata.target.arch // 10]
+    base = param_bank_base(ck.metadata.target.arch)
     # out_ptr is parameter 2, 16 bytes in; n is parameter 3 (i32) right after it.
     out_ptr = f"c[0x0][{base + 16:#x}]"
-    (found,) = lint_ptx_sass(ptx, without(sass, out_ptr), arg_names=names)
+    (found,) = lint_ptx_sass(ptx, without(sass, out_ptr), arg_names=names, appended_args=APPENDED)
     assert (found.arg_name, found.arg_index, found.arg_offset, found.severity) == ("out_ptr", 2, 16, ERROR)
     assert found.load.startswith("ld.param.b64") and found.load.endswith("_param_2];")
     assert ptx.splitlines()[found.line - 1].split("//")[0].split() == found.load.split()
     assert found.target == f"sm{ck.metadata.target.arch}"
-    lost_both = lint_ptx_sass(ptx, without(sass, out_ptr, f"c[0x0][{base + 24:#x}]"), arg_names=names)
+    lost_both = lint_ptx_sass(ptx, without(sass, out_ptr, f"c[0x0][{base + 24:#x}]"), arg_names=names,
+                              appended_args=APPENDED)
     assert [f.arg_name for f in lost_both] == ["out_ptr", "n"]
 
 
@@ -125,17 +130,18 @@ def test_indirect_reads_and_address_taken_params_are_never_reported() -> None:
     ptx, sass = ck.asm["ptx"], disassemble(ck.asm["cubin"])
     gone = without(sass, "c[0x0][0x220]")
     # A read at a register offset may be of any parameter: nothing can be said.
-    assert lint_ptx_sass(ptx, gone + "\n        /*9990*/  LDC R2, c[0x0][R0+0x210] ;", arg_names=names) == []
+    assert lint_ptx_sass(ptx, gone + "\n        /*9990*/  LDC R2, c[0x0][R0+0x210] ;", arg_names=names,
+                         appended_args=APPENDED) == []
     # The PTX takes the parameter's address (as for a TMA descriptor): reads go through a pointer.
     taken = ptx.replace("\tret;", "\tmov.b64 \t%rd99, add_kernel_param_2;\n\tret;", 1)
     assert taken != ptx
-    assert lint_ptx_sass(taken, gone, arg_names=names) == []
+    assert lint_ptx_sass(taken, gone, arg_names=names, appended_args=APPENDED) == []
 
 
 def test_a_broken_cubin_is_a_corrupt_object() -> None:
     ck, names = compiled("add-sm90")
     with pytest.raises(CorruptObjectError):
-        lint_nvidia(ck.asm["ptx"], ck.asm["cubin"][:600], arg_names=names)
+        lint_nvidia(ck.asm["ptx"], ck.asm["cubin"][:600], arg_names=names, appended_args=APPENDED)
 
 
 _BRANCH = re.compile(r"^(@!?U?P\w+ )?(BRA|CALL|BSSY|JMP|BREAK|BSYNC|RET|WARPSYNC|JMX|BRX)\b")

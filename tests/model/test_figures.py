@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from regsurvey.check.baseline import Baseline, CheckRules
 from regsurvey.check.gate import NEW_SPILL, OCCUPANCY_DROP, REGISTER_INCREASE, judge
 from regsurvey.diff.core import compare
@@ -13,24 +15,21 @@ from regsurvey.model.figures import (
     FIGURES,
     JUDGED_REGISTERS,
     KINDS,
+    NO_FIGURES,
     NVIDIA,
     SPILL,
     SPILL_FIGURES,
+    Figures,
     figure,
     vendor_figures,
 )
 from regsurvey.model.results import Survey
-from regsurvey.objects.amd_object import AmdResources
-from regsurvey.objects.nvidia_object import NvidiaResources
 from regsurvey.output.table import summary_line, survey_grids
 
 from ..layer_survey import edited
 
 
-def test_the_readers_records_are_the_registry() -> None:
-    # Field for field, in order: a figure a reader adds or renames without the registry fails here.
-    assert [f.name for f in dataclasses.fields(AmdResources)] == [f.name for f in vendor_figures(AMD)]
-    assert [f.name for f in dataclasses.fields(NvidiaResources)] == [f.name for f in vendor_figures(NVIDIA)]
+def test_the_registry_is_consistent() -> None:
     assert all(f.kind in KINDS and f.worse in (-1, 0, 1) for f in FIGURES)
     assert all(figure(f.companion_of).vendor == f.vendor for f in FIGURES if f.companion_of)
     assert sorted(f.rank for f in FIGURES) == list(range(len(FIGURES)))
@@ -80,3 +79,53 @@ def test_the_gate_rules_take_their_figures_from_the_registry(layer: Survey) -> N
     assert by_rule[OCCUPANCY_DROP] == ["occupancy"]
     assert by_rule[REGISTER_INCREASE] == ["vgpr"]  # the unified count restates it: not judged twice
     assert all(figure(name).kind == SPILL for name in by_rule.get(NEW_SPILL, []))
+
+
+def test_figures_are_a_frozen_mapping_of_one_vendors_registry_names() -> None:
+    """What the readers make and a row holds: the registry's names of one vendor, whole numbers of zero or
+    more, iterated in the registry's order whatever order they came in; equal to a dict of the same
+    figures, hashable, frozen, and the same after a pickle (workers and Ray actors send rows)."""
+    import pickle
+
+    figures = Figures(AMD, {"sgpr": 80, "vgpr": 128})
+    assert list(figures) == ["vgpr", "sgpr"] and figures == {"sgpr": 80, "vgpr": 128} and figures["vgpr"] == 128
+    assert figures.get("regs") is None and dict(figures.items()) == figures.to_json() == {"vgpr": 128, "sgpr": 80}
+    assert hash(figures) == hash(Figures(AMD, {"vgpr": 128, "sgpr": 80})) and len({figures, figures}) == 1
+    assert pickle.loads(pickle.dumps(figures)) == figures and pickle.loads(pickle.dumps(NO_FIGURES)).vendor is None
+    with pytest.raises(AttributeError):
+        figures.vendor = NVIDIA  # type: ignore[misc]
+    for vendor, values, problem in [
+        (AMD, {"regs": 1}, "figure 'regs' is NVIDIA's, not AMD's"),
+        (AMD, {"vgprs": 1}, "unknown figure 'vgprs'"),
+        (AMD, {"vgpr": True}, "figure vgpr is True, not a whole number"),
+        (NVIDIA, {"regs": -1}, "figure regs is -1, not a whole number of zero or more"),
+    ]:
+        with pytest.raises(ValueError, match=problem):
+            Figures(vendor, values)
+    with pytest.raises(ValueError, match="NVIDIA figures without .*occupancy_warps"):
+        Figures.complete(NVIDIA, regs=1)
+    assert list(Figures.complete(NVIDIA, **{f.name: 0 for f in reversed(vendor_figures(NVIDIA))})) == [
+        f.name for f in vendor_figures(NVIDIA)]
+
+
+def test_figures_from_json_take_their_vendor_from_their_names() -> None:
+    assert Figures.from_json({"regs": 40}).vendor == NVIDIA and Figures.from_json({}) == NO_FIGURES
+    with pytest.raises(ValueError, match=r"figures of AMD and NVIDIA together \(vgpr, regs\)"):
+        Figures.from_json({"vgpr": 1, "regs": 2})
+    with pytest.raises(ValueError, match="figures are list"):
+        Figures.from_json([1])
+
+
+def test_a_row_holds_its_targets_vendors_figures() -> None:
+    """A plain dict is taken (as a status string is) and checked: an sm90 row with VGPRs is refused, built
+    in a process or read from a stored survey."""
+    from regsurvey.model.results import Row
+
+    row = Row(key="k", kind="k", axes={}, target="sm90", kernel="k", status="ok", resources={"regs": 40})
+    assert isinstance(row.resources, Figures) and row.resources.vendor == NVIDIA
+    with pytest.raises(ValueError, match="sm90 has NVIDIA's figures, not AMD's"):
+        Row(key="k", kind="k", axes={}, target="sm90", kernel="k", status="ok", resources={"vgpr": 40})
+    data = row.to_dict()
+    assert data["resources"] == {"regs": 40} and type(data["resources"]) is dict
+    with pytest.raises(ValueError, match=r"row k \(sm90\): sm90 has NVIDIA's figures, not AMD's"):
+        Row.from_dict({**data, "resources": {"vgpr": 40}})

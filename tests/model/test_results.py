@@ -140,3 +140,4 @@ def test_an_object_report_with_a_negative_figure_is_refused() -> None:
     assert ObjectReport.from_dict({"resources": {"vgpr": 0}, "findings": None}).resources == {"vgpr": 0}
     with pytest.raises(ValueError, match="not figures"):
         ObjectReport.from_dict({"resources": {"vgpr": -1}, "findings": None})
+

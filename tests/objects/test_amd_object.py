@@ -18,8 +18,9 @@ import triton
 from elftools.elf.elffile import ELFFile
 
 from regsurvey.errors import CorruptObjectError
+from regsurvey.model.figures import Figures
 from regsurvey.model.targets import TARGETS
-from regsurvey.objects.amd_object import AmdResources, amd_occupancy, parse_hsaco, read_hsaco
+from regsurvey.objects.amd_object import amd_occupancy, parse_hsaco, read_hsaco
 
 from ..objects_kernels import SIGNATURES, compile_kernel
 from ..readings import (
@@ -80,7 +81,7 @@ def compiled(case: str):  # type: ignore[no-untyped-def]
     return compile_kernel(kernel, target, options=options, **constexprs), TARGETS[target]
 
 
-def read(case: str, *, with_code: bool = True) -> tuple[AmdResources, str]:
+def read(case: str, *, with_code: bool = True) -> tuple[Figures, str]:
     """The case's resources as a survey reads them (the object and the same compile's amdgcn text), or
     from the object alone; and the amdgcn text."""
     ck, target = compiled(case)
@@ -116,30 +117,30 @@ def test_resources_match_the_amdgcn_text(case: str) -> None:
     res, text = read(case)
     ck, _ = compiled(case)
     # LLVM's own counts, exactly: the arch count too where the object holds only the AGPR offset.
-    assert res.vgpr == comment(text, "NumVgprs")
-    assert res.agpr == comment(text, "NumAgprs")
-    assert res.vgpr_total == comment(text, "TotalNumVgprs")
+    assert res["vgpr"] == comment(text, "NumVgprs")
+    assert res["agpr"] == comment(text, "NumAgprs")
+    assert res["vgpr_total"] == comment(text, "TotalNumVgprs")
     kd = parse_hsaco(ck.asm["hsaco"]).kernels[0].descriptor
-    if res.agpr:
-        assert align4(res.vgpr) == kd.accum_offset == directive(text, "accum_offset")
-        assert res.vgpr_total == kd.accum_offset + res.agpr
+    if res["agpr"]:
+        assert align4(res["vgpr"]) == kd.accum_offset == directive(text, "accum_offset")
+        assert res["vgpr_total"] == kd.accum_offset + res["agpr"]
     else:
-        assert res.vgpr_total == res.vgpr
+        assert res["vgpr_total"] == res["vgpr"]
     # What the hardware allocates: the unified count, or more under waves_per_eu (next_free_vgpr
     # is then LLVM's NumVGPRsForWavesPerEU, not the count the code uses).
     assert kd.allocated_vgprs == (comment(text, "VGPRBlocks") + 1) * 8 == align8(directive(text, "next_free_vgpr"))
-    assert kd.allocated_vgprs == align8(comment(text, "NumVGPRsForWavesPerEU")) >= align8(res.vgpr_total)
+    assert kd.allocated_vgprs == align8(comment(text, "NumVGPRsForWavesPerEU")) >= align8(res["vgpr_total"])
     assert kd.allocated_sgprs == (comment(text, "SGPRBlocks") + 1) * 8 == align8(comment(text, "NumSGPRsForWavesPerEU"))
-    assert res.sgpr == comment(text, "TotalNumSgprs")
-    assert res.scratch_bytes == comment(text, "ScratchSize") == directive(text, "private_segment_fixed_size")
-    assert res.vgpr_spill == vgpr_spills(text)
+    assert res["sgpr"] == comment(text, "TotalNumSgprs")
+    assert res["scratch_bytes"] == comment(text, "ScratchSize") == directive(text, "private_segment_fixed_size")
+    assert res["vgpr_spill"] == vgpr_spills(text)
     # Every SGPR spill is one v_writelane_b32 into a VGPR lane; these kernels write lanes for nothing else.
-    assert res.sgpr_spill == text.count("v_writelane_b32")
-    assert res.kernarg_bytes == directive(text, "kernarg_size")
+    assert res["sgpr_spill"] == text.count("v_writelane_b32")
+    assert res["kernarg_bytes"] == directive(text, "kernarg_size")
     # The reader is given Triton's metadata ``shared``; the TTGIR's buffers, allocated again and sized
     # from their types, are the reading (the object's own static LDS, 0 under Triton, included).
-    assert res.lds_bytes == amd_lds_reading(ck.asm["ttgir"], ck.asm["hsaco"])
-    assert list(res.as_dict()) == [
+    assert res["lds_bytes"] == amd_lds_reading(ck.asm["ttgir"], ck.asm["hsaco"])
+    assert list(res) == [
         "vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes", "lds_bytes", "occupancy",
         "kernarg_bytes", "vgpr_total",
     ]  # fmt: skip
@@ -150,15 +151,15 @@ def test_the_arch_vgprs_come_from_the_code_where_the_object_rounds_them() -> Non
     # v0..v125; without it the reader can give no more than the offset, the same on every other figure.
     exact, text = read("waves2-matmul-gfx950")
     rounded, _ = read("waves2-matmul-gfx950", with_code=False)
-    assert (exact.vgpr, exact.agpr, exact.vgpr_total) == (
+    assert (exact["vgpr"], exact["agpr"], exact["vgpr_total"]) == (
         comment(text, "NumVgprs"), comment(text, "NumAgprs"), comment(text, "TotalNumVgprs"))
     if not TRITON_39_CODEGEN:
         pytest.skip("the kernel was chosen for Triton 3.9's register allocation (126 VGPRs beside 8 AGPRs)")
-    assert (exact.vgpr, exact.agpr, exact.vgpr_total) == (126, 8, 136)
-    assert rounded.vgpr == 128 and rounded.as_dict() == {**exact.as_dict(), "vgpr": 128}
+    assert (exact["vgpr"], exact["agpr"], exact["vgpr_total"]) == (126, 8, 136)
+    assert rounded["vgpr"] == 128 and rounded == {**exact, "vgpr": 128}
     # Code of another kernel does not fit this object's AGPR offset: the object's figure stands.
     add, _ = compiled("add-gfx950")
-    other = read_hsaco(compiled("waves2-matmul-gfx950")[0].asm["hsaco"], lds_bytes=exact.lds_bytes,
+    other = read_hsaco(compiled("waves2-matmul-gfx950")[0].asm["hsaco"], lds_bytes=exact["lds_bytes"],
                        num_warps=4, target=TARGETS["gfx950"], code_text=add.asm["amdgcn"])
     assert other == rounded
 
@@ -170,18 +171,18 @@ def test_the_arch_vgprs_come_from_a_disassembly_too() -> None:
         pytest.skip("no llvm-objdump of LLVM >= 20")
     ck, target = compiled("waves2-matmul-gfx950")
     res = read_hsaco(ck.asm["hsaco"], lds_bytes=0, num_warps=4, target=target, code_text=disassemble(ck.asm["hsaco"]))
-    assert res.vgpr == comment(ck.asm["amdgcn"], "NumVgprs")
+    assert res["vgpr"] == comment(ck.asm["amdgcn"], "NumVgprs")
 
 
 def test_the_spilling_kernels_spill() -> None:
     vgpr, _ = read("vgpr-spill-gfx950")
-    assert vgpr.vgpr_spill > 0 and vgpr.scratch_bytes > 0 and vgpr.agpr > 0 and vgpr.occupancy == 1
+    assert vgpr["vgpr_spill"] > 0 and vgpr["scratch_bytes"] > 0 and vgpr["agpr"] > 0 and vgpr["occupancy"] == 1
     sgpr, _ = read("sgpr-spill-gfx950")
     # SGPR spills go to VGPR lanes, not scratch: the runtime's n_spills never sees them.
-    assert sgpr.sgpr_spill > 0 and sgpr.scratch_bytes == 0 and sgpr.vgpr_spill == 0
+    assert sgpr["sgpr_spill"] > 0 and sgpr["scratch_bytes"] == 0 and sgpr["vgpr_spill"] == 0
     for case in ("add-gfx950", "add-gfx942", "matmul-async-gfx950", "matmul-gfx942"):
         res, _ = read(case)
-        assert (res.vgpr_spill, res.sgpr_spill, res.scratch_bytes) == (0, 0, 0), case
+        assert (res["vgpr_spill"], res["sgpr_spill"], res["scratch_bytes"]) == (0, 0, 0), case
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -201,7 +202,7 @@ def test_occupancy_matches_llvm(case: str) -> None:
     assert registers_only == llvm
     lds = amd_lds_reading(ck.asm["ttgir"], ck.asm["hsaco"])
     waves = note_waves(note_metadata(ck.asm["hsaco"]))
-    assert res.occupancy == amd_occupancy_reading(text, lds_bytes=lds, num_warps=waves, target=CASES[case][1])
+    assert res["occupancy"] == amd_occupancy_reading(text, lds_bytes=lds, num_warps=waves, target=CASES[case][1])
     waves_per_eu = dict(CASES[case][2]).get("waves_per_eu")
     if waves_per_eu:
         assert llvm <= waves_per_eu
@@ -230,7 +231,7 @@ def test_llvm_told_the_lds_gives_the_occupancy(case: str) -> None:
     told, said = llvm_amdgcn(declare_lds(ck.asm["llir"], lds), CASES[case][1], fp_fusion=ck.metadata.enable_fp_fusion)
     assert comment(told, "LDSByteSize") == directive(told, "group_segment_fixed_size") == lds
     assert (comment(text, "Occupancy"), comment(told, "Occupancy")) == LDS_BOUND[case]
-    assert res.occupancy == comment(told, "Occupancy")
+    assert res["occupancy"] == comment(told, "Occupancy")
     # LLVM, told the LDS, sees that Triton's waves_per_eu=4 asks for more waves than the LDS leaves room for.
     warned = "failed to meet occupancy target given by 'amdgpu-waves-per-eu'" in said
     assert warned == (case == "waves4-matmul-gfx942"), said
@@ -244,9 +245,9 @@ def test_waves_per_eu_caps_occupancy(target: str, waves: int) -> None:
     ck = compile_kernel("add_kernel", target, options=(("num_warps", 4), ("waves_per_eu", waves)), BLOCK=1024)
     res = read_hsaco(ck.asm["hsaco"], lds_bytes=0, num_warps=4, target=TARGETS[target])
     text = ck.asm["amdgcn"]
-    assert res.occupancy == waves == comment(text, "Occupancy")
-    assert res.vgpr == comment(text, "NumVgprs") == parse_hsaco(ck.asm["hsaco"]).kernels[0].metadata[".vgpr_count"]
-    assert res.vgpr < 64  # 8 waves' worth: the note alone would say 8
+    assert res["occupancy"] == waves == comment(text, "Occupancy")
+    assert res["vgpr"] == comment(text, "NumVgprs") == parse_hsaco(ck.asm["hsaco"]).kernels[0].metadata[".vgpr_count"]
+    assert res["vgpr"] < 64  # 8 waves' worth: the note alone would say 8
     kd = parse_hsaco(ck.asm["hsaco"]).kernels[0].descriptor
     assert kd.allocated_vgprs == align8((512 // (waves + 1)) // 8 * 8 + 1)
 
@@ -255,8 +256,8 @@ def test_waves_per_eu_caps_occupancy(target: str, waves: int) -> None:
 def test_lds_binds_the_pipelined_gemm_on_gfx950() -> None:
     res, text = read("matmul-async-gfx950")
     # Two stages of 128x64 + 64x128 fp16 tiles: about 66 KiB, so 2 workgroups of 4 waves per CU.
-    assert 64 * 1024 < res.lds_bytes < 80 * 1024
-    assert res.occupancy == 2 < comment(text, "Occupancy")
+    assert 64 * 1024 < res["lds_bytes"] < 80 * 1024
+    assert res["occupancy"] == 2 < comment(text, "Occupancy")
 
 
 def test_waves_that_do_not_spread_evenly_count_on_the_busiest_simd() -> None:
@@ -276,7 +277,7 @@ def test_waves_that_do_not_spread_evenly_count_on_the_busiest_simd() -> None:
     registers = comment(text, "Occupancy")
     assert (workgroups, waves, per_simd) == (3, 6, [2, 2, 1, 1])
     assert registers == (3 if TRITON_39 else 4)
-    assert res.occupancy == min(max(per_simd), registers) == 2
+    assert res["occupancy"] == min(max(per_simd), registers) == 2
     # LLVM's own figure for this LDS and 2-wave workgroups says the same.
     assert llvm_occupancy("gfx942", lds_bytes=ck.metadata.shared, workgroup=128) == 2
 
@@ -399,7 +400,7 @@ def test_args_match_the_metadata_yaml(case: str) -> None:
     pointers = [a for a in kernel.args if not a.value_kind.startswith("hidden_")]
     assert len(pointers) == user_args + 2
     assert [a.value_kind for a in pointers[-2:]] == ["global_buffer", "global_buffer"]
-    assert kernel.metadata[".kernarg_segment_size"] == read(case)[0].kernarg_bytes
+    assert kernel.metadata[".kernarg_segment_size"] == read(case)[0]["kernarg_bytes"]
 
 
 # Hand-computed occupancy from allocated registers (VGPRs per lane, unified; SGPRs per wave). gfx950:

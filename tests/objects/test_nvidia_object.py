@@ -22,9 +22,9 @@ from elftools.elf.elffile import ELFFile
 
 from regsurvey.compile.toolchain import ptxas_codegen_flags, ptxas_path
 from regsurvey.errors import CorruptObjectError
+from regsurvey.model.figures import Figures
 from regsurvey.model.targets import TARGETS
 from regsurvey.objects.nvidia_object import (
-    NvidiaResources,
     disassemble,
     nvidia_occupancy_blocks,
     read_cubin,
@@ -68,7 +68,7 @@ def compiled(case: str):  # type: ignore[no-untyped-def]
     return compile_kernel(kernel, target, options=options, **constexprs), TARGETS[target]
 
 
-def read(case: str) -> NvidiaResources:
+def read(case: str) -> Figures:
     ck, target = compiled(case)
     return read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=ck.metadata.num_warps, target=target)
 
@@ -94,7 +94,7 @@ def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
         rerun = out.read_bytes()
         if rerun != cubin:
             target = TARGETS[arch[1].rstrip("a").replace("sm_", "sm")]
-            same = [read_cubin(c, shared_bytes=0, num_warps=4, target=target).as_dict() for c in (rerun, cubin)]
+            same = [read_cubin(c, shared_bytes=0, num_warps=4, target=target) for c in (rerun, cubin)]
             # Not the length: Triton 3.6's sm100 spill kernel re-run came out 8 bytes shorter when the
             # checkout's path was 9 characters long (/tmp/ci15) and the same length at 13 (/tmp/ci-clone), the
             # same code and toolchain: the line info names the source's directory, and section padding follows.
@@ -132,16 +132,16 @@ def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
     res = read(case)
     ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
     static = ptxas.pop("static_shared")
-    assert {k: getattr(res, k) for k in ptxas} == ptxas
+    assert {k: res[k] for k in ptxas} == ptxas
     dump = cuobjdump_reading(ck.asm["cubin"])
-    assert (res.regs, res.stack_bytes) == (dump["regs"], dump["stack_bytes"])
+    assert (res["regs"], res["stack_bytes"]) == (dump["regs"], dump["stack_bytes"])
     # The driver's view: ptxas' static arrays (none under Triton) plus Triton's dynamic shared memory.
-    assert res.shared_bytes == ck.metadata.shared + static
+    assert res["shared_bytes"] == ck.metadata.shared + static
     # cuobjdump's SHARED is the whole .nv.shared.<kernel>: the reserve, when shared memory is used, and
     # the static arrays.
-    assert dump["static_shared"] == (static + DRIVER_RESERVE if res.shared_bytes else 0)
-    assert res.occupancy_warps == res.occupancy_blocks * ck.metadata.num_warps
-    assert list(res.as_dict()) == [
+    assert dump["static_shared"] == (static + DRIVER_RESERVE if res["shared_bytes"] else 0)
+    assert res["occupancy_warps"] == res["occupancy_blocks"] * ck.metadata.num_warps
+    assert list(res) == [
         "regs", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes", "occupancy_blocks",
         "occupancy_warps",
     ]  # fmt: skip
@@ -150,27 +150,28 @@ def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
 def test_the_spilling_kernels_spill() -> None:
     for case in ("spill-sm90", "spill-sm100", "maxnreg-spill-sm90"):
         res = read(case)
-        assert res.spill_store_bytes > 0 and res.spill_load_bytes > 0 and res.stack_bytes > 0, case
-    assert read("spill-sm90").regs == 255
-    assert read("maxnreg-spill-sm90").regs == 32
+        assert res["spill_store_bytes"] > 0 and res["spill_load_bytes"] > 0 and res["stack_bytes"] > 0, case
+    assert read("spill-sm90")["regs"] == 255
+    assert read("maxnreg-spill-sm90")["regs"] == 32
     for case in ("add-sm90", "add-sm100", "matmul-sm90", "matmul-sm100"):
         res = read(case)
-        assert (res.spill_store_bytes, res.spill_load_bytes, res.stack_bytes) == (0, 0, 0), case
+        assert (res["spill_store_bytes"], res["spill_load_bytes"], res["stack_bytes"]) == (0, 0, 0), case
 
 
 def test_occupancy_of_compiled_kernels() -> None:
     # 255 registers: 8160 -> 8192 per warp, 2 warps per sub-partition, 8 one-warp blocks.
-    assert (read("spill-sm90").occupancy_blocks, read("spill-sm90").occupancy_warps) == (8, 8)
+    assert (read("spill-sm90")["occupancy_blocks"], read("spill-sm90")["occupancy_warps"]) == (8, 8)
     # 32 registers: 1024 per warp fits 64 warps; one-warp blocks stop at 32 blocks.
-    assert read("maxnreg-spill-sm90").occupancy_blocks == 32
+    assert read("maxnreg-spill-sm90")["occupancy_blocks"] == 32
     # 96 KiB of shared memory plus the driver's 1 KiB: 2 blocks in 228 KiB.
     for case in ("matmul-sm90", "matmul-sm100"):
         res = read(case)
-        assert 96 * 1024 <= res.shared_bytes < 114 * 1024 and res.occupancy_blocks == 2, case
+        assert 96 * 1024 <= res["shared_bytes"] < 114 * 1024 and res["occupancy_blocks"] == 2, case
     # 56 KiB + 1 KiB reserve = 57 KiB, exactly a quarter of 228 KiB: 4 blocks (3 with the reserve twice).
-    assert (read("matmul-7stages-sm90").shared_bytes, read("matmul-7stages-sm90").occupancy_blocks) == (57344, 4)
+    assert (read("matmul-7stages-sm90")["shared_bytes"], read("matmul-7stages-sm90")["occupancy_blocks"]) == (57344, 4)
     # 112 KiB + 16 bytes of barriers + 1 KiB, rounded to 128: 115840, 2 blocks (1 with the reserve twice).
-    assert (read("matmul-7stages-sm100").shared_bytes, read("matmul-7stages-sm100").occupancy_blocks) == (114704, 2)
+    wide = read("matmul-7stages-sm100")
+    assert (wide["shared_bytes"], wide["occupancy_blocks"]) == (114704, 2)
 
 
 def cuda_occupancy_calculator(*, regs: int, shared: int, warps: int) -> int:
@@ -193,7 +194,7 @@ def test_occupancy_equals_the_cuda_occupancy_calculator(case: str) -> None:
     ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
     shared = ck.metadata.shared + ptxas["static_shared"]
     expected = cuda_occupancy_calculator(regs=ptxas["regs"], shared=shared, warps=ck.metadata.num_warps)
-    assert (res.occupancy_blocks, res.occupancy_warps) == (expected, expected * ck.metadata.num_warps)
+    assert (res["occupancy_blocks"], res["occupancy_warps"]) == (expected, expected * ck.metadata.num_warps)
 
 
 # What an H200's driver said about kernels regsurvey reads offline (tests/gpu/driver_facts.py made it,
@@ -210,9 +211,9 @@ def test_static_shared_memory_is_kept_and_the_reserve_is_not(target: str) -> Non
     assert cuobjdump_reading(cubin)["static_shared"] == 4096 + DRIVER_RESERVE
     for dynamic, blocks in facts["blocks_per_sm"].items():
         res = read_cubin(cubin, shared_bytes=int(dynamic), num_warps=facts["warps"], target=TARGETS[target])
-        assert res.shared_bytes == facts["static_shared"] + int(dynamic)
+        assert res["shared_bytes"] == facts["static_shared"] + int(dynamic)
         # The driver's blocks per SM for the registers its ptxas gave (this machine's ptxas may differ).
-        assert nvidia_occupancy_blocks(regs=facts["regs"], shared_bytes=res.shared_bytes, num_warps=facts["warps"],
+        assert nvidia_occupancy_blocks(regs=facts["regs"], shared_bytes=res["shared_bytes"], num_warps=facts["warps"],
                                        target=TARGETS[target]) == blocks, dynamic
 
 

@@ -134,11 +134,11 @@ def test_spills_add_up_to_the_object_readers(target: str, kernel: str) -> None:
         by[(s.kind, s.medium)] += s.size
     if target.startswith("gfx"):
         res = amd_resources(ck, target)
-        assert by[("store", "scratch")] + by[("store", "agpr")] == res.vgpr_spill
-        assert by[("store", "vgpr-lane")] == res.sgpr_spill
+        assert by[("store", "scratch")] + by[("store", "agpr")] == res["vgpr_spill"]
+        assert by[("store", "vgpr-lane")] == res["sgpr_spill"]
     else:
         res = read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=1, target=get_target(target))
-        assert (by[("store", "local")], by[("reload", "local")]) == (res.spill_store_bytes, res.spill_load_bytes)
+        assert (by[("store", "local")], by[("reload", "local")]) == (res["spill_store_bytes"], res["spill_load_bytes"])
 
 
 def test_sgpr_spills_from_vcc_count_as_the_metadata_counts_them() -> None:
@@ -167,14 +167,14 @@ def test_the_peak_is_within_what_was_allocated(target: str, kernel: str) -> None
     peak = {c: p.peaks[c].live[c] for c in p.classes}
     if target.startswith("gfx"):
         res = amd_resources(ck, target)
-        assert peak["vgpr"] <= res.vgpr and peak["agpr"] <= res.agpr and peak["sgpr"] <= res.sgpr
-        if res.vgpr_spill:
-            assert res.vgpr - peak["vgpr"] <= 8
+        assert peak["vgpr"] <= res["vgpr"] and peak["agpr"] <= res["agpr"] and peak["sgpr"] <= res["sgpr"]
+        if res["vgpr_spill"]:
+            assert res["vgpr"] - peak["vgpr"] <= 8
     else:
         res = read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=1, target=get_target(target))
-        assert peak["gpr"] <= res.regs
-        if res.spill_store_bytes:
-            assert res.regs - peak["gpr"] <= 8
+        assert peak["gpr"] <= res["regs"]
+        if res["spill_store_bytes"]:
+            assert res["regs"] - peak["gpr"] <= 8
 
 
 def slot_words(p: Pressure) -> list[int]:
@@ -224,10 +224,10 @@ def test_the_demand_before_spilling_counts_the_spilled_values(target: str) -> No
     ck = compiled(kernel, target, block)
     if target.startswith("gfx"):
         res = amd_resources(ck, target)
-        assert res.vgpr_spill == 38 and demand == peak + res.vgpr_spill
+        assert res["vgpr_spill"] == 38 and demand == peak + res["vgpr_spill"]
     else:
         res = read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=1, target=get_target(target))
-        assert peak <= res.regs == 255 < demand
+        assert peak <= res["regs"] == 255 < demand
     # A kernel that does not spill has no demand apart from its peak.
     assert pressure("peak_kernel", target, 1024).demand == {}
 
@@ -263,9 +263,9 @@ def test_a_kernel_at_255_registers_is_read_through_a_copy_at_254() -> None:
     from regsurvey.objects.nvidia_object import with_regcount_at_most
 
     cubin = compiled("peak_kernel", "sm90", 4096).asm["cubin"]
-    assert read_cubin(cubin, shared_bytes=0, num_warps=1, target=get_target("sm90")).regs == 255
+    assert read_cubin(cubin, shared_bytes=0, num_warps=1, target=get_target("sm90"))["regs"] == 255
     lowered = with_regcount_at_most(cubin, 254)
-    assert read_cubin(lowered, shared_bytes=0, num_warps=1, target=get_target("sm90")).regs == 254
+    assert read_cubin(lowered, shared_bytes=0, num_warps=1, target=get_target("sm90"))["regs"] == 254
     assert len(lowered) == len(cubin) and sum(a != b for a, b in zip(lowered, cubin)) == 1
     assert with_regcount_at_most(lowered, 254) == lowered
 

@@ -1,0 +1,36 @@
+"""compile/triton_facts.py against the installed Triton: each fact as Triton's own source or a compile of it
+says it (CI runs this on Triton 3.6 too)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import triton
+
+from regsurvey.compile import triton_facts as facts
+from regsurvey.lint.llir import parameter_uses
+from regsurvey.model.targets import TARGETS
+
+from ..objects_kernels import SIGNATURES, compile_kernel
+
+
+@pytest.mark.parametrize("target", ["gfx950", "sm90"])
+def test_a_compile_has_the_texts_and_the_appended_arguments_the_facts_name(target: str) -> None:
+    ck = compile_kernel("add_kernel", target, BLOCK=1024)
+    assert {facts.TTIR, facts.TTGIR, facts.LLIR, facts.code_key(TARGETS[target]),
+            facts.object_key(TARGETS[target])} <= set(ck.asm)
+    own = [name for name, kind in SIGNATURES["add_kernel"].items() if kind != "constexpr"]
+    assert facts.arg_names_from_ttir(ck.asm[facts.TTIR]) == own
+    # The kernel's own arguments, then Triton's scratch pointers (the lint never reports those).
+    uses = parameter_uses(ck.asm[facts.LLIR], ck.metadata.name)
+    assert uses is not None and len(uses) == len(own) + len(facts.APPENDED_ARGS)
+
+
+def test_the_variables_and_the_warning_are_tritons() -> None:
+    knobs = inspect.getsource(triton.knobs)
+    assert all(f'"{name}"' in knobs for name in (facts.CACHE_DIR_VAR, facts.HOME_VAR, facts.FP_FUSION_VAR))
+    from triton import _utils
+
+    warning = getattr(_utils, "FP_FUSION_DEFAULT_WARNING", None)  # Triton 3.9's; 3.6 warns of nothing
+    assert warning is None or warning.startswith(facts.FP_FUSION_UNSET_WARNING)
