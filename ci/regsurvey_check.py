@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-from secret_vars import Scrubber, without_secrets
+from secret_vars import Scrubber, load_beside, without_secrets
 
 EXIT_ERROR = 2
 # GitHub events whose jobs hold the base repository's write token and secrets: the pull request's code
@@ -130,9 +130,10 @@ def fetch_base(env: Mapping[str, str]) -> None:
                         "origin", base], capture_output=True)
 
 
-# regsurvey's progress lines outside a terminal (regsurvey/output/progress.py): the log shows them; the
-# report of a check that could not judge keeps what was said besides them.
-PROGRESS = re.compile(r"regsurvey: (surveying .*|.*: (listing keys|\d+ keys? to survey|\d+/\d+ keys[,;]).*)\n?")
+# regsurvey's progress lines outside a terminal (regsurvey/output/progress_lines.py, loaded by its path: their
+# shapes are made and recognised there): the log shows them; the report of a check that could not judge keeps
+# what was said besides them.
+is_progress_line = load_beside("output/progress_lines.py", "regsurvey_progress_lines").is_progress_line
 
 
 def _tee(stream: IO[str], out: IO[str], tail: deque[str], scrub: Scrubber) -> None:
@@ -140,7 +141,7 @@ def _tee(stream: IO[str], out: IO[str], tail: deque[str], scrub: Scrubber) -> No
         line = scrub.text(line)
         out.write(line)
         out.flush()
-        if not PROGRESS.fullmatch(line):
+        if not is_progress_line(line):
             tail.append(line)
 
 

@@ -17,20 +17,22 @@ import os
 import sys
 from pathlib import Path
 
-_RULES = Path(__file__).resolve().parents[1] / "regsurvey" / "secret_vars.py"
+_PACKAGE = Path(__file__).resolve().parents[1] / "regsurvey"
 
 
-def _load():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("regsurvey_secret_vars", _RULES)
+def load_beside(path: str, name: str):  # type: ignore[no-untyped-def]
+    """The module ``regsurvey/<path>`` of this checkout, loaded by its path as ``name`` (a module that
+    imports nothing of regsurvey's: the CI scripts install nothing)."""
+    spec = importlib.util.spec_from_file_location(name, _PACKAGE / path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {_RULES}")
+        raise ImportError(f"cannot load {_PACKAGE / path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
     return module
 
 
-_rules = _load()
+_rules = load_beside("secret_vars.py", "regsurvey_secret_vars")
 Scrubber = _rules.Scrubber
 is_secret = _rules.is_secret
 secret_names = _rules.secret_names

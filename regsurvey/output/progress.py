@@ -23,6 +23,7 @@ from ..model.keys import Key
 from ..model.progress import Progress
 from ..model.results import Row
 from ..model.words import count
+from . import progress_lines
 
 LOG_INTERVAL_S = 10.0  # the most often a line is printed while keys finish
 QUIET_INTERVAL_S = 30.0  # the least often, while none does
@@ -71,16 +72,15 @@ class SurveyCount:
     def line(self, now: float) -> str:
         """One self-contained line for a log: the survey's label, then where it is."""
         if self.total is None:
-            return f"regsurvey: {self.label}: listing keys; {clock(now - self.began)} elapsed"
+            return progress_lines.listing(self.label, clock(now - self.began))
         if not self.keys and not self.finished:
-            return f"regsurvey: {self.label}: {count(self.total, 'key')} to survey; {clock(now - self.began)} elapsed"
+            return progress_lines.to_survey(self.label, count(self.total, 'key'), clock(now - self.began))
         done = f"{self.keys}/{count(self.total, 'key')}, {self.builds_text()}"
         if self.finished:
-            return f"regsurvey: {self.label}: {done}; done in {clock(now - self.began)}"
+            return progress_lines.finished_keys(self.label, done, f"done in {clock(now - self.began)}")
         left = self.left_s(now)
         estimate = f", about {clock(left)} left" if left is not None else ""
-        return f"regsurvey: {self.label}: {done}; {clock(now - self.began)} elapsed{estimate}"
-
+        return progress_lines.finished_keys(self.label, done, f"{clock(now - self.began)} elapsed{estimate}")
 
 def clock(seconds: float) -> str:
     """``42s``, ``3m05s``, ``1h02m``."""
@@ -152,7 +152,7 @@ class LogLines:
     def _began(self, label: str) -> None:
         with self._lock:
             self.current = SurveyCount(label)
-            print(f"regsurvey: surveying {label}", file=self.out, flush=True)
+            print(progress_lines.surveying(label), file=self.out, flush=True)
             self._said_at, self._said_keys = time.monotonic(), -1
 
     def _listed(self, total: int) -> None:

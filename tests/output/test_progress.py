@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from regsurvey.model.options import SurveyOptions
-from regsurvey.model.results import Survey
+from regsurvey.model.results import Row, Survey
+from regsurvey.output import progress_lines
 from regsurvey.output.progress import SurveyCount, clock, survey_progress
+from regsurvey.output.progress_lines import is_progress_line
 from regsurvey.revisions.obtain import open_store
 from regsurvey.revisions.range import obtain_surveys, survey_store
 
@@ -98,6 +100,8 @@ def test_lines_for_a_log_name_each_revision(two_commits: tuple[Path, list[str]])
     # The first revision's lines all come before the second's.
     assert lines.index(f"regsurvey: surveying HEAD ({head[:10]}), revision 2 of 2") > max(
         i for i, line in enumerate(lines) if "revision 1 of 2" in line)
+    # Every line of a real survey's log is one the CI script recognises (output/progress_lines).
+    assert lines and all(is_progress_line(line) for line in lines)
 
 
 def test_a_count_says_where_it_is() -> None:
@@ -106,3 +110,21 @@ def test_a_count_says_where_it_is() -> None:
     count.start(1)
     assert count.line(130.0).endswith(": 1 key to survey; 30s elapsed")
     assert [clock(s) for s in (0.4, 59, 61, 3599, 3725)] == ["0s", "59s", "1m01s", "59m59s", "1h02m"]
+
+
+def test_every_line_shape_is_recognised_and_nothing_else() -> None:
+    count = SurveyCount("HEAD (abc1234567)", began=0.0)
+    said = [progress_lines.surveying("HEAD (abc1234567)"), count.line(3.0)]
+    count.start(2)
+    said.append(count.line(4.0))
+    count.add([Row(key="k/w2", kind="k", axes={}, target="sm90", kernel="k", status="ok")])
+    said.append(count.line(9.0))
+    count.add([Row(key="k/w4", kind="k", axes={}, target="sm90", kernel="k", status="ok", reused=True)])
+    said.append(count.line(12.0))
+    assert said[-1] == "regsurvey: HEAD (abc1234567): 2/2 keys, 1 build compiled, 1 reused, 0 failed; done in 12s"
+    assert all(is_progress_line(line) and is_progress_line(line + "\n") for line in said)
+    # What a check says besides its progress stays in the report of a check that could not judge.
+    for other in ("regsurvey: warning: stored object objects/ab/ab.cubin does not match its sha256",
+                  "regsurvey: error: unknown target 'gfx1100'", "regsurvey: surveying", "Traceback (most recent "
+                  "call last):", "regsurvey: HEAD: 3 keys failed to build"):
+        assert not is_progress_line(other), other
