@@ -282,8 +282,9 @@ class Survey:
                                     f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))})")
         try:
             _check_survey_fields(data)
+            listed = data["rows"]  # (a file without rows is named for them first: it is no survey at all)
             _check_targets(data["targets"])
-            rows = tuple(Row.from_dict(r, data["targets"]) for r in data["rows"])
+            rows = tuple(Row.from_dict(r, data["targets"]) for r in listed)
             said_once = tuple(SaidOnce.from_dict(s) for s in data.get("said_once") or ())
             return cls(commit=data["commit"], label=data["label"], targets=tuple(data["targets"]),
                        toolchain=data["toolchain"], rows=rows, dirty=data.get("dirty", False),
