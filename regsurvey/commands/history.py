@@ -35,7 +35,8 @@ from .options import (
 @click.argument("commits", metavar="A..B")
 @click.option("--figure", "figures", multiple=True, metavar="NAME",
               help="Figures to draw (repeat or comma-separate; names as in the survey JSON, e.g. vgpr, "
-                   "vgpr_spill, occupancy, regs, spill_store_bytes). Default: registers and spills of each vendor.")
+                   "vgpr_spill, occupancy, regs, spill_store_bytes; compile_s: compile time in seconds). "
+                   "Default: registers and spills of each vendor.")
 @click.option("--every", type=click.IntRange(1), default=1, show_default=True,
               help="Survey one commit in N of a long range (the last one always).")
 @survey_options
