@@ -61,7 +61,7 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
     from ..output.formats import render
     from ..output.progress import survey_progress
 
-    chosen = check_figures(split_csv(figures) or DEFAULT_FIGURES)
+    chosen = check_figures(split_csv(figures) or DEFAULT_FIGURES, measured=True)
     start = repo.resolve()
     with command_errors():
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
