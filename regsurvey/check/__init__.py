@@ -5,7 +5,8 @@ committed baseline of accepted figures.
   ``[check]`` rules and the ``[[allow]]`` entries, each with a reason.
 - :mod:`.gate` turns a :class:`~regsurvey.model.comparison.Comparison` and a baseline into a :class:`GateResult`:
   the problems that fail the gate (newly failing builds, new miscompile suspects, spill increases,
-  occupancy drops, register increases past a threshold) and the worse figures the baseline allows;
+  occupancy drops, register increases past a threshold, pathological compile-time slowdowns) and the worse
+  figures the baseline allows;
   :func:`~.gate.rebaseline` writes the entries ``--update-baseline`` adds and judges again.
 - :mod:`.sites` finds where in the repository a build's kernel is launched (for SARIF locations).
 

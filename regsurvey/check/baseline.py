@@ -5,6 +5,8 @@ pattern, each with a reason (``[[allow]]`` entries)::
 
     [check]
     register_increase = 16        # also fail when a register count rises by more than 16
+    compile_slowdown = 10         # fail a build whose compile takes 10 times as long (false: never) ...
+    compile_slowdown_s = 30       # ... and over 30 s (these two are the defaults)
 
     [[allow]]
     key = "mla_decode/tp4/w8/*"   # glob over key ids
@@ -27,14 +29,16 @@ never merge. TOML is read with :mod:`tomllib` (Python 3.11+) or the ``tomli`` pa
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from ..model.compile_time import SLOWDOWN_FACTOR, SLOWDOWN_OVER_S
 from ..model.figures import FIGURE_BY_NAME, FIGURE_ORDER, figure
 from ..model.targets import UnknownTargetError, get_target
 
@@ -70,7 +74,9 @@ class CheckRules:
     no longer builds, a new miscompile suspect, any new spill, and any occupancy lost. A register count
     that rises without costing occupancy or spilling is the compiler using what it has; it fails only
     past ``register_increase`` (registers more than the base's by more than this many), which is unset
-    by default.
+    by default. Compile time, which a loaded machine moves by tens of percent, fails only a pathological
+    slowdown: a build whose compile takes ``compile_slowdown`` times as long as the base's (10) and over
+    ``compile_slowdown_s`` seconds (30) now (``model.compile_time``); ``compile_slowdown = false`` never.
     """
 
     newly_failing: bool = True  # a build that built on the base fails on the head (or a new build fails)
@@ -78,6 +84,8 @@ class CheckRules:
     spill_increase: bool = True  # a spill figure higher than the base's (than 0 for a new build)
     occupancy_drop: bool = True  # fewer waves per SIMD / warps per SM than the base
     register_increase: int | None = None  # VGPR/AGPR/SGPR/regs up by more than this; None: never alone
+    compile_slowdown: float | None = SLOWDOWN_FACTOR  # a compile this many times as long ...; None: never
+    compile_slowdown_s: float = SLOWDOWN_OVER_S  # ... and over this many seconds
 
 
 @dataclass(frozen=True)
@@ -179,9 +187,48 @@ def _rules(table: Any, where: str) -> CheckRules:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise BaselineError(f"{where}: [check]: register_increase must be a non-negative integer "
                                     f"(registers a build may gain), not {value!r}")
+        elif name == "compile_slowdown":
+            if value is not True and value is not False and not _number(value, at_least=1):
+                raise BaselineError(f"{where}: [check]: compile_slowdown must be a factor of 1 or more (how many "
+                                    f"times as long a build's compile may take), or false, not {value!r}")
+        elif name == "compile_slowdown_s":
+            if not _number(value, at_least=0):
+                raise BaselineError(f"{where}: [check]: compile_slowdown_s must be a number of seconds of 0 or "
+                                    f"more, not {value!r}")
         elif not isinstance(value, bool):
             raise BaselineError(f"{where}: [check]: {name} must be true or false, not {value!r}")
-    return CheckRules(**table)
+    settings = dict(table)
+    if "compile_slowdown" in settings:  # true: the default factor; false: the rule off
+        factor = settings["compile_slowdown"]
+        settings["compile_slowdown"] = SLOWDOWN_FACTOR if factor is True else None if factor is False else float(factor)
+    if "compile_slowdown_s" in settings:
+        settings["compile_slowdown_s"] = float(settings["compile_slowdown_s"])
+    return CheckRules(**settings)
+
+
+def _number(value: Any, at_least: float) -> bool:
+    """True for an int or float (not a bool), finite, of ``at_least`` or more."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) \
+        and value >= at_least
+
+
+# ``check --compile-slowdown``: "off", or a factor and/or seconds ("10x,30s", "5x", "60s").
+_SLOWDOWN_OPTION = re.compile(r"^\s*(?:(?P<factor>\d+(?:\.\d+)?)\s*x)?\s*,?\s*(?:(?P<over>\d+(?:\.\d+)?)\s*s)?\s*$")
+
+
+def with_compile_slowdown(rules: CheckRules, text: str) -> CheckRules:
+    """``rules`` with the compile-slowdown rule that ``text`` gives (``check --compile-slowdown``, which
+    overrides the baseline's ``[check]``): ``off``, or ``FACTORx,SECONDSs`` (``10x,30s``; either part alone
+    keeps the other's setting). BaselineError in one line for anything else."""
+    if text.strip().lower() == "off":
+        return replace(rules, compile_slowdown=None)
+    found = _SLOWDOWN_OPTION.match(text)
+    factor, over = (found["factor"], found["over"]) if found else (None, None)
+    if found is None or (factor is None and over is None) or (factor is not None and float(factor) < 1):
+        raise BaselineError(f"--compile-slowdown {json.dumps(text)}: give FACTORx,SECONDSs (e.g. 10x,30s: a build "
+                            "whose compile takes 10 times as long and over 30 s fails), FACTORx, SECONDSs or off")
+    return replace(rules, compile_slowdown=float(factor) if factor is not None else rules.compile_slowdown or
+                   SLOWDOWN_FACTOR, compile_slowdown_s=float(over) if over is not None else rules.compile_slowdown_s)
 
 
 def _allowance(entry: dict[str, Any], number: int, where: str) -> Allowance:

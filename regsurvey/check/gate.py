@@ -14,6 +14,11 @@ The rules (each can be switched in the baseline's ``[check]`` table, see :class:
   whatever the cause (registers, LDS, shared memory).
 - ``regsurvey/register-increase``: a register count (VGPR, AGPR, SGPR; NVIDIA registers) up by more
   than ``register_increase``; off unless the baseline sets it.
+- ``regsurvey/compile-slowdown``: a pathological compile-time slowdown: the build's compile took at
+  least ``compile_slowdown`` times as long as the base's (10) and over ``compile_slowdown_s`` seconds
+  (30) now. Compared only where both sides measured a compile of their own build (``diff.core.compile_time``:
+  a reused build's measurement is the one its compile made); no baseline entry allows it, the rule's
+  thresholds do (``[check]``, or ``check --compile-slowdown``).
 
 A worse figure passes when a baseline entry matching the build allows the head's value. Builds whose
 toolchains differ are not judged (their figures are not comparable). Lint findings have no allowance:
@@ -58,7 +63,12 @@ REGISTER_INCREASE = Rule(
     "regsurvey/register-increase", "RegisterIncrease", "register increase",
     "A register count rose by more than the baseline's [check] register_increase, past what its "
     "entries allow.")
-RULES: tuple[Rule, ...] = (NEWLY_FAILING, KERNARG_NEVER_READ, NEW_SPILL, OCCUPANCY_DROP, REGISTER_INCREASE)
+COMPILE_SLOWDOWN = Rule(
+    "regsurvey/compile-slowdown", "CompileSlowdown", "compile-time slowdown",
+    "A build's compile took at least [check] compile_slowdown times as long as on the base (10 by default) "
+    "and over compile_slowdown_s seconds (30): a pathological slowdown of the toolchain.")
+RULES: tuple[Rule, ...] = (NEWLY_FAILING, KERNARG_NEVER_READ, NEW_SPILL, OCCUPANCY_DROP, REGISTER_INCREASE,
+                           COMPILE_SLOWDOWN)
 
 
 @dataclass(frozen=True)
@@ -147,6 +157,14 @@ def _worse_figures(row: RowComparison, baseline: Baseline) -> dict[Rule, list[Fi
     return out
 
 
+def _slowed(row: RowComparison, baseline: Baseline) -> bool:
+    """Whether the build's compile slowed down past the rule's thresholds (never where the rule is off, or
+    where the two sides' compile times are not both measured: RowComparison.compile_time)."""
+    factor = baseline.rules.compile_slowdown
+    change = row.compile_time
+    return factor is not None and change is not None and change.slowdown(factor, baseline.rules.compile_slowdown_s)
+
+
 def _limits(row: RowComparison, figures: list[FigureDelta], baseline: Baseline) -> tuple[str, ...]:
     told = []
     for f in figures:
@@ -181,6 +199,9 @@ def judge(comparison: Comparison, baseline: Baseline) -> GateResult:
             if failing:
                 problems.append(Problem(rule, row, figures=tuple(failing),
                                         limits=_limits(row, failing, baseline)))
+        if _slowed(row, baseline):
+            problems.append(Problem(COMPILE_SLOWDOWN, row, limits=(
+                f"fails at {rules.compile_slowdown:g}x and over {rules.compile_slowdown_s:g} s",)))
     order = {rule: i for i, rule in enumerate(RULES)}
     problems.sort(key=lambda p: order[p.rule])  # stable: survey order within a rule
     return GateResult(comparison, baseline, tuple(problems), tuple(allowed))
@@ -199,5 +220,5 @@ def rebaseline(result: GateResult, text: str | None, reason: str,
     return new_text, judge(result.comparison, parse_baseline(new_text, label)), len(needed)
 
 
-__all__ = ["KERNARG_NEVER_READ", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP",
+__all__ = ["COMPILE_SLOWDOWN", "KERNARG_NEVER_READ", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP",
            "REGISTER_INCREASE", "RULES", "Allowed", "GateResult", "Problem", "Rule", "judge", "rebaseline"]

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from ..check.baseline import BASELINE_FILE, BaselineError, check_reason, load_baseline
+from ..check.baseline import (
+    BASELINE_FILE,
+    BaselineError,
+    CheckRules,
+    check_reason,
+    load_baseline,
+    with_compile_slowdown,
+)
 from ..check.gate import GateResult, judge, rebaseline
 from ..diff.core import compare
 from ..model.words import count
@@ -35,22 +43,29 @@ from .options import make_survey_options, survey_options
                    "none there: the default rules, nothing allowed).")
 @click.option("--update-baseline", "update", is_flag=True,
               help="Write an [[allow]] entry for every build whose figures fail, with HEAD's figures and "
-                   "--reason, so that HEAD passes (newly failing builds and miscompile suspects still fail).")
+                   "--reason, so that HEAD passes (newly failing builds, miscompile suspects and compile-time "
+                   "slowdowns still fail).")
 @click.option("--reason", metavar="TEXT", help="With --update-baseline: why the new figures are acceptable "
               "(written into each entry; required).")
 @click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the problems as SARIF 2.1.0 here (for code scanning).")
+@click.option("--compile-slowdown", "compile_slowdown", metavar="FACTORx,SECONDSs",
+              help="Fail a build whose compile takes FACTOR times as long as the base's and over SECONDS now "
+                   "(default: the baseline's [check] compile_slowdown and compile_slowdown_s, else 10x,30s); "
+                   "off: never.")
 @survey_options
 def check(base: str, head: str | None, baseline_path: Path | None, update: bool, reason: str | None,
-          sarif_path: Path | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
-          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool) -> None:
+          sarif_path: Path | None, compile_slowdown: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
+          keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path,
+          quiet: bool) -> None:
     """Judge HEAD against BASE as a pre-merge gate, and exit 1 if it fails.
 
     Surveys both revisions (stored surveys made with this toolchain are reused) and fails on builds that
     stop building, new miscompile suspects of the kernarg lint, and worse spill or occupancy figures
     (register counts too, past the baseline's [check] register_increase) that no entry of the baseline
-    allows. Prints the verdict and the comparison as Markdown (appended to $GITHUB_STEP_SUMMARY when
-    set). Exit status: 0 passed, 1 failed, 2 bad input (one line).
+    allows, and on a pathological compile-time slowdown (10 times as long and over 30 s, by default).
+    Prints the verdict and the comparison as Markdown (appended to $GITHUB_STEP_SUMMARY when set). Exit
+    status: 0 passed, 1 failed, 2 bad input (one line).
 
     The Markdown and the SARIF leave the machine (a comment, code scanning): the value of every secret
     variable of the environment (regsurvey.secret_vars) is replaced in them by ``[secret NAME]``, also
@@ -68,12 +83,19 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
             check_reason(reason)  # refused at once, not after the surveys
         except BaselineError as exc:
             fail(str(exc))
+    if compile_slowdown is not None:
+        try:
+            with_compile_slowdown(CheckRules(), compile_slowdown)  # refused at once, not after the surveys
+        except BaselineError as exc:
+            fail(str(exc))
     start = repo.resolve()
     root = repo_root(start) or start
     path = baseline_path or root / BASELINE_FILE
     with command_errors(BaselineError):
         # A baseline named on the command line must exist, unless it is about to be written.
         baseline = load_baseline(path, required=baseline_path is not None and not update)
+        if compile_slowdown is not None:  # the command line's rule over the baseline's
+            baseline = replace(baseline, rules=with_compile_slowdown(baseline.rules, compile_slowdown))
         options = make_survey_options(targets, kinds, keys, jobs, timeout)
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:

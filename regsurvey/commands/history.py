@@ -35,7 +35,8 @@ from .options import (
 @click.argument("commits", metavar="A..B")
 @click.option("--figure", "figures", multiple=True, metavar="NAME",
               help="Figures to draw (repeat or comma-separate; names as in the survey JSON, e.g. vgpr, "
-                   "vgpr_spill, occupancy, regs, spill_store_bytes). Default: registers and spills of each vendor.")
+                   "vgpr_spill, occupancy, regs, spill_store_bytes; compile_s: compile time in seconds). "
+                   "Default: registers and spills of each vendor.")
 @click.option("--every", type=click.IntRange(1), default=1, show_default=True,
               help="Survey one commit in N of a long range (the last one always).")
 @survey_options
@@ -60,7 +61,7 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
     from ..output.formats import render
     from ..output.progress import survey_progress
 
-    chosen = check_figures(split_csv(figures) or DEFAULT_FIGURES)
+    chosen = check_figures(split_csv(figures) or DEFAULT_FIGURES, measured=True)
     start = repo.resolve()
     with command_errors():
         options = make_survey_options(targets, kinds, keys, jobs, timeout)

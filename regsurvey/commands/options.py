@@ -137,12 +137,12 @@ def make_survey_options(targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
                          jobs=jobs or usable_cores(), timeout=timeout)
 
 
-def check_figures(names: tuple[str, ...]) -> tuple[str, ...]:
-    """``names`` when each is a figure's name (as in the survey JSON); else one line naming the first that is
-    not, and the figures there are (exit 2)."""
-    from ..model.figures import FIGURES
+def check_figures(names: tuple[str, ...], measured: bool = False) -> tuple[str, ...]:
+    """``names`` when each is a figure's name (as in the survey JSON; ``measured``: compile time too); else one
+    line naming the first that is not, and the figures there are (exit 2)."""
+    from ..model.figures import FIGURES, MEASURED_FIGURES
 
-    known = {f.name for f in FIGURES}
+    known = {f.name for f in (*FIGURES, *(MEASURED_FIGURES if measured else ()))}
     unknown = [name for name in names if name not in known]
     if unknown:
         fail(f"unknown figure {unknown[0]!r}; figures: {', '.join(sorted(known))}")

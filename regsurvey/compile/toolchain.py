@@ -18,7 +18,8 @@ It makes a kind body's launches compile exactly what a real launch compiles, wit
   unchanged; what a library's benchmarking asks of the device (synchronize, events, streams,
   ``triton.testing.do_bench``) answers at once;
 * :func:`compile_launch` compiles a captured launch with ``triton.compile`` on an ``ASTSource``
-  built from those same objects, the call ``JITFunction._do_compile`` makes.
+  built from those same objects, the call ``JITFunction._do_compile`` makes, timing each stage of
+  the compile (Triton's compile listener; ptxas, the AMD assembler and lld timed inside their stages).
 
 Private APIs move between Triton versions: keep every such use here.
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
 import io
 import json
 import os
@@ -45,6 +47,7 @@ from typing import Any
 
 from ..keys import session as capture_mod
 from ..keys.session import CapturedLaunch, CaptureSession
+from ..model.compile_time import StageTimes
 from ..model.targets import TARGETS, Target
 from . import management
 from .triton_facts import FP_FUSION_VAR, PTXAS_LOG, object_key
@@ -266,6 +269,7 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
     options = {k: _tuples(v) for k, v in data["options"].items()}
     if is_manual_warmup:
         session.warmup_started = time.perf_counter()
+        _CLOCK.start()
     kernel = _python_name(fn)
     where, project_where = _launch_site(session.project_dirs)
     session.launches.append(CapturedLaunch(
@@ -303,6 +307,7 @@ def _warmed_up(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_warmup:
     launch = session.launches[-1]
     launch.compiled = kernel_cache.get(key)
     launch.compile_s = round(time.perf_counter() - session.warmup_started, 3)
+    launch.stage_s = _CLOCK.take()
     session.warmup_started = None
     session.compiled_here.append((kernel_cache, key))
 
@@ -341,8 +346,8 @@ class SurveyedKernel:
             if session is not None:
                 where, project_where = _launch_site(session.project_dirs)
                 session.launches.append(dataclasses.replace(
-                    launch, where=where, project_where=project_where, compiled=None, compile_s=0.0, ptxas_log=None,
-                    name=session.name_launch(launch.kernel, launch.jit_function)))
+                    launch, where=where, project_where=project_where, compiled=None, compile_s=0.0, stage_s=None,
+                    ptxas_log=None, name=session.name_launch(launch.kernel, launch.jit_function)))
 
         return runner
 
@@ -352,7 +357,7 @@ class SurveyedKernel:
         launch = self._launch
         if launch.compiled is None:
             start = time.perf_counter()
-            launch.compiled, launch.ptxas_log = _triton_compile(launch, self._target)
+            launch.compiled, launch.ptxas_log, launch.stage_s = _triton_compile(launch, self._target)
             launch.compile_s = round(time.perf_counter() - start, 3)
         return getattr(launch.compiled, name)
 
@@ -644,6 +649,7 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(device_as(session.target))
+            stack.enter_context(timing_stages())  # a warmup's compile, and one the body reads, are timed too
             stack.enter_context(_patched(knobs.runtime, "jit_cache_hook", _record_launch))
             stack.enter_context(_patched(knobs.runtime, "jit_post_compile_hook", _warmed_up))
             stack.enter_context(_forgetting_warmups(session))
@@ -669,6 +675,8 @@ class CompiledObject:
     shared: int  # Triton's dynamic shared memory / LDS bytes
     num_warps: int
     metadata: dict[str, Any]
+    # The seconds of each stage of the compile (None: not measured, Triton's own cache had the kernel).
+    stage_s: StageTimes | None = None
 
 
 def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
@@ -711,18 +719,145 @@ def constexpr_values(launch: CapturedLaunch) -> dict[str, Any]:
     return values
 
 
-def _triton_compile(launch: CapturedLaunch, target: Target) -> tuple[Any, str | None]:
-    """``triton.compile`` of a captured launch, the call ``JITFunction._do_compile`` makes, and for an
-    NVIDIA target the log of its ``ptxas -v`` run (None when Triton's cache had the kernel: no run)."""
+def _triton_compile(launch: CapturedLaunch, target: Target) -> tuple[Any, str | None, StageTimes | None]:
+    """``triton.compile`` of a captured launch, the call ``JITFunction._do_compile`` makes; for an NVIDIA
+    target the log of its ``ptxas -v`` run; and the seconds of each stage of the compile (both None when
+    Triton's cache had the kernel: nothing ran)."""
     import triton
     from triton.compiler import ASTSource
 
     src = ASTSource(launch.jit_function, launch.signature, launch.constexprs, launch.attrs)
-    if not target.is_nvidia:
-        return triton.compile(src, target=gpu_target(target), options=dict(launch.options)), None
-    with _ptxas_log() as log:
-        kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
-    return kernel, log.getvalue() or None
+    with timing_stages():
+        _CLOCK.start()
+        if not target.is_nvidia:
+            kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+            return kernel, None, _CLOCK.take()
+        with _ptxas_log() as log:
+            kernel = triton.compile(src, target=gpu_target(target), options=dict(launch.options))
+        return kernel, log.getvalue() or None, _CLOCK.take()
+
+
+# The tools a backend's last stage runs, timed as stages of their own (``StageTimes``), by the function of
+# the backend's compiler module that runs each: ptxas through ``subprocess.run`` in ``make_cubin``; the AMD
+# assembler (3.9: the module's own ``assemble_amdgcn``; 3.6: libtriton's ``amd.assemble_amdgcn``) and lld
+# (libtriton's ``amd.link_hsaco``, in-process) in ``make_hsaco``. What else the stage did (temporary files)
+# stays the stage's.
+_STAGE_TOOLS: dict[str, tuple[str, ...]] = {"cubin": ("ptxas",), "hsaco": ("assembler", "lld")}
+_NVIDIA_TOOLS = {"subprocess": {"run": "ptxas"}}
+_AMD_TOOLS = {"assemble_amdgcn": "assembler", "amd": {"assemble_amdgcn": "assembler", "link_hsaco": "lld"}}
+
+
+class _StageClock:
+    """The stage seconds of the compile under way: what Triton's compile listener reports of it
+    (``knobs.compilation.listener``, 3.6 and 3.9 alike: its microseconds per stage, each stage's output
+    written to Triton's cache included), with the tools timed inside its stages. A worker compiles on one
+    thread, one kernel at a time: :meth:`start` before a compile, :meth:`take` after it."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, float] = {}
+        self._taken: StageTimes | None = None
+
+    def start(self) -> None:
+        """A compile begins: forget what an earlier one (a failed one, or one never taken) left."""
+        self._tools.clear()
+        self._taken = None
+
+    def tool(self, name: str, seconds: float) -> None:
+        """A tool of the compile ran for ``seconds``."""
+        self._tools[name] = self._tools.get(name, 0.0) + seconds
+
+    def listen(self, *, times: Any, cache_hit: bool, **_: Any) -> None:
+        """Triton's compile listener: the compile ended (a cache hit measures no stage)."""
+        if cache_hit:
+            self._taken = None
+            return
+        entries: list[tuple[str, float]] = [("frontend", times.ir_initialization / 1e6)]
+        for stage, micros in times.lowering_stages:
+            tools = [(tool, self._tools[tool]) for tool in _STAGE_TOOLS.get(stage, ()) if tool in self._tools]
+            entries += tools
+            # The listener and the tools read the same clock (time.time); its microseconds are truncated.
+            entries.append((stage, max(0.0, micros / 1e6 - sum(seconds for _, seconds in tools))))
+        entries.append(("store", times.store_results / 1e6))
+        self._taken = StageTimes((name, round(seconds, 6)) for name, seconds in entries)
+        self._tools.clear()
+
+    def take(self) -> StageTimes | None:
+        """The stage seconds of the compile that just ended (None: not measured), once."""
+        taken, self._taken = self._taken, None
+        return taken
+
+
+_CLOCK = _StageClock()
+_timing = False  # timing_stages() is in force
+
+
+def _timed_tool(function: Callable[..., Any], tool: str) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.time()  # the listener's clock
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _CLOCK.tool(tool, time.time() - start)
+
+    return timed
+
+
+class _TimedModule:
+    """A module as a backend's compiler module sees it, with the functions that run a tool timed."""
+
+    def __init__(self, module: Any, tools: dict[str, str]):
+        self._module, self._tools = module, tools
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        tool = self._tools.get(name)
+        return value if tool is None else _timed_tool(value, tool)
+
+
+def _timing_tools(stack: contextlib.ExitStack, module: Any, tools: dict[str, Any]) -> None:
+    """Time the tools a backend's compiler module runs (``tools``: a function's name and its tool, or a
+    module's name and its functions'), for as long as ``stack`` holds; a name this Triton lacks is passed."""
+    for name, tool in tools.items():
+        value = getattr(module, name, None)
+        if value is None:
+            continue
+        timed = _TimedModule(value, tool) if isinstance(tool, dict) else _timed_tool(value, tool)
+        stack.enter_context(_patched(module, name, timed))
+
+
+@contextlib.contextmanager
+def timing_stages() -> Iterator[None]:
+    """Within it, every compile Triton makes reports the seconds of its stages to the clock that
+    :func:`compile_launch` (and a warmup's launch) takes them from. A listener already set (the user's)
+    is still told. Nested, it does nothing more."""
+    global _timing
+    if _timing:
+        yield
+        return
+    from triton import knobs
+
+    listener = knobs.compilation.listener
+
+    def listen(**report: Any) -> None:
+        if listener is not None:
+            listener(**report)
+        _CLOCK.listen(**report)
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_patched(knobs.compilation, "listener", listen))
+        for module_name, tools in (("triton.backends.nvidia.compiler", _NVIDIA_TOOLS),
+                                   ("triton.backends.amd.compiler", _AMD_TOOLS)):
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:  # a Triton built without this backend: its targets fail with a message
+                continue
+            _timing_tools(stack, module, tools)
+        _timing = True
+        try:
+            yield
+        finally:
+            _timing = False
 
 
 @contextlib.contextmanager
@@ -751,9 +886,9 @@ def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
     what Triton compiled for it while the body ran)."""
 
     if launch.compiled is not None:
-        kernel, ptxas_log = launch.compiled, launch.ptxas_log
+        kernel, ptxas_log, stage_s = launch.compiled, launch.ptxas_log, launch.stage_s
     else:
-        kernel, ptxas_log = _triton_compile(launch, target)
+        kernel, ptxas_log, stage_s = _triton_compile(launch, target)
     asm = {k: v for k, v in kernel.asm.items() if isinstance(v, str)}
     if ptxas_log is not None:
         asm[PTXAS_LOG] = ptxas_log
@@ -766,6 +901,7 @@ def compile_launch(launch: CapturedLaunch, target: Target) -> CompiledObject:
         shared=int(meta.get("shared", 0) or 0),
         num_warps=int(meta["num_warps"]),
         metadata={k: v for k, v in meta.items() if isinstance(v, (int, str, float, bool))},
+        stage_s=stage_s,
     )
 
 

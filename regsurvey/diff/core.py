@@ -25,6 +25,7 @@ from ..model.comparison import (
     SurveyInfo,
     ToolchainChange,
 )
+from ..model.compile_time import CompileTime
 from ..model.figures import FIGURE_ORDER
 from ..model.findings import Finding
 from ..model.names import build_names
@@ -85,6 +86,23 @@ def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta],
     if "changed" in verdicts or lint.changed:
         return Mark.CHANGED
     return Mark.UNCHANGED
+
+
+def compile_time(before: Row | None, after: Row | None) -> CompileTime | None:
+    """One build's compile time on both sides, where each side measured a compile of its build: both
+    built, both with the seconds of its stages (a side Triton's own cache served, or a survey before
+    they were measured, has none), and different kernels (an equal Triton hash is the same kernel, the
+    same toolchain: a difference in its seconds is the machine's, not the change's). A side reused from
+    an earlier compile (``Row.reused``) carries that compile's measurement: the build's own, taken when
+    it was compiled, and compared as such (a gate run again on a warm store judges what a cold one did)."""
+    if before is None or after is None or not (before.ok and after.ok):
+        return None
+    if before.stage_s is None or after.stage_s is None:
+        return None
+    if before.triton_hash is not None and before.triton_hash == after.triton_hash:
+        return None
+    return CompileTime(before.compile_s, after.compile_s, before.stage_s, after.stage_s,
+                       reused_before=before.reused, reused_after=after.reused)
 
 
 # What a build is made with besides its source and constexprs, compared as the build's own changes.
@@ -159,7 +177,7 @@ def compare(base: Survey, head: Survey) -> Comparison:
             kernel=(after.kernel if after is not None and after.kernel else before.kernel if before else None),
             launch=row.launch, config=row.config, mark=mark, figures=figures, before=before, after=after,
             note=note, lint_findings=lint, toolchain_changes=backend_changes,
-            build_changes=build_changes(before, after), name=names[ref]))
+            build_changes=build_changes(before, after), name=names[ref], compile_time=compile_time(before, after)))
     skipped = []
     for ref in dict.fromkeys([*skipped_before, *skipped_after]):
         was, now = skipped_before.get(ref), skipped_after.get(ref)
@@ -203,4 +221,4 @@ def stack(surveys: list[Survey], subjects: list[str]) -> Stack:
                  overall=compare(surveys[0], surveys[-1]))
 
 
-__all__ = ["build_changes", "compare", "stack", "toolchain_changes"]
+__all__ = ["build_changes", "compare", "compile_time", "stack", "toolchain_changes"]

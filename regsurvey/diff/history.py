@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model.comparison import Comparison
-from ..model.figures import AMD, NVIDIA, figure
+from ..model.figures import AMD, COMPILE_TIME, NVIDIA, figure
 from ..model.history import History, HistoryCommit, Point, Series
 from ..model.results import Row, Survey
 from ..model.targets import get_target
@@ -19,8 +19,9 @@ DEFAULT_FIGURES = ("vgpr", "vgpr_spill", "regs", "spill_store_bytes")
 def history(spec: str, surveys: Sequence[Survey], subjects: Sequence[str], figures: Sequence[str] = DEFAULT_FIGURES,
             every: int = 1, spans: Sequence[int] | None = None) -> History:
     """The history of ``surveys`` (one per commit, oldest first; ``subjects`` their commit subjects):
-    per kind, target and figure (of the target's vendor), the largest and smallest value over the kind's
-    builds at each commit and how many builds it moved since the point before; and per commit, its diff
+    per kind, target and figure (of the target's vendor; compile time of both), the largest and smallest
+    value over the kind's builds at each commit and how many builds it moved since the point before (compile
+    time: notably, model.compile_time); and per commit, its diff
     against the point before it, summarized. ``spans``: per survey, the commits its diff covers (under
     ``--every``, the sampled commit and those skipped before it); 1 each when not given."""
     for name in figures:
@@ -53,21 +54,30 @@ def history(spec: str, surveys: Sequence[Survey], subjects: Sequence[str], figur
     for kind, target in sorted(kinds, key=lambda kt: (kt[0], target_rank.get(kt[1], len(target_rank)))):
         vendor = AMD if get_target(target).is_amd else NVIDIA
         for name in figures:
-            if figure(name).vendor != vendor:
+            if figure(name).vendor not in (vendor, ""):
                 continue
             points = []
             for groups, moved in zip(grouped, moves):
                 rows = groups.get((kind, target), [])
-                values = [r.resources[name] for r in rows if r.ok and isinstance(r.resources.get(name), int)]
+                values = _values(rows, name)
                 points.append(Point(max(values, default=None), min(values, default=None), len(values),
                                     sum(1 for r in rows if r.failed), *moved.get((kind, target, name), (0, 0, 0))))
             series.append(Series(kind, target, name, tuple(points)))
     return History(spec, tuple(commits), tuple(series), every, tuple(figures))
 
 
+def _values(rows: list[Row], name: str) -> list[float]:
+    """The figure ``name`` of each of ``rows`` that built and has it: compile time (seconds, to the hundredth)
+    where the build's compile was measured (``Row.stage_s``: not a read from Triton's cache)."""
+    if name == COMPILE_TIME.name:
+        return [round(r.compile_s, 2) for r in rows if r.ok and r.stage_s is not None]
+    return [r.resources[name] for r in rows if r.ok and isinstance(r.resources.get(name), int)]
+
+
 def _moves(comparison: Comparison) -> dict[tuple[str, str, str], tuple[int, int, int]]:
     """Per kind, target and figure: the builds whose figure moved (both sides built), and of those the
-    worse and the better ones."""
+    worse and the better ones. Compile time moved where it did notably, worse where it is a pathological
+    slowdown, never better (model.compile_time)."""
     out: dict[tuple[str, str, str], tuple[int, int, int]] = {}
     for r in comparison.rows:
         for f in r.figures:
@@ -75,6 +85,9 @@ def _moves(comparison: Comparison) -> dict[tuple[str, str, str], tuple[int, int,
                 moved, worse, better = out.get((r.kind, r.target, f.name), (0, 0, 0))
                 out[(r.kind, r.target, f.name)] = (moved + 1, worse + (f.verdict == "worse"),
                                                    better + (f.verdict == "better"))
+        if r.compile_time is not None and r.compile_time.notable:
+            moved, worse, better = out.get((r.kind, r.target, COMPILE_TIME.name), (0, 0, 0))
+            out[(r.kind, r.target, COMPILE_TIME.name)] = (moved + 1, worse + r.compile_time.slowdown(), better)
     return out
 
 

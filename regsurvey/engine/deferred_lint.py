@@ -117,7 +117,8 @@ class DeferredLint:
                 # Not kept on a full disk: the entry the worker stored says unlinted, so it is linted again.
                 with contextlib.suppress(WriteError):
                     cache.put(row.triton_hash, CachedResult(kernel=row.kernel or "", report=report,
-                                                            object=row.object, compile_s=row.compile_s))
+                                                            object=row.object, compile_s=row.compile_s,
+                                                            stage_s=row.stage_s))
             out.append(replace(row, lint=tuple(replace(f, key=row.row_id) for f in own)))
         return out, seconds
 

@@ -125,7 +125,7 @@ class Duplicate:
                                      triton_hash=self.triton_hash, transient=done.transient)
         return _reused_row(self.start, self.triton_hash,
                            CachedResult(kernel=done.kernel or "", report=ObjectReport(done.resources, done.lint),
-                                        object=done.object, compile_s=done.compile_s))
+                                        object=done.object, compile_s=done.compile_s, stage_s=done.stage_s))
 
 
 Item = Row | Compiled | Duplicate
@@ -144,8 +144,9 @@ class BodyRun:
 def _reused_row(start: RowStart, cache_hash: str, cached: CachedResult) -> Row:
     if cached.kernel:  # the name the kernel was compiled under (see Worker._finish)
         start = replace(start, kernel=cached.kernel)
+    # The build's compile seconds are those measured when it was compiled, kept with its result (stage_s).
     return start.built(cached.resources, object=cached.object, compile_s=cached.compile_s, triton_hash=cache_hash,
-                       findings=cached.report.findings, reused=True)
+                       findings=cached.report.findings, reused=True, stage_s=cached.stage_s)
 
 
 class Worker:
@@ -530,12 +531,13 @@ class Worker:
                 name: compiled.asm[name] for name in KEPT_TEXTS if name in compiled.asm})
             ref = ObjectRef(path=path, sha256=sha)
             self.results.put(compiled.triton_hash, CachedResult(kernel=row_start.kernel or "", report=report,
-                                                                object=ref, compile_s=compile_s))
+                                                                object=ref, compile_s=compile_s,
+                                                                stage_s=compiled.stage_s))
         except WriteError as exc:  # a full disk: built, but its object is not kept; surveyed again next time
             return row_start.failed(f"not stored: {exc}", compile_s=compile_s, triton_hash=compiled.triton_hash,
                                     transient=True)
         row = row_start.built(report.resources, object=ref, compile_s=compile_s, triton_hash=compiled.triton_hash,
-                              findings=report.findings)
+                              findings=report.findings, stage_s=compiled.stage_s)
         phase = self._spent("store_s", phase)
         if keep_pressure(self.objects, path, target.name, compiled.asm.get(AMDGCN)):
             self._spent("pressure_s", phase)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.compile_time import StageTimes
 from ..model.targets import Target
 from ..model.words import count
 
@@ -34,9 +35,11 @@ class CapturedLaunch:
     # innermost frame inside it, the kind body's (or the project's) call into the library; else "".
     project_where: str = ""
     # A warmup (``fn.warmup(...)``) is compiled by Triton itself while the body runs, since the body
-    # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel) and its compile time.
+    # goes on to use the compiled kernel: that kernel (Triton's CompiledKernel), its compile time and the
+    # seconds of each stage of that compile (None: not measured, Triton's own cache had it).
     compiled: Any = None
     compile_s: float = 0.0
+    stage_s: StageTimes | None = None
     ptxas_log: str | None = None  # that compile's ptxas -v log, where regsurvey made it (a cubin's spills)
     name: str | None = None  # what the kind body called the launch (``rs.name``)
 

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from .compile_time import CompileTime
 from .enums import TextEnum
 from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
@@ -230,6 +231,9 @@ class RowComparison:
     # How every report names the build (model.names.build_names, from the head's survey where the head has
     # it): its key, kernel, and the kind body's name for the launch or its index. Left out: its kernel alone.
     name: BuildName = _UNNAMED
+    # Its compile time on both sides, where both measured a compile of their own build (diff.core.compile_time);
+    # told apart from the figures, never part of the mark.
+    compile_time: CompileTime | None = None
 
     def __post_init__(self) -> None:
         if self.name is _UNNAMED:
@@ -403,6 +407,12 @@ class Comparison:
         """Builds that fail, before and after."""
         return (sum(r.before is not None and not r.before.ok for r in self.rows),
                 sum(r.after is not None and not r.after.ok for r in self.rows))
+
+    @property
+    def compile_time_changes(self) -> tuple[RowComparison, ...]:
+        """The builds whose compile time moved notably (:attr:`CompileTime.notable`), the most slowed first."""
+        moved = [r for r in self.rows if r.compile_time is not None and r.compile_time.notable]
+        return tuple(sorted(moved, key=lambda r: -r.compile_time.ratio if r.compile_time else 0.0))
 
 
 def axis_segments(key: str, axes: dict[str, Any]) -> dict[str, str]:

@@ -17,6 +17,10 @@ Kinds:
 - ``memory``: LDS, shared memory.
 - ``occupancy``: waves per SIMD (AMD), warps and blocks per SM (NVIDIA).
 - ``argument``: the kernel argument segment's size (a new argument is a design choice, not a regression).
+- ``time``: the build's compile time (``compile_s``), a figure of its compile rather than of its object:
+  both vendors', measured rather than read (the machine's load moves it), so it is not in :data:`FIGURES`
+  (a row's ``resources``) and never makes a build worse or better; ``history`` draws it
+  (:data:`MEASURED_FIGURES`), and a comparison tells it apart (``model.compile_time``).
 
 ``worse`` is ``+1`` when more is worse, ``-1`` when less is (occupancy), ``0`` when a change is neither
 (kernel arguments; blocks per SM, which follow from warps per SM and the block's size).
@@ -33,7 +37,8 @@ SPILL = "spill"
 MEMORY = "memory"
 OCCUPANCY = "occupancy"
 ARGUMENT = "argument"
-KINDS = (REGISTER, SPILL, MEMORY, OCCUPANCY, ARGUMENT)
+TIME = "time"
+KINDS = (REGISTER, SPILL, MEMORY, OCCUPANCY, ARGUMENT, TIME)
 
 AMD = "AMD"
 NVIDIA = "NVIDIA"
@@ -48,7 +53,7 @@ class Figure:
     noun: str  # in a sentence: "VGPRs", "spill stores"
     unit: str  # appended to values in prose: "" or " B", " waves/SIMD"
     worse: int  # +1: more is worse, -1: less is worse, 0: neither
-    vendor: str  # AMD or NVIDIA
+    vendor: str  # AMD or NVIDIA; "" for a figure of both (compile time)
     kind: str  # one of KINDS
     # Moves with another figure (scratch with VGPR spills): told in that figure's line when both change,
     # and not judged on its own by a rule of its kind where it only restates that figure.
@@ -89,7 +94,13 @@ FIGURES: tuple[Figure, ...] = (
     Figure("occupancy_warps", "warps", "occupancy", " warps/SM", -1, NVIDIA, OCCUPANCY, rank=7),
 )
 
+# The build's compile time (``Row.compile_s``): drawn by ``history`` like the figures above, told apart by the
+# comparison, never judged by a mark (see the module's docstring).
+COMPILE_TIME = Figure("compile_s", "compile", "compile time", " s", 0, "", TIME, rank=len(FIGURES))
+MEASURED_FIGURES: tuple[Figure, ...] = (COMPILE_TIME,)
+
 FIGURE_BY_NAME: dict[str, Figure] = {f.name: f for f in FIGURES}
+_MEASURED_BY_NAME: dict[str, Figure] = {f.name: f for f in MEASURED_FIGURES}
 # Names in order of importance.
 FIGURE_ORDER: dict[str, int] = {f.name: f.rank for f in FIGURES}
 BY_IMPORTANCE: tuple[Figure, ...] = tuple(sorted(FIGURES, key=lambda f: f.rank))
@@ -101,8 +112,10 @@ JUDGED_REGISTERS: tuple[str, ...] = tuple(f.name for f in FIGURES if f.kind == R
 
 
 def figure(name: str) -> Figure:
-    """The figure called ``name``; a name this registry does not know is neutral (a newer survey's)."""
-    return FIGURE_BY_NAME.get(name) or Figure(name, name, name, "", 0, "", ARGUMENT, rank=len(FIGURES))
+    """The figure called ``name`` (one of :data:`FIGURES` or :data:`MEASURED_FIGURES`); a name this registry
+    does not know is neutral (a newer survey's)."""
+    return (FIGURE_BY_NAME.get(name) or _MEASURED_BY_NAME.get(name)
+            or Figure(name, name, name, "", 0, "", ARGUMENT, rank=len(FIGURES)))
 
 
 def vendor_figures(vendor: str) -> tuple[Figure, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .figures import TIME, figure
 from .words import ARROW, ASCII_ARROW
 
 
@@ -39,10 +40,13 @@ class Point:
     kind's builds that built (None when none did), how many built, and how many failed; and of the
     builds that built here and at the point before, how many this figure moved (``moved``), of which
     ``worse`` and ``better`` by the figure registry's verdict. A build can move while the largest and
-    smallest stay (one of eight builds going from 1 to 2 waves): ``moved`` says so where they cannot."""
+    smallest stay (one of eight builds going from 1 to 2 waves): ``moved`` says so where they cannot.
 
-    max: int | None
-    min: int | None
+    Compile time (``compile_s``) is in seconds, over the builds whose compile was measured; ``moved`` counts
+    those it moved notably, ``worse`` the pathological slowdowns (model.compile_time)."""
+
+    max: float | None  # a whole number but for compile time
+    min: float | None
     built: int
     failed: int
     moved: int = 0
@@ -65,7 +69,10 @@ class Series:
     @property
     def changed(self) -> bool:
         """Whether any build's figure moved anywhere along the history, a build failed, or builds came
-        or went; unchanged only when none of the kind's builds changed."""
+        or went; unchanged only when none of the kind's builds changed. Compile time, which a loaded
+        machine moves, changed only where a build's moved notably."""
+        if figure(self.figure).kind == TIME:
+            return len({p.built for p in self.points}) > 1 or any(p.failed or p.moved for p in self.points)
         seen = {(p.max, p.min, p.built) for p in self.points}
         return len(seen) > 1 or any(p.failed or p.moved for p in self.points)
 

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from .compile_time import StageTimes
 from .enums import TextEnum
 from .figures import NO_FIGURES, Figures
 from .findings import Finding, findings_from_json
@@ -20,8 +21,10 @@ from .targets import TARGETS
 # a failed build its Triton hash on every row (before: only on the rows that took another's failure), and
 # the survey what kind bodies said once per process (``said_once``, no longer on the row of the key that
 # happened to run first); older surveys read with none.
-SCHEMA_VERSION = 4
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+# 5: a built row carries the seconds of each stage of its compile (``stage_s``: null where the survey did not
+# measure one: Triton's own cache had the kernel, or the build failed); older surveys read with none.
+SCHEMA_VERSION = 5
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 
 
 class SurveyFormatError(ValueError):
@@ -99,6 +102,10 @@ class Row:
     resources: Figures = NO_FIGURES
     object: ObjectRef | None = None
     compile_s: float = 0.0
+    # The seconds of each stage of that compile (model.compile_time.StageTimes; a plain mapping is taken and
+    # checked), the same compile's as ``compile_s`` (a reused row's: the earlier compile's); None where none
+    # was measured (Triton's own cache had the kernel, the build failed, a survey before schema 5).
+    stage_s: StageTimes | None = None
     launch: int = 0  # index of the launch within the key (a kind body may launch several kernels)
     config: int | None = None  # autotune config index, for autotuned kernels
     triton_hash: str | None = None  # Triton's cache key: equal = the same kernel a launch compiles
@@ -130,6 +137,8 @@ class Row:
             object.__setattr__(self, "lint", tuple(self.lint))
         if not isinstance(self.resources, Figures):
             object.__setattr__(self, "resources", Figures.from_json(dict(self.resources)))
+        if self.stage_s is not None and not isinstance(self.stage_s, StageTimes):
+            object.__setattr__(self, "stage_s", StageTimes.from_json(self.stage_s))
         known = TARGETS.get(self.target)
         if known is not None and self.resources.vendor not in (None, known.vendor):
             raise ValueError(f"{self.target} has {known.vendor}'s figures, not {self.resources.vendor}'s "
@@ -145,6 +154,7 @@ class Row:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["status"] = self.status.value
         data["resources"] = self.resources.to_json()
+        data["stage_s"] = self.stage_s.to_json() if self.stage_s is not None else None
         data["object"] = {"path": self.object.path, "sha256": self.object.sha256} if self.object else None
         data["lint"] = [f.to_dict() for f in self.lint] if self.lint is not None else None
         return data
@@ -154,13 +164,19 @@ class Row:
         """Parse :meth:`to_dict`'s form, checked (:func:`_check_row`); KeyError, TypeError or ValueError
         naming what is wrong. ``targets``: its survey's, which the row's must be one of."""
         obj = data.get("object")
-        row = cls(**{**data, "object": ObjectRef(**obj) if obj else None, "lint": None, "resources": NO_FIGURES})
+        row = cls(**{**data, "object": ObjectRef(**obj) if obj else None, "lint": None, "resources": NO_FIGURES,
+                     "stage_s": None})
         if targets is not None and row.target not in targets:
             raise ValueError(f"row {row.row_id} is on target {row.target!r}, not one of the survey's "
                              f"({', '.join(targets)})")
         if "resources" in data:
             try:
                 row = replace(row, resources=Figures.from_json(data["resources"]))
+            except ValueError as exc:
+                raise ValueError(f"row {row.row_id} ({row.target}): {exc}") from None
+        if data.get("stage_s") is not None:
+            try:
+                row = replace(row, stage_s=StageTimes.from_json(data["stage_s"]))
             except ValueError as exc:
                 raise ValueError(f"row {row.row_id} ({row.target}): {exc}") from None
         if data.get("lint") is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .compile_time import StageTimes
 from .figures import NO_FIGURES, Figures
 from .findings import Finding
 from .results import ObjectRef, Row, Status
@@ -36,10 +37,11 @@ class RowStart:
     flaky: str | None = None  # the intermittent failure its build hit before it built (a built row's)
 
     def built(self, resources: Figures, *, object: ObjectRef, compile_s: float, triton_hash: str,
-              findings: tuple[Finding, ...] | None, reused: bool = False) -> Row:
+              findings: tuple[Finding, ...] | None, reused: bool = False, stage_s: StageTimes | None = None) -> Row:
         """The row of a build that built: its figures, its object and the lint's ``findings`` (None: not
-        linted), each made this row's (``key`` its row id). ``reused``: its result is an earlier compile's."""
-        row = self._row(Status.OK, resources=resources, object=object, compile_s=compile_s,
+        linted), each made this row's (``key`` its row id), its compile's seconds and their stages (None: not
+        measured). ``reused``: its result is an earlier compile's (and so are the seconds)."""
+        row = self._row(Status.OK, resources=resources, object=object, compile_s=compile_s, stage_s=stage_s,
                         triton_hash=triton_hash, reused=reused)
         if findings is None:
             return row
@@ -55,10 +57,11 @@ class RowStart:
         return self._row(Status.SKIPPED, skip_reason=reason)
 
     def _row(self, status: Status, *, error: str | None = None, resources: Figures = NO_FIGURES,
-             object: ObjectRef | None = None, compile_s: float = 0.0, triton_hash: str | None = None,
-             reused: bool = False, skip_reason: str | None = None, transient: bool = False) -> Row:
+             object: ObjectRef | None = None, compile_s: float = 0.0, stage_s: StageTimes | None = None,
+             triton_hash: str | None = None, reused: bool = False, skip_reason: str | None = None,
+             transient: bool = False) -> Row:
         return Row(key=self.key, kind=self.kind, axes=self.axes, target=self.target, kernel=self.kernel,
-                   status=status, error=error, resources=resources, object=object, compile_s=compile_s,
+                   status=status, error=error, resources=resources, object=object, compile_s=compile_s, stage_s=stage_s,
                    launch=self.launch, config=self.config, triton_hash=triton_hash, num_warps=self.num_warps,
                    num_stages=self.num_stages, where=self.where, reused=reused, flaky=self.flaky,
                    messages=list(self.messages), skip_reason=skip_reason, transient=transient, build=self.build,

@@ -48,6 +48,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
         "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
         "where": list(where_sentences(r.where)),
         "hot_lines": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]},
+        "compile_time": r.compile_time.to_dict() if r.compile_time is not None else None,
         "figures": [{"name": f.name, "before": f.before, "after": f.after, "delta": f.delta,
                      "verdict": f.verdict} for f in r.figures],
         "before": r.before.to_dict() if r.before is not None else None,

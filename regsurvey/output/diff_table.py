@@ -18,6 +18,7 @@ from ..model.figures import figure
 from ..model.rebuild import RebuildCheck
 from ..model.targets import TARGETS
 from ..model.words import count
+from .compile_text import compile_time_text, compile_times_heading
 from .figure_text import (
     build_text,
     change_text,
@@ -117,6 +118,26 @@ def _group_grid(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: 
     return grid
 
 
+def compile_table(comparison: Comparison, limit: int) -> Grid | None:
+    """The builds whose compile time moved notably, the most slowed first, each a row (red where it is a
+    pathological slowdown: 10x and over 30 s); an ``[Other]`` line past ``limit``. None where none moved."""
+    moved = comparison.compile_time_changes
+    if not moved:
+        return None
+    grid = Grid([Column("key", NAME, min_width=12), Column("target", NAME), Column("kernel", NAME, min_width=10),
+                 Column("compile time", TEXT, min_width=24)],
+                title=Text(compile_times_heading(comparison), style="bold"))
+    shown = moved if limit <= 0 else moved[:limit]
+    for r in shown:
+        assert r.compile_time is not None
+        style = "red" if r.compile_time.slowdown() else ""
+        grid.add_row(Text(r.key), r.target, Text(launch_text(r)), Text(compile_time_text(r.compile_time, named=False),
+                                                                     style=style))
+    if len(moved) > len(shown):
+        grid.footer.append(Text(f"[Other] {len(moved) - len(shown)} more", style="dim"))
+    return grid
+
+
 def stack_table(stack: Stack) -> Grid:
     """A line per commit of a stack, as ``git log --oneline`` has it (the subject last, under the line
     where the width runs short): its marks' counts, the spill totals that moved, the lint's findings."""
@@ -203,6 +224,11 @@ class TableFormat:
                 console.print()
                 for text in mark_table(tuple(part), mark, self.limit, title, console.width).lines(console.width):
                     console.print(text)
+        compile_times = compile_table(comparison, self.limit)
+        if compile_times is not None:
+            console.print()
+            for text in compile_times.lines(console.width):
+                console.print(text)
         console.print()
         unchanged = comparison.counts[Mark.UNCHANGED]
         console.print(Text(f"unchanged: {count(unchanged, 'build')}", style="dim"))

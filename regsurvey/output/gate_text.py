@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from ..check.gate import KERNARG_NEVER_READ, NEWLY_FAILING, Problem
+from ..check.gate import COMPILE_SLOWDOWN, KERNARG_NEVER_READ, NEWLY_FAILING, Problem
 from ..model.comparison import FigureDelta, RowComparison
 from ..model.figures import figure
 from ..model.results import error_line
 from ..model.words import ARROW, agree
+from .compile_text import compile_time_text
 from .figure_text import finding_text
 
 
@@ -34,6 +35,10 @@ def problem_message(problem: Problem, arrow: str = ARROW) -> str:
         n = len(problem.findings)
         return (f"{subject}: {agree(n, 'kernel argument')} {args} loaded and never read, though the source "
                 f"uses {agree(n, 'it', 'them')} (a miscompile suspect)")
+    if problem.rule is COMPILE_SLOWDOWN and problem.row.compile_time is not None:
+        # Which build, its seconds before and after, the stage that grew most, and the rule's thresholds.
+        rule = "; ".join(problem.limits)
+        return f"{subject}: {compile_time_text(problem.row.compile_time, arrow)}" + (f"; {rule}" if rule else "")
     told = ", ".join(figure_change(f, arrow) for f in problem.figures)
     allowed = "; " + "; ".join(problem.limits) if problem.limits else "; no baseline entry allows it"
     return f"{subject}: {told}{allowed}"

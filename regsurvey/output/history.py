@@ -184,7 +184,7 @@ def _chart(s: Series, h: History) -> str:
     def x(i: int) -> float:
         return _PAD + (i * (_W - _PAD - 8) / (n - 1) if n > 1 else (_W - _PAD) / 2)
 
-    def y(v: int) -> float:
+    def y(v: float) -> float:
         return 8 + (top - v) * (_H - 26) / (top - bottom)
 
     parts = [f"<svg width={_W} height={_H} role=img aria-label='{escape(f.noun)} of {escape(s.kind)} on "

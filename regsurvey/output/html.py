@@ -37,6 +37,7 @@ from ..model.findings import Finding
 from ..model.rebuild import RebuildCheck
 from ..model.results import Row
 from ..model.targets import TARGETS
+from .compile_text import build_compile_text, compile_time_text, compile_times_heading
 from .figure_text import (
     build_text,
     change_text,
@@ -146,6 +147,7 @@ def _row(r: RowComparison) -> dict[str, Any]:
         "change": row_change_text(r), "change_tone": _MARK_TONE.get(r.mark, ""),
         "f": {f.name: _figure(f) for f in r.figures}, "sides": _sides(r)}
     optional = {"build": build_text(r), "note": note_text(r, "→"), "lint": _lint(r),
+                "compile": build_compile_text(r, "→"),
                 "where": list(where_sentences(r.where))}
     if r.hot_before or r.hot_after:
         optional["hot"] = {"before": [h.to_dict() for h in r.hot_before],
@@ -266,6 +268,24 @@ def _rebuild(check: RebuildCheck | None) -> dict[str, Any] | None:
             "differences": [rebuild_difference(d) for d in check.differences]}
 
 
+# Builds the compile-time notice names; the builds table's rows say the rest.
+_COMPILE_LINES = 20
+
+
+def _compile_times(comparison: Comparison) -> dict[str, Any] | None:
+    """The notice of the builds whose compile time moved notably: a heading, then a line each (``worse``
+    toned where it is a pathological slowdown), the most slowed first; None where none moved."""
+    moved = comparison.compile_time_changes
+    if not moved:
+        return None
+    lines = [{"text": f"{r.key} {r.target} {r.name.text or '-'}: {compile_time_text(r.compile_time, '→')}",
+              "tone": "worse" if r.compile_time.slowdown() else ""}
+             for r in moved[:_COMPILE_LINES] if r.compile_time is not None]
+    if len(moved) > _COMPILE_LINES:
+        lines.append({"text": f"{len(moved) - _COMPILE_LINES} more", "tone": ""})
+    return {"heading": compile_times_heading(comparison), "lines": lines}
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -341,6 +361,7 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "grids": [g for g in every if g["moved"]],
         "folded": _folded([g for g in every if not g["moved"]]),
         "rebuild": _rebuild(comparison.rebuild),
+        "compile_times": _compile_times(comparison),
     }
 
 

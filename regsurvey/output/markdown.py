@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..diff.summary import summarize
 from ..model.comparison import MARK_ORDER, Comparison, Mark, RowComparison, Stack, SurveyInfo
 from ..model.words import ARROW, count
+from .compile_text import compile_time_text, compile_times_heading
 from .figure_text import (
     figure_total_delta,
     launch_text,
@@ -75,6 +76,7 @@ def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
     if changed:
         lines += _rows_table(changed)
         lines.append("")
+    lines += _compile_time_lines(comparison)
     if comparison.rebuild is not None:
         check = comparison.rebuild
         if check.deterministic:
@@ -86,6 +88,24 @@ def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
         lines.append("")
     lines.append(f"<sub>{escape(total_line(comparison))}</sub>")
     return lines
+
+
+def _compile_time_lines(comparison: Comparison) -> list[str]:
+    """The builds whose compile time moved notably, a line each (a pathological slowdown in bold), after a
+    line saying how many; nothing where none moved."""
+    heading = compile_times_heading(comparison)
+    if not heading:
+        return []
+    lines = [escape(heading[0].upper() + heading[1:]) + ":", ""]
+    moved = comparison.compile_time_changes
+    for r in moved[:MAX_TABLE_ROWS]:
+        assert r.compile_time is not None
+        text = escape(compile_time_text(r.compile_time))
+        lines.append(f"- {code(r.key)} {escape(r.target)} {code(launch_text(r))}: "
+                     + (f"**{text}**" if r.compile_time.slowdown() else text))
+    if len(moved) > MAX_TABLE_ROWS:
+        lines.append(f"- {count(len(moved) - MAX_TABLE_ROWS, 'more build')}")
+    return [*lines, ""]
 
 
 def _name(info: SurveyInfo) -> str:

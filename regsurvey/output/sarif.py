@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from ..check.gate import RULES, GateResult, Problem
+from ..check.gate import COMPILE_SLOWDOWN, RULES, GateResult, Problem
 from ..check.sites import Site
 from ..model.version import __version__
 from .gate_text import problem_message
@@ -37,6 +37,10 @@ _RULE_HELP = {
                                 "[[allow]] entry (e.g. occupancy = 2) and a reason if intended.",
     "regsurvey/register-increase": "Registers grew past the baseline's [check] register_increase; accept the "
                                    "figures with an [[allow]] entry and a reason if intended.",
+    "regsurvey/compile-slowdown": "The toolchain (Triton, LLVM, ptxas) takes pathologically longer on this build: "
+                                  "the message names the stage that grew most. Report it upstream, or accept it "
+                                  "with [check] compile_slowdown / compile_slowdown_s in regsurvey.baseline.toml "
+                                  "(false: off), or `check --compile-slowdown` for one run.",
 }
 
 
@@ -74,6 +78,8 @@ def _result(problem: Problem, site: Site) -> dict[str, Any]:
         properties["figures"] = {f.name: {"before": f.before, "after": f.after} for f in problem.figures}
     if problem.findings:
         properties["findings"] = [f.to_dict() for f in problem.findings]
+    if problem.rule is COMPILE_SLOWDOWN and row.compile_time is not None:
+        properties["compile_time"] = row.compile_time.to_dict()
     return {
         "ruleId": problem.rule.id,
         "ruleIndex": RULES.index(problem.rule),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorruptObjectError
+from ..model.compile_time import StageTimes
 from ..model.figures import Figures
 from ..model.results import ObjectRef, ObjectReport
 from ..model.version import READER_REVISION
@@ -41,6 +42,9 @@ class CachedResult:
     report: ObjectReport
     object: ObjectRef
     compile_s: float
+    # The seconds of each stage of that compile (None: not measured, or an entry written before they were):
+    # a reused build keeps the measurement of the compile that made it.
+    stage_s: StageTimes | None = None
 
     @property
     def resources(self) -> Figures:
@@ -149,7 +153,8 @@ class ResultCache:
         payload = {"triton_hash": triton_hash, "reader": READER_REVISION, "kernel": result.kernel,
                    "report": result.report.to_dict(),
                    "object": {"path": result.object.path, "sha256": result.object.sha256},
-                   "compile_s": result.compile_s}
+                   "compile_s": result.compile_s,
+                   "stage_s": result.stage_s.to_json() if result.stage_s is not None else None}
         canonical = _canonical(payload)
         entry: dict[str, Any] = {"sha256": hashlib.sha256(canonical).hexdigest(), "payload": payload}
         if self.key is not None:
@@ -205,5 +210,7 @@ def _print_warning(line: str) -> None:
 
 def _result(payload: dict, ref: ObjectRef) -> CachedResult:
     """A checked entry's payload as a result (its object ``ref`` already checked by the caller)."""
+    stages = payload.get("stage_s")  # absent from entries written before stages were measured
     return CachedResult(kernel=payload["kernel"], report=ObjectReport.from_dict(payload["report"]), object=ref,
-                        compile_s=payload["compile_s"])
+                        compile_s=payload["compile_s"],
+                        stage_s=StageTimes.from_json(stages) if stages is not None else None)

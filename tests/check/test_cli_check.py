@@ -129,7 +129,7 @@ def test_spills_fail_the_gate_with_sarif_and_step_summary(toy: dict[str, Any]) -
     assert driver["name"] == "regsurvey"
     rules = [r["id"] for r in driver["rules"]]
     assert rules == ["regsurvey/newly-failing", "regsurvey/kernarg-never-read", "regsurvey/new-spill",
-                     "regsurvey/occupancy-drop", "regsurvey/register-increase"]
+                     "regsurvey/occupancy-drop", "regsurvey/register-increase", "regsurvey/compile-slowdown"]
     assert all(r["shortDescription"]["text"] and r["defaultConfiguration"]["level"] == "error"
                for r in driver["rules"])
     assert len(run["results"]) == 2

@@ -85,3 +85,17 @@ def test_tables_fit_the_width_asked_for_pipes_included(tiny: Tiny, tiny_survey: 
     for command in ("run", "diff"):  # a line longer than 150 characters, wrapped at the width
         assert max(map(len, outputs[command].stdout.splitlines())) > width - 20, command
     assert "    error: " in outputs["run"].stdout  # the idle key's error, a line under its row
+
+
+def test_history_draws_compile_time_and_bisect_does_not_search_it() -> None:
+    """Compile time moves with the machine's load: a history draws it (moved where a build's moved notably),
+    a bisection for the first commit that changed it would follow the noise."""
+    runner = CliRunner()
+    for command, args in (("bisect", ["HEAD~2", "HEAD", "--key", "x/*"]), ("history", ["HEAD~2..HEAD"])):
+        refused = runner.invoke(main, [command, *args, "--figure", "compile_s_total"])
+        assert refused.exit_code == 2 and "unknown figure 'compile_s_total'" in refused.output
+    from regsurvey.commands.options import check_figures
+
+    assert check_figures(("vgpr", "compile_s"), measured=True) == ("vgpr", "compile_s")
+    with pytest.raises(SystemExit):
+        check_figures(("compile_s",))

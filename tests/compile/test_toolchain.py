@@ -405,3 +405,54 @@ def test_rs_name_names_the_launches_that_follow(ops: Any) -> None:
         {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64},
         {"BLOCK": 512, "STOP": False}]
     rs.name("outside a survey: nothing to name")
+
+
+# The stages of a compile, in the order they run, per backend (Triton 3.6 and 3.9 alike): Triton's own
+# stages, with the tools timed inside the last one as entries of their own.
+STAGES = {"cuda": ["frontend", "ttir", "ttgir", "llir", "ptx", "ptxas", "cubin", "store"],
+          "hip": ["frontend", "ttir", "ttgir", "llir", "amdgcn", "assembler", "lld", "hsaco", "store"]}
+
+
+@pytest.mark.parametrize("target", ["sm90", "gfx942", "sm100", "gfx950"])
+def test_each_stage_of_a_compile_is_timed(ops: Any, target: str) -> None:
+    """Every stage took some time, ptxas (NVIDIA) and the assembler and lld (AMD) apart from their stage,
+    and together no longer than the compile itself (timing asserts nothing more: the machine's load
+    moves every figure)."""
+    import time
+
+    session = capture(target, lambda: ops.gemm(rs.tensor((4, 512), "bf16"), rs.tensor((512, 256), "bf16")))
+    with toolchain.compiling_afresh():  # compiled, never read back from Triton's cache
+        start = time.perf_counter()
+        compiled = toolchain.compile_launch(session.launches[0], session.target)
+        elapsed = time.perf_counter() - start
+    stages = compiled.stage_s
+    assert stages is not None and list(stages) == STAGES[session.target.backend]
+    assert all(seconds > 0 for seconds in stages.values()), dict(stages)
+    assert stages.total <= elapsed + 0.01  # two clocks (the listener's time.time, this perf_counter)
+
+
+def test_a_compile_triton_read_from_its_cache_has_no_stage_times(ops: Any) -> None:
+    session = capture("sm90", lambda: ops.scale(rs.tensor((8, 4096), "bf16"), 0.5))
+    toolchain.compile_launch(session.launches[0], session.target)  # now in Triton's cache
+    assert toolchain.compile_launch(session.launches[0], session.target).stage_s is None
+
+
+def test_a_warmups_compile_is_timed_for_its_launch(ops: Any) -> None:
+    """A kind body's warmup is compiled by Triton while the body runs: its launch takes that compile's
+    stages, as it takes its seconds; a user's compile listener is still told."""
+    from triton import knobs
+
+    heard: list[bool] = []
+    knobs.compilation.listener = lambda **report: heard.append(report["cache_hit"])
+    try:
+        with toolchain.compiling_afresh():
+            session = capture("gfx942", lambda: ops.scale_rows.warmup(
+                rs.tensor((8, 2048), "fp32"), rs.tensor((8, 2048), "fp32"), 2048, 2048, 0.5, BLOCK=2048, STOP=False,
+                grid=(8,)))
+    finally:
+        knobs.compilation.listener = None
+    launch = session.launches[0]
+    assert launch.compiled is not None and heard == [False]
+    assert launch.stage_s is not None and list(launch.stage_s) == STAGES["hip"]
+    assert launch.stage_s.total <= launch.compile_s + 0.01
+    assert toolchain.compile_launch(launch, session.target).stage_s == launch.stage_s

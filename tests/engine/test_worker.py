@@ -67,9 +67,13 @@ def test_a_kernel_still_being_finished_is_taken_from_it(worker: Worker) -> None:
     assert a.ok and not a.reused and b.ok and b.reused
     assert (b.object, b.resources, b.triton_hash, b.compile_s) == (a.object, a.resources, a.triton_hash, a.compile_s)
     assert a.lint == () and b.lint == ()  # linted once; AMD rows always carry their findings
-    # Finished, it is in the result cache: a third key reuses it from there.
+    # The compile's stages, measured once: the reused row says it is reused, and keeps that measurement.
+    assert a.stage_s is not None and b.stage_s == a.stage_s and "lld" in a.stage_s
+    assert a.stage_s.total <= a.compile_s + 0.01
+    # Finished, it is in the result cache: a third key reuses it from there, with its measurement.
     (third,) = worker.compile_key(keys["scale/w2/stop"])
     assert isinstance(third, Row) and third.reused and third.object == a.object
+    assert (third.compile_s, third.stage_s) == (a.compile_s, a.stage_s)
     timing = worker.take_timing()
     assert timing["compile_s"] > 0 and timing["analyze_s"] > 0 and timing["store_s"] > 0
 

@@ -13,6 +13,7 @@ import json
 import resource
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,26 @@ def test_a_result_comes_back_as_it_was_put(objects: ObjectStore, binary: bytes, 
     assert back.object.path == f"objects/{back.object.sha256[:2]}/{back.object.sha256}.hsaco"
     assert back.object.sha256 == hashlib.sha256(binary).hexdigest()
     assert capsys.readouterr().err == ""
+
+
+def test_an_entry_keeps_the_stage_times_of_its_compile(objects: ObjectStore, binary: bytes,
+                                                      clean_report: ObjectReport) -> None:
+    """A build reused from the cache keeps the measurement of the compile that made it; an entry written
+    before stages were measured (no ``stage_s`` in its payload) reads with none."""
+    from regsurvey.model.compile_time import StageTimes
+
+    cache = ResultCache(objects)
+    stages = StageTimes({"frontend": 0.01, "llir": 0.4, "amdgcn": 0.7, "assembler": 0.002, "lld": 0.001})
+    result = replace(cached(objects, binary, clean_report), stage_s=stages)
+    cache.put(HASH, result)
+    assert cache.get(HASH) == result and cache.entries()[HASH].stage_s == stages
+    entry = json.loads(entry_path(cache, HASH).read_text())
+    assert entry["payload"]["stage_s"] == dict(stages)
+    del entry["payload"]["stage_s"]
+    entry["sha256"] = hashlib.sha256(json.dumps(entry["payload"], sort_keys=True).encode()).hexdigest()
+    entry_path(cache, HASH).write_text(json.dumps(entry))
+    older = cache.get(HASH)
+    assert older is not None and older.stage_s is None and older.compile_s == result.compile_s
 
 
 def test_a_report_that_was_not_linted_stays_not_linted(objects: ObjectStore, binary: bytes,
