@@ -16,6 +16,7 @@ from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
 from .names import BuildName
 from .results import Row, Survey
+from .stages import Stage
 from .where import AnnotatedFile, HotLine, WhereChange
 from .words import ARROW
 
@@ -230,6 +231,10 @@ class RowComparison:
     # How every report names the build (model.names.build_names, from the head's survey where the head has
     # it): its key, kernel, and the kind body's name for the launch or its index. Left out: its kernel alone.
     name: BuildName = _UNNAMED
+    # The first compiler stage whose output differs between the sides (TTGIR: Triton's lowering changed;
+    # IDENTICAL: the same object), for a build both sides built: filled in from the texts kept beside the
+    # objects (regsurvey.first_stage.first_differences), else None (a survey read from a file made elsewhere).
+    first_difference: Stage | None = None
 
     def __post_init__(self) -> None:
         if self.name is _UNNAMED:
