@@ -26,8 +26,8 @@ FIGURE_NAMES = tuple(f.name for f in FIGURES)
 # The columns naming a build, in every table of builds.
 BUILD_COLUMNS = ("target", "key", "kind", "build", "kernel", "launch", "config")
 SURVEY_COLUMNS = (*BUILD_COLUMNS, "status", "num_warps", "num_stages", *FIGURE_NAMES, "error")
-COMPARISON_COLUMNS = (*BUILD_COLUMNS, "mark", *(f"{name}_{side}" for name in FIGURE_NAMES
-                                                 for side in ("before", "after")))
+COMPARISON_COLUMNS = (*BUILD_COLUMNS, "mark", "first_difference", *(f"{name}_{side}" for name in FIGURE_NAMES
+                                                                     for side in ("before", "after")))
 STACK_COLUMNS = ("commit", "subject", *COMPARISON_COLUMNS)
 HISTORY_COLUMNS = ("commit", "subject", "span", "kind", "target")  # then <figure>_max, <figure>_min, ...
 LINT_COLUMNS = ("key", "file", "target", "kernel", "arg_index", "arg_name", "arg_offset", "severity", "line", "load",
@@ -63,7 +63,8 @@ def _comparison_rows(comparison: Comparison) -> list[tuple[Cell, ...]]:
         return row.resources.get(name) if row is not None else None
 
     def cells(r: RowComparison) -> tuple[Cell, ...]:
-        return (r.target, r.key, r.kind, r.name.text, r.kernel, r.launch, r.config, r.mark.value,
+        stage = r.first_difference.value if r.first_difference is not None else None
+        return (r.target, r.key, r.kind, r.name.text, r.kernel, r.launch, r.config, r.mark.value, stage,
                 *(value for name in FIGURE_NAMES for value in (side(r.before, name), side(r.after, name))))
 
     return [cells(r) for r in comparison.rows]
