@@ -20,6 +20,7 @@ def test_a_line_per_stage_in_the_compilers_order() -> None:
     assert [text for text, _ in stage_sentences(comparison)] == [
         "1 build: the kernel's Triton IR changed (TTIR differs: VGPRs +1, SGPRs +4)",
         "1 build: Triton's lowering changed (TTGIR differs first: VGPRs +16, AGPRs -8, SGPRs -2)",
+        "1 build: LLVM's backend changed (identical LLIR, different AMDGCN)",
         "1 build: LLVM's backend changed (identical LLIR, different PTX: registers -1)",
         "1 build: the assembler/linker changed (identical PTX, different object)",
         "2 builds: identical from TTIR on (only source locations differ)",
@@ -36,7 +37,7 @@ def test_unchanged_builds_of_the_same_object_say_nothing() -> None:
     assert stage_sentences(itself) == []
     # Not comparable (another toolchain) and the same object: said, since the toolchain changed nothing there.
     marked = replace(itself, rows=tuple(replace(r, mark=Mark.NOT_COMPARABLE) for r in itself.rows))
-    assert [text for text, _ in stage_sentences(marked)] == ["6 builds: the same object (identical at every stage)"]
+    assert [text for text, _ in stage_sentences(marked)] == ["7 builds: the same object (identical at every stage)"]
 
 
 def test_builds_without_a_stage_are_left_out() -> None:

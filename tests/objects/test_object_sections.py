@@ -17,9 +17,10 @@ def _objects(stage: Stage, target: str) -> tuple[bytes, bytes]:
 
 
 def test_a_kernel_moved_down_differs_in_debug_sections_only() -> None:
-    assert differing_sections(*_objects(Stage.LOCATIONS, "sm90")) == (".debug_line", ".nv_debug_ptx_txt",
-                                                                      ".rela.debug_line")
-    assert differing_sections(*_objects(Stage.LOCATIONS, "gfx942")) == (".debug_str", ".debug_line")
+    """Its line table (and, the copy being elsewhere, the paths it names)."""
+    for target in ("sm90", "gfx942"):
+        sections = differing_sections(*_objects(Stage.LOCATIONS, target))
+        assert ".debug_line" in sections and all(map(is_debug_section, sections)), sections
 
 
 def test_ptxas_options_are_in_a_note() -> None:

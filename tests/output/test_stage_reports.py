@@ -32,6 +32,7 @@ def test_json_has_each_rows_stage(staged: Comparison) -> None:
     data = json.loads(render(staged, "json"))
     assert {(r["target"], r["key"]): r["first_difference"] for r in data["rows"]} == {
         ("gfx942", "kv_write/bf16/nostop"): "ttir", ("gfx942", "v_up/w4/nostop"): "ttgir",
+        ("gfx942", "kv_write/bf16/stop"): "amdgcn",
         ("sm90", "kv_write/bf16/nostop"): "ptx", ("sm90", "moe_align/w2"): "object",
         ("gfx942", "scale/width2"): "locations", ("sm90", "scale/width2"): "locations"}
     assert STAGE_LINE in [line["text"] for line in data["summary"]]
@@ -68,12 +69,14 @@ def test_the_table_has_a_column_where_known(staged: Comparison) -> None:
 
 def test_html_data_has_the_stage_and_its_words(staged: Comparison) -> None:
     """The page lists the builds of kinds on targets where one changed (moe_align and the toy's scale did
-    not: folded); the summary's line speaks of the others too."""
+    not: folded; kv_write's stop build on gfx942 did not either, but its nostop one did); the summary's line
+    speaks of the others too."""
     data = comparison_data(staged, "fixtures")
     assert data["stages"] is True
     rows = {r["ref"]: r for r in data["rows"]}
     assert {ref: (r["stage"], r["stage_text"]) for ref, r in rows.items()} == {
         "gfx942:kv_write/bf16/nostop": ("TTIR", "the kernel's Triton IR changed (TTIR differs)"),
+        "gfx942:kv_write/bf16/stop": ("AMDGCN", "LLVM's backend changed (identical LLIR, different AMDGCN)"),
         "sm90:kv_write/bf16/nostop": ("PTX", "LLVM's backend changed (identical LLIR, different PTX)"),
         "gfx942:v_up/w4/nostop": ("TTGIR", "Triton's lowering changed (TTGIR differs first)")}
     assert "2 builds: identical from TTIR on (only source locations differ)" in [s["text"] for s in data["summary"]]
@@ -91,10 +94,10 @@ def test_html_shows_a_column_sorted_in_the_compilers_order(staged: Comparison, b
                            ".indexOf('stage')")
     shown = page.evaluate(f"Array.from(document.querySelectorAll('#rows tbody tr.row')).map(tr => "
                           f"tr.cells[{column}].textContent)")
-    assert shown == ["TTIR", "TTGIR", "PTX"]
+    assert shown == ["TTIR", "TTGIR", "AMDGCN", "PTX"]
     page.evaluate("document.querySelector('#rows th[data-col=\"stage\"]').click()")
     assert page.evaluate(f"Array.from(document.querySelectorAll('#rows tbody tr.row')).map(tr => "
-                         f"tr.cells[{column}].textContent)") == ["PTX", "TTGIR", "TTIR"]
+                         f"tr.cells[{column}].textContent)") == ["PTX", "AMDGCN", "TTGIR", "TTIR"]
     page.evaluate("document.querySelector('#rows tbody tr.row').click()")  # the PTX build's detail
     assert "first stage that differs: LLVM's backend changed (identical LLIR, different PTX)" in page.evaluate(
         "document.querySelector('tr.detail').textContent")
