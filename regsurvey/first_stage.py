@@ -21,7 +21,7 @@ from .model.comparison import Comparison, RowComparison
 from .model.results import Row
 from .model.stages import Stage
 from .model.targets import TARGETS
-from .objects.object_sections import differing_sections, is_debug_section
+from .objects.object_sections import NOT_ELF, differing_sections, is_debug_section
 from .store.objectstore import ObjectStore
 
 
@@ -62,6 +62,8 @@ def first_difference(before: Row, after: Row, objects: ObjectStore) -> Stage | N
                                       objects.get(after.object.path, after.object.sha256))
     except CorruptObjectError:
         return None
+    if NOT_ELF in sections:
+        return None
     return Stage.OBJECT if any(not is_debug_section(name) for name in sections) else Stage.LOCATIONS
 
 
@@ -71,7 +73,7 @@ def _fingerprint(root: Path, path: str, stage: Stage) -> str | None:
     object (a stack compares most objects more than once; a store's path names its object's sha256); None
     when the text is missing or damaged."""
     try:
-        text = ObjectStore(root).text(path, stage.value)
+        text = ObjectStore(root).text(path, stage.value)  # a text stage's value names its text
     except CorruptObjectError:
         return None
     return None if text is None else fingerprint(stage, text)

@@ -74,14 +74,17 @@ def is_debug_section(name: str) -> bool:
     return name.startswith(_DEBUG_PREFIXES)
 
 
+NOT_ELF = "<not ELF>"
+
+
 def differing_sections(first: bytes, second: bytes) -> tuple[str, ...]:
     """The names of the sections whose bytes differ, or that only one object has (each once, in the first
-    object's order, then the second's); ``("<not ELF>",)`` when either cannot be read. Empty when every
+    object's order, then the second's); ``(NOT_ELF,)`` when either cannot be read. Empty when every
     section is the same (the objects may still differ in their layout)."""
     try:
         a, b = _sections(first), _sections(second)
     except (ELFError, ValueError, OSError):
-        return ("<not ELF>",)
+        return (NOT_ELF,)
     def by_name(sections: list[tuple[str, int, bytes]]) -> dict[str, list[tuple[int, bytes]]]:
         out: dict[str, list[tuple[int, bytes]]] = {}
         for name, size, body in sections:

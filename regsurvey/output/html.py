@@ -150,7 +150,7 @@ def _row(r: RowComparison) -> dict[str, Any]:
         "f": {f.name: _figure(f) for f in r.figures}, "sides": _sides(r)}
     optional = {"build": build_text(r), "note": note_text(r, "→"), "lint": _lint(r),
                 "where": list(where_sentences(r.where)), "stage": stage_text(r),
-                "stage_text": stage_meaning(r.first_difference, [r.target]) if r.first_difference else ""}
+                "stage_text": "" if r.first_difference is None else stage_meaning(r.first_difference, [r.target])}
     if r.hot_before or r.hot_after:
         optional["hot"] = {"before": [h.to_dict() for h in r.hot_before],
                            "after": [h.to_dict() for h in r.hot_after]}
