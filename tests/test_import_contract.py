@@ -11,7 +11,7 @@ The layers, lowest first (each imports only from the layers below it; ``ALLOWED`
 3. ``capture`` (a program's launches recorded and replayed), ``analysis`` (one object read and linted),
    ``kept_pressure`` (a build's pressure, kept beside its object);
 4. ``replay`` (the path generated keys files import), ``linting``, ``where`` (where a comparison's
-   builds moved, on the diff side);
+   builds moved, on the diff side), ``first_stage`` (the first compiler stage whose output differs);
 5. ``engine`` (the survey);
 6. ``revisions`` (surveys of revisions: stored or new, ranges, bisection, rebuilds, the demo);
 7. ``commands``; 8. ``cli`` (nothing else imports ``commands``); 9. ``__main__``.
@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("keys", "objects", "store", "diff", "check"),
     ("compile", "lint", "pressure", "repo", "output", "__init__"),
     ("capture", "analysis", "kept_pressure"),
-    ("replay", "linting", "where"),
+    ("replay", "linting", "where", "first_stage"),
     ("engine",),
     ("revisions",),
     ("commands",),
@@ -66,11 +66,12 @@ ALLOWED: dict[str, set[str]] = {
     "replay": {"capture"},
     "linting": {"model", "errors", "objects", "store", "lint", "analysis", "compile"},
     "where": {"model", "errors", "store", "repo", "kept_pressure"},
+    "first_stage": {"model", "errors", "store", "objects", "diff"},
     "engine": {"model", "errors", "processes", "secret_vars", "keys", "objects", "store", "repo", "compile",
                "analysis", "linting", "kept_pressure"},
     "revisions": {"model", "errors", "objects", "store", "diff", "repo", "compile", "__init__", "engine"},
     "commands": {"model", "errors", "secret_vars", "store", "diff", "check", "repo", "lint", "output", "capture",
-                 "kept_pressure", "linting", "where", "engine", "revisions"},
+                 "kept_pressure", "linting", "where", "first_stage", "engine", "revisions"},
     "cli": {"model", "commands"},
     "__main__": {"cli"},
 }

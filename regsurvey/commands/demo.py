@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..diff.summary import summarize
+from ..first_stage import first_differences
 from ..model.words import count
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
@@ -61,7 +62,8 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
         with survey_progress(enabled=not quiet) as progress:
             comparison = run_demo(workdir, options, progress)
         repo = workdir / "decode-layer-demo"
-        comparison = where_changed(comparison, Store(repo / ".regsurvey").objects, repo, options.jobs)
+        objects = Store(repo / ".regsurvey").objects
+        comparison = first_differences(where_changed(comparison, objects, repo, options.jobs), objects)
         finished = True
     except (DemoError, *BAD_INPUT) as exc:
         fail(str(exc))

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..diff.core import compare
+from ..first_stage import first_differences
 from ..model.comparison import Comparison
 from ..output.formats import render
 from ..revisions.obtain import open_store
@@ -64,6 +65,7 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             before, after = obtain_surveys(start, [base, head], used, options, progress)
             comparison = where_changed(compare(before, after), used.objects, start, options.jobs)
+            comparison = first_differences(comparison, used.objects)
             if rebuild:
                 check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
                 comparison = replace(comparison, rebuild=check)

@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from ..diff.core import stack as make_stack
-from ..model.comparison import Stack
+from ..first_stage import first_differences
+from ..model.comparison import Comparison, Stack
 from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, obtain_surveys, survey_store
@@ -57,11 +58,12 @@ def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
             surveys[0] = replace(surveys[0], label=f"{base_rev or 'HEAD'} ({base[:10]})")
             surveys[-1] = replace(surveys[-1], label=f"{head_rev or 'HEAD'} ({commits_in_range[-1].sha[:10]})")
             result = make_stack(surveys, [c.subject for c in commits_in_range])
-            # Where each step's registers moved, from the objects (while a selection's own store exists).
-            result = replace(result, overall=where_changed(result.overall, used.objects, start, options.jobs),
-                             steps=tuple(replace(step, comparison=where_changed(step.comparison, used.objects, start,
-                                                                                options.jobs))
-                                         for step in result.steps))
+            # Where each step's registers moved, and the first compiler stage each build differs at, from the
+            # objects (while a selection's own store exists).
+            def enriched(comparison: Comparison) -> Comparison:
+                return first_differences(where_changed(comparison, used.objects, start, options.jobs), used.objects)
+            result = replace(result, overall=enriched(result.overall),
+                             steps=tuple(replace(step, comparison=enriched(step.comparison)) for step in result.steps))
     text = render(result, fmt, report_style(columns, terminal=output is None, limit=limit))
     name = (f"{filename_part(base_rev or 'HEAD', result.base.commit)}.."
             f"{filename_part(head_rev or 'HEAD', result.head.commit)}.stack.html")

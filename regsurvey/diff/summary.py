@@ -14,6 +14,9 @@ How lines are made (nothing here knows any project's kinds or axes):
    (spelled as in key ids), targets; "N of M builds" when the description covers builds that did not
    change. Its values are ranges (``20-24 -> 0``); when one varying axis splits the builds into parts
    with clearly different ranges, each part gets its own range (``tp8 0 -> 3, tp4 0 -> 16-17``).
+
+Then, where the builds' first differing compiler stage is known, a line per stage groups them by it
+(:mod:`.stage_summary`: ``11 builds: Triton's lowering changed (TTGIR differs first: ...)``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..model.comparison import FIGURE_MARKS, Comparison, FigureDelta, Mark, RowC
 from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, figure
 from ..model.words import ARROW, agree, count
 from .shared_where import SharedWhere, shared_where
+from .stage_summary import stage_sentences
 
 # Shown beside a companion's values in its parent's line.
 _COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
@@ -432,8 +436,9 @@ def _groups(rows: list[RowComparison], effect: _Effect, describer: _Describer) -
 
 
 def summarize(comparison: Comparison) -> Summary:
-    """The comparison's sentences: worse changes first, then better, then neutral ones and the totals (a
-    mixed build speaks in a worse line and a better one)."""
+    """The comparison's sentences: worse changes first, then better, then neutral ones, then a line per
+    compiler stage that first differs (:mod:`.stage_summary`), and the totals (a mixed build speaks in a
+    worse line and a better one)."""
     describer = _Describer(comparison)
     by_effect: dict[_Effect, list[RowComparison]] = {}
     for row in comparison.rows:
@@ -452,6 +457,7 @@ def summarize(comparison: Comparison) -> Summary:
             if effect.figure is not None and figure(effect.figure).kind in (REGISTER, SPILL):
                 line = replace(line, where=shared_where(group, effect.figure))
             lines.append(line)
+    lines += [SummaryLine.of(text, "neutral", rows) for text, rows in stage_sentences(comparison)]
     lines += _closing_lines(comparison)
     return Summary(tuple(lines))
 

@@ -17,6 +17,7 @@ from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
 from .names import BuildName
 from .results import Row, Survey
+from .stages import Stage
 from .where import AnnotatedFile, HotLine, WhereChange
 from .words import ARROW
 
@@ -234,6 +235,10 @@ class RowComparison:
     # Its compile time on both sides, where both measured a compile of their own build (diff.core.compile_time);
     # told apart from the figures, never part of the mark.
     compile_time: CompileTime | None = None
+    # The first compiler stage whose output differs between the sides (TTGIR: Triton's lowering changed;
+    # IDENTICAL: the same object), for a build both sides built: filled in from the texts kept beside the
+    # objects (regsurvey.first_stage.first_differences), else None (a survey read from a file made elsewhere).
+    first_difference: Stage | None = None
 
     def __post_init__(self) -> None:
         if self.name is _UNNAMED:

@@ -62,3 +62,34 @@ def first_difference(first: bytes, second: bytes) -> SectionDifference | None:
     if first[:64] != second[:64]:
         return SectionDifference("<ELF header>", "headers differ")
     return SectionDifference("<layout>", "same sections, different file layout (offsets or padding)")
+
+
+# Sections of debug information (DWARF; NVIDIA's own line and register tables), and their relocations: where
+# a build's source locations and file paths are, not its code.
+_DEBUG_PREFIXES = (".debug_", ".nv_debug_", ".rel.debug_", ".rela.debug_", ".rel.nv_debug_", ".rela.nv_debug_")
+
+
+def is_debug_section(name: str) -> bool:
+    """True for a section holding debug information (``.debug_line``, ``.nv_debug_line_sass`` ...)."""
+    return name.startswith(_DEBUG_PREFIXES)
+
+
+NOT_ELF = "<not ELF>"
+
+
+def differing_sections(first: bytes, second: bytes) -> tuple[str, ...]:
+    """The names of the sections whose bytes differ, or that only one object has (each once, in the first
+    object's order, then the second's); ``(NOT_ELF,)`` when either cannot be read. Empty when every
+    section is the same (the objects may still differ in their layout)."""
+    try:
+        a, b = _sections(first), _sections(second)
+    except (ELFError, ValueError, OSError):
+        return (NOT_ELF,)
+    def by_name(sections: list[tuple[str, int, bytes]]) -> dict[str, list[tuple[int, bytes]]]:
+        out: dict[str, list[tuple[int, bytes]]] = {}
+        for name, size, body in sections:
+            out.setdefault(name, []).append((size, body))
+        return out
+    first_sections, second_sections = by_name(a), by_name(b)
+    return tuple(name for name in dict.fromkeys([*first_sections, *second_sections])
+                 if first_sections.get(name) != second_sections.get(name))

@@ -26,10 +26,11 @@ FIGURE_NAMES = tuple(f.name for f in FIGURES)
 # The columns naming a build, in every table of builds.
 BUILD_COLUMNS = ("target", "key", "kind", "build", "kernel", "launch", "config")
 SURVEY_COLUMNS = (*BUILD_COLUMNS, "status", "num_warps", "num_stages", *FIGURE_NAMES, "error")
-# After the mark, each side's compile time where that side measured its compile (Row.stage_s), and how many
-# times as long it took where both did (diff.core.compile_time: not for one kernel on both sides).
-COMPARISON_COLUMNS = (*BUILD_COLUMNS, "mark", "compile_s_before", "compile_s_after", "compile_ratio",
-                      *(f"{name}_{side}" for name in FIGURE_NAMES for side in ("before", "after")))
+# After the mark, the first compiler stage whose output differs (first_stage), then each side's compile time
+# where that side measured its compile (Row.stage_s), and how many times as long it took where both did
+# (diff.core.compile_time: not for one kernel on both sides).
+COMPARISON_COLUMNS = (*BUILD_COLUMNS, "mark", "first_difference", "compile_s_before", "compile_s_after",
+                      "compile_ratio", *(f"{name}_{side}" for name in FIGURE_NAMES for side in ("before", "after")))
 STACK_COLUMNS = ("commit", "subject", *COMPARISON_COLUMNS)
 HISTORY_COLUMNS = ("commit", "subject", "span", "kind", "target")  # then <figure>_max, <figure>_min, ...
 LINT_COLUMNS = ("key", "file", "target", "kernel", "arg_index", "arg_name", "arg_offset", "severity", "line", "load",
@@ -71,7 +72,8 @@ def _comparison_rows(comparison: Comparison) -> list[tuple[Cell, ...]]:
         return round(r.compile_time.ratio, 3) if r.compile_time is not None and r.compile_time.before > 0 else None
 
     def cells(r: RowComparison) -> tuple[Cell, ...]:
-        return (r.target, r.key, r.kind, r.name.text, r.kernel, r.launch, r.config, r.mark.value,
+        stage = r.first_difference.value if r.first_difference is not None else None
+        return (r.target, r.key, r.kind, r.name.text, r.kernel, r.launch, r.config, r.mark.value, stage,
                 seconds(r.before), seconds(r.after), ratio(r),
                 *(value for name in FIGURE_NAMES for value in (side(r.before, name), side(r.after, name))))
 

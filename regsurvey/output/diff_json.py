@@ -46,6 +46,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
         "segments": r.segments, "kernel": r.kernel, "launch": r.launch, "config": r.config,
         "label": r.name.text, "build_changes": [c.to_dict() for c in r.build_changes],
         "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
+        "first_difference": r.first_difference.value if r.first_difference is not None else None,
         "where": list(where_sentences(r.where)),
         "hot_lines": {"before": [h.to_dict() for h in r.hot_before], "after": [h.to_dict() for h in r.hot_after]},
         "compile_time": r.compile_time.to_dict() if r.compile_time is not None else None,

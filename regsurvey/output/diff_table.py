@@ -29,6 +29,7 @@ from .figure_text import (
     lint_counts_text,
     rebuild_difference,
     rebuild_verdict,
+    stage_text,
     status_text,
     total_line,
 )
@@ -76,9 +77,9 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
                width: int = 200) -> Grid:
     """One group for a terminal of ``width`` columns: its builds, each a row. A column per figure that
     moved among them where they all fit, else one column listing each build's own figures that moved;
-    what the lint found and what the build was made with in columns of text (under the row where the
-    width runs short); an error, or why a build is not comparable, a line under its row; an ``[Other]``
-    line past ``limit``."""
+    what the lint found, what the build was made with and the first compiler stage that differs in columns
+    of text (under the row where the width runs short); an error, or why a build is not comparable, a line
+    under its row; an ``[Other]`` line past ``limit``."""
     names = [] if mark in _STATUS_MARKS else changed_names(rows)
     grid = _group_grid(rows, mark, limit, title, names)
     if names and not grid.fits(width):
@@ -91,6 +92,7 @@ def _group_grid(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: 
     """A group's grid: a column per figure of ``names``, or (None) a column of the figures each moved."""
     lint = any(r.lint_findings.changed for r in rows)
     built = any(r.build_changes for r in rows)
+    stages = any(r.first_difference is not None for r in rows)
     columns = [Column("key", NAME, min_width=12), Column("target", NAME), Column("kernel", NAME, min_width=10)]
     if names is None:
         columns.append(Column("moved", TEXT, min_width=24))
@@ -100,6 +102,8 @@ def _group_grid(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: 
         columns.append(Column("kernarg lint", TEXT, min_width=16))
     if built:
         columns.append(Column("built with", TEXT, min_width=24))
+    if stages:
+        columns.append(Column("first differs", TEXT, min_width=10))
     grid = Grid(columns, title=Text(title or f"{mark.value} ({len(rows)})", style=_MARK_STYLE.get(mark, "")))
     shown = rows if limit <= 0 else rows[:limit]
     for r in shown:
@@ -111,6 +115,8 @@ def _group_grid(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: 
             cells.append(Text(lint_change_text(r), style=style))
         if built:
             cells.append(build_text(r))
+        if stages:
+            cells.append(stage_text(r))
         status = _status_line(r, mark) if mark in _STATUS_MARKS or mark is Mark.NOT_COMPARABLE else None
         grid.add_row(*cells, under=[status] if status is not None else [])
     if len(rows) > len(shown):

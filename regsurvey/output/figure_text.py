@@ -68,6 +68,12 @@ def launch_text(r: RowComparison) -> str:
     return r.name.text or "-"
 
 
+def stage_text(r: RowComparison) -> str:
+    """The first compiler stage whose output differs in the build (``TTGIR``, ``AMDGCN``, ``object``,
+    ``identical from TTIR on``, ``identical``); empty where it is not known."""
+    return "" if r.first_difference is None else r.first_difference.label
+
+
 def changed_names(rows: tuple[RowComparison, ...] | list[RowComparison]) -> list[str]:
     """Figures that changed in any of ``rows``, in display order."""
     names = {f.name for r in rows for f in r.changed_figures}

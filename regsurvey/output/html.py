@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from ..diff.stage_summary import stage_meaning
 from ..diff.summary import summarize
 from ..model.comparison import (
     MARK_ORDER,
@@ -36,6 +37,7 @@ from ..model.figures import AMD, BY_IMPORTANCE, FIGURE_ORDER, NVIDIA, figure
 from ..model.findings import Finding
 from ..model.rebuild import RebuildCheck
 from ..model.results import Row
+from ..model.stages import Stage
 from ..model.targets import TARGETS
 from .compile_text import build_compile_text, compile_time_text, compile_times_heading
 from .figure_text import (
@@ -51,6 +53,7 @@ from .figure_text import (
     rebuild_verdict,
     row_change_text,
     spill_totals_text,
+    stage_text,
     total_line,
 )
 from .where_text import line_where_sentences, where_sentences
@@ -148,7 +151,8 @@ def _row(r: RowComparison) -> dict[str, Any]:
         "f": {f.name: _figure(f) for f in r.figures}, "sides": _sides(r)}
     optional = {"build": build_text(r), "note": note_text(r, "→"), "lint": _lint(r),
                 "compile": build_compile_text(r, "→"),
-                "where": list(where_sentences(r.where))}
+                "where": list(where_sentences(r.where)), "stage": stage_text(r),
+                "stage_text": "" if r.first_difference is None else stage_meaning(r.first_difference, [r.target])}
     if r.hot_before or r.hot_after:
         optional["hot"] = {"before": [h.to_dict() for h in r.hot_before],
                            "after": [h.to_dict() for h in r.hot_after]}
@@ -357,6 +361,8 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "figures": sorted(present, key=lambda n: order.get(n, len(order))),
         "changed": changed_names(comparison.rows),
         "lint_changed": any(r.lint_findings.changed for r in comparison.rows),
+        # The first compiler stage that differs: a column where the store told it for any build listed.
+        "stages": any(r.first_difference is not None for r in rows),
         "rows": [_row(r) for r in rows],
         "grids": [g for g in every if g["moved"]],
         "folded": _folded([g for g in every if not g["moved"]]),
@@ -423,6 +429,7 @@ def _page_data(title: str, comparisons: list[dict[str, Any]], steps: list[dict[s
         "title": title,
         "note": note,
         "marks": [m.value for m in MARK_ORDER],
+        "stage_order": [stage.label for stage in Stage],  # the compiler's order: the stage column sorts by it
         "figures": {f.name: {"label": f.label, "noun": f.noun, "unit": f.unit.strip(), "vendor": f.vendor,
                              "heading": f.noun + (f" ({f.unit.strip()})" if f.unit.strip() else "")}
                     for f in map(figure, names)},

@@ -20,6 +20,7 @@ from .figure_text import (
     lint_counts_text,
     rebuild_verdict,
     row_change_text,
+    stage_text,
     total_line,
 )
 from .where_text import line_where_sentences
@@ -52,13 +53,17 @@ def code(text: str) -> str:
 
 
 def _rows_table(rows: list[RowComparison]) -> list[str]:
-    lines = ["| | key | target | kernel | change |", "| --- | --- | --- | --- | --- |"]
+    # The first compiler stage that differs, where the store told it for any build listed.
+    stages = any(r.first_difference is not None for r in rows[:MAX_TABLE_ROWS])
+    lines = ["| | key | target | kernel | change |" + (" first differs |" if stages else ""),
+             "| --- | --- | --- | --- | --- |" + (" --- |" if stages else "")]
     for r in rows[:MAX_TABLE_ROWS]:
         mark = f"**{r.mark.value}**" if r.mark in (Mark.WORSE, Mark.MIXED, Mark.NEWLY_FAILING) else r.mark.value
         lines.append(f"| {mark} | {code(r.key)} | {escape(r.target)} | {code(launch_text(r))} "
-                     f"| {escape(row_change_text(r))} |")
+                     f"| {escape(row_change_text(r))} |" + (f" {escape(stage_text(r))} |" if stages else ""))
     if len(rows) > MAX_TABLE_ROWS:
-        lines.append(f"| | {count(len(rows) - MAX_TABLE_ROWS, 'more changed build')}: see the HTML report | | | |")
+        lines.append(f"| | {count(len(rows) - MAX_TABLE_ROWS, 'more changed build')}: see the HTML report | | | |"
+                     + (" |" if stages else ""))
     return lines
 
 

@@ -29,6 +29,8 @@ def test_two_survey_files(tiny: Tiny, tiny_survey_file: Path) -> None:
     assert report["base"]["commit"] == report["head"]["commit"] == tiny.sha
     assert rows_and_marks(report) == [("scale/width2", "unchanged"), ("idle/width2", "still failing")]
     assert report["summary"][-1]["text"] == "1 of 2 builds unchanged"
+    # The same object on both sides; the launch that builds nothing has no stage.
+    assert [r["first_difference"] for r in report["rows"]] == ["identical", None]
 
 
 def test_head_against_the_working_tree_from_the_store(tiny: Tiny, tiny_survey: dict[str, Any],

@@ -74,3 +74,28 @@ def test_nothing_is_surveyed_for_a_range_refused(tiny: Tiny, tmp_path: Path) -> 
 ])
 def test_bad_arguments_are_usage_errors(args: tuple[str, ...], error: str) -> None:
     assert_usage_error(invoke("stack", *args), USAGE, error)
+
+
+def test_each_step_says_the_first_compiler_stage_that_differs(tiny: Tiny, tiny_survey: dict[str, Any],
+                                                              tmp_path: Path) -> None:
+    """Real commits of the tiny project: three lines added above the kernel (every text the same once the
+    locations are set aside: "identical from TTIR on"), then a change of its code (its TTIR differs); the
+    launch that builds nothing has no stage."""
+    clone = tiny.clone(tmp_path / "clone")
+    ops = clone / "toykernels" / "ops.py"
+    ops.write_text(ops.read_text().replace("@triton.jit\ndef scale_rows", "# three\n# more\n# lines\n@triton.jit\n"
+                                           "def scale_rows", 1))
+    commit_all(clone, "move the kernel")
+    ops.write_text(ops.read_text().replace("(x * scale)", "(x * scale + 1.0)"))
+    commit_all(clone, "change the kernel")
+    store = tmp_path / "store"
+    shutil.copytree(tiny.store, store)
+    result = invoke("stack", "HEAD~2..HEAD", "-C", clone, "--store", store, "-q", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    steps = json.loads(result.stdout)["steps"]
+    stages = [{r["key"]: r["first_difference"] for r in s["comparison"]["rows"]} for s in steps]
+    assert stages == [{"scale/width2": "locations", "idle/width2": None},
+                      {"scale/width2": "ttir", "idle/width2": None}]
+    summaries = [[line["text"] for line in s["comparison"]["summary"]] for s in steps]
+    assert "1 build: identical from TTIR on (only source locations differ)" in summaries[0]
+    assert "1 build: the kernel's Triton IR changed (TTIR differs: registers +2)" in summaries[1]

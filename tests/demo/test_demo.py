@@ -106,6 +106,9 @@ def test_demo_command(tmp_path: Path) -> None:
     assert f"    where: {fewer}" in where
     assert all(w.startswith("    where: ") and " builds)" not in w for w in where)
     assert "- every key builds on both commits" in lines
+    # A constexpr changed (BLOCK_H): the kernel's TTIR is another.
+    assert [line for line in summary if "Triton IR" in line][0].startswith(
+        "- 4 builds: the kernel's Triton IR changed (TTIR differs: VGPR spills ")
     assert lines[-1] == f"wrote {tmp_path / 'demo.html'} (open it in a browser)"
     page = (tmp_path / "demo.html").read_text()
     assert "mla_decode: one 16-head block per program" in page
