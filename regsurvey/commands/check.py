@@ -43,7 +43,8 @@ from .options import make_survey_options, survey_options
 @survey_options
 def check(base: str, head: str | None, baseline_path: Path | None, update: bool, reason: str | None,
           sarif_path: Path | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
-          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool) -> None:
+          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
+          toolchain: str | None) -> None:
     """Judge HEAD against BASE as a pre-merge gate, and exit 1 if it fails.
 
     Surveys both revisions (stored surveys made with this toolchain are reused) and fails on builds that
@@ -74,7 +75,7 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
     with command_errors(BaselineError):
         # A baseline named on the command line must exist, unless it is about to be written.
         baseline = load_baseline(path, required=baseline_path is not None and not update)
-        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             before, after = obtain_surveys(start, [base, head], used, options, progress)

@@ -44,7 +44,8 @@ from .options import (
                    "report any object that differs (with its first differing ELF section).")
 def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,
-         output: Path | None, limit: int, columns: int | None, rebuild: bool) -> None:
+         output: Path | None, limit: int, columns: int | None, rebuild: bool,
+         toolchain: str | None) -> None:
     """Compare the surveys of BASE and HEAD (default: the working tree) build by build.
 
     BASE and HEAD are git revisions (or survey JSON files from `regsurvey run --format json`). A stored
@@ -57,7 +58,7 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
 
     start = repo.resolve()
     with command_errors():
-        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
         if rebuild and is_survey_file(head):
             fail("--rebuild-check needs HEAD to be a git revision or the working tree, not a survey file")
         store = open_store(store_dir, start)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..engine.other_toolchain import local_only, probed
 from ..engine.ray_address import ray_address
 from ..engine.survey import survey_checkout
 from ..engine.worker_start import start_workers_early
@@ -51,11 +52,15 @@ def open_store(store_dir: Path | None, start: Path) -> Store:
     return Store(store_dir or (repo_root(start) or start) / ".regsurvey", Path(results) if results else None)
 
 
-def current_toolchain(targets: list[str]) -> dict[str, dict]:
-    """The toolchain block a survey made now would record, per backend of ``targets``."""
+def current_toolchain(targets: list[str], python: str | None = None) -> dict[str, dict]:
+    """The toolchain block a survey made now would record, per backend of ``targets``: with this
+    environment's Triton, or (``python``: ``SurveyOptions.toolchain``) with that interpreter's."""
+    backends = sorted({get_target(t).backend for t in targets})
+    if python is not None:
+        return {b: probed(python).toolchain[b] for b in backends}
     from ..compile.toolchain import toolchain_info
 
-    return {b: toolchain_info(b) for b in sorted({get_target(t).backend for t in targets})}
+    return {b: toolchain_info(b) for b in backends}
 
 
 def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOptions,
@@ -63,9 +68,10 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     """The survey of ``rev`` (None: the working tree) for ``options.targets`` (None: the matrices').
 
     A stored survey of the same commit serves each target it holds however the targets are named
-    (:func:`lookup`): made with the toolchain in use and by the same revision of regsurvey's readers and
-    lint (:data:`READER_REVISION`), of every key. Targets it cannot serve are surveyed (alone, where the
-    others are served and that surveys the same keys), saying why on stderr. A working tree with
+    (:func:`lookup`): made with the toolchain in use (``options.toolchain``'s, else this environment's)
+    and by the same revision of regsurvey's readers and lint (:data:`READER_REVISION`), of every key.
+    Targets it cannot serve are surveyed (alone, where the others are served and that surveys the same
+    keys), saying why on stderr. A working tree with
     uncommitted edits is always surveyed again (its unchanged kernels still come from the
     content-addressed result cache). What is surveyed is stored under the commit's short sha, not under
     the name this command gives it.
@@ -79,7 +85,9 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     else:
         commit = revision_commit(start, rev)
         label = revision_label(rev, commit)
-    local = ray_address(options) is None  # on a Ray cluster, no local worker starts
+    local_only(ray_address(options), options.toolchain)
+    # On a Ray cluster no local worker starts; another toolchain's workers start under its interpreter.
+    local = ray_address(options) is None and options.toolchain is None
     if local and (commit is None or not reuse or not store.has(commit)):
         start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
     found: Stored | None = None
@@ -227,7 +235,7 @@ def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = 
         if part is None:
             reasons[target] = f"the stored survey lacks target {target}" if stored_any else ""
             continue
-        why = _unusable(part, target) or (_lacking(part, target, declared or part.declared)
+        why = _unusable(part, target, options.toolchain) or (_lacking(part, target, declared or part.declared)
                                           if forced and selected is None else "")
         if why:
             reasons[target] = why
@@ -238,8 +246,9 @@ def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = 
     return Stored(targets, served, reasons, every_kind=every_kind)
 
 
-def _unusable(part: Survey, target: str) -> str:
-    """Why the stored survey of ``target`` cannot serve whichever keys are asked of it ("" when it can)."""
+def _unusable(part: Survey, target: str, python: str | None) -> str:
+    """Why the stored survey of ``target`` cannot serve whichever keys are asked of it ("" when it can), with
+    the toolchain of ``python`` (None: this environment's)."""
     if part.reader != READER_REVISION:
         return (f"the stored survey of {target} was made by regsurvey readers {part.reader or 'of an unknown revision'}"
                 f" (these are {READER_REVISION})")
@@ -249,7 +258,7 @@ def _unusable(part: Survey, target: str) -> str:
         return (f"the stored survey of {target} has {count(passing, 'build')} that failed for a cause of the moment "
                 "(a time-out, a lost worker, an intermittent toolchain failure)")
     backend = get_target(target).backend
-    now = current_toolchain([target])[backend]
+    now = current_toolchain([target], python)[backend]
     if part.toolchain.get(backend) != now:
         return f"the toolchain changed since the stored survey of {target} ({_change(backend, part.toolchain, now)})"
     return ""
