@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import sys
@@ -52,6 +53,24 @@ def open_store(store_dir: Path | None, start: Path) -> Store:
     return Store(store_dir or (repo_root(start) or start) / ".regsurvey", Path(results) if results else None)
 
 
+# Where the surveys made with another environment's toolchain (--toolchain) are kept, in the store: a store
+# of their own per interpreter, sharing the objects and results, so that a survey of one commit with this
+# environment's Triton and one with another's (``upgrade`` makes both) do not replace each other.
+TOOLCHAINS_DIR = "toolchains"
+
+
+def toolchain_store(store: Store, python: str | None) -> Store:
+    """Where the surveys made with ``python``'s toolchain (``SurveyOptions.toolchain``) are kept: ``store``
+    itself for this environment's (None), else ``toolchains/<id>/`` in it (``id``: a hash of the interpreter's
+    path), sharing ``store``'s objects and results of identical kernels. ``store`` already that: itself."""
+    if python is None:
+        return store
+    name = hashlib.sha256(python.encode()).hexdigest()[:16]
+    if store.root.name == name and store.root.parent.name == TOOLCHAINS_DIR:
+        return store
+    return Store(store.root / TOOLCHAINS_DIR / name, store.objects.root.parent)
+
+
 def current_toolchain(targets: list[str], python: str | None = None) -> dict[str, dict]:
     """The toolchain block a survey made now would record, per backend of ``targets``: with this
     environment's Triton, or (``python``: ``SurveyOptions.toolchain``) with that interpreter's."""
@@ -76,6 +95,7 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     content-addressed result cache). What is surveyed is stored under the commit's short sha, not under
     the name this command gives it.
     """
+    store = toolchain_store(store, options.toolchain)
     store.prepare()
     # The working tree is read once: its commit, label and checkout. A commit's label is the command's.
     tree: Checkout | None = None
@@ -213,7 +233,9 @@ def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = 
     them), with ``--target`` every kind (a target stored without it lacks the kinds that do not declare
     it, where there are such kinds). How the targets were named does not matter otherwise. A survey of
     every key is not narrowed to a selection of kinds or keys here: the caller narrows
-    (:func:`regsurvey.revisions.range.narrowed`)."""
+    (:func:`regsurvey.revisions.range.narrowed`). With another environment's toolchain, the store's part
+    that keeps its surveys (:func:`toolchain_store`)."""
+    store = toolchain_store(store, options.toolchain)
     declared = store.declared(commit)
     forced = bool(options.targets)
     targets = tuple(options.targets or default_target_list(declared) or store.default_targets(commit) or ())

@@ -110,7 +110,9 @@ def test_every_surveying_command_takes_a_toolchain(command: list[str], tmp_path:
 
 def test_another_toolchain_on_ray_is_one_line(tmp_path: Path) -> None:
     usable = _answering(tmp_path / "python", _usable_answer())
-    assert_one_line_error(invoke("run", "-C", tmp_path, "--toolchain", usable, "--ray", "local"),
+    # (--ray sets REGSURVEY_RAY in this process: given here, the runner puts it back as it was)
+    assert_one_line_error(invoke("run", "-C", tmp_path, "--toolchain", usable, "--ray", "local",
+                                 env={"REGSURVEY_RAY": None}),
                           "--toolchain surveys with local workers only: it cannot be used with --ray (or "
                           "REGSURVEY_RAY)")
 
@@ -196,15 +198,40 @@ def _this_triton() -> str:
     return triton.__version__
 
 
-def test_a_stored_survey_serves_only_its_own_toolchain(other_python: str, upgrade_project: tuple[Path, Path]) -> None:
-    """revisions/obtain's rule: a stored survey made with another toolchain is surveyed again, saying why."""
+def test_surveys_of_two_toolchains_are_stored_apart_and_each_serves_only_its_own(
+        other_python: str, upgrade_project: tuple[Path, Path]) -> None:
+    """A survey with another toolchain is kept in the store's part for it (revisions/obtain.toolchain_store):
+    this environment's survey of the same commit and its own do not replace each other, each is reused
+    by a survey with its toolchain, and one whose toolchain block is not that toolchain's (a venv made
+    again with another Triton) is surveyed again, saying why."""
+    from regsurvey.revisions.obtain import toolchain_store
+    from regsurvey.store.store import Store
+
+    from ..conftest import reseal
+
     repo, store = upgrade_project
-    ours = invoke("run", "-C", repo, "--store", store, "-q", "--format", "json")
-    assert ours.exit_code == 0, ours.stderr
-    theirs = invoke("run", "-C", repo, "--store", store, "-q", "--toolchain", other_python, "--format", "json")
-    assert theirs.exit_code == 0, theirs.stderr
-    assert "the toolchain changed since the stored survey" in theirs.stderr, theirs.stderr
-    assert json.loads(theirs.stdout)["toolchain"]["hip"]["triton"] != _this_triton()
-    again = invoke("run", "-C", repo, "--store", store, "-q", "--toolchain", other_python, "--format", "json")
-    assert again.exit_code == 0 and "surveying" not in again.stderr, again.stderr
-    assert json.loads(again.stdout)["rows"] == json.loads(theirs.stdout)["rows"]
+    runs = {name: ["run", "-C", repo, "--store", store, "-q", "--format", "json", *toolchain]
+            for name, toolchain in (("ours", []), ("theirs", ["--toolchain", other_python]))}
+    first = {name: invoke(*args) for name, args in runs.items()}
+    assert all(r.exit_code == 0 for r in first.values()), [r.stderr for r in first.values()]
+    again = {name: invoke(*args) for name, args in runs.items()}
+    for name, result in again.items():
+        assert result.exit_code == 0 and "surveying" not in result.stderr, (name, result.stderr)  # reused
+        assert json.loads(result.stdout)["rows"] == json.loads(first[name].stdout)["rows"]
+    tritons = {name: json.loads(r.stdout)["toolchain"]["hip"]["triton"] for name, r in again.items()}
+    assert tritons == {"ours": _this_triton(), "theirs": probed_triton(other_python)}
+    # Its stored survey of gfx950, as if made by another Triton in the same place.
+    part = toolchain_store(Store(store), other_python).root / "surveys" / git(repo, "rev-parse", "HEAD") / "gfx950.json"
+    data = json.loads(part.read_text())
+    data["toolchain"]["hip"]["triton"] = "3.7.0"
+    part.write_text(json.dumps(data))
+    reseal(part)
+    remade = invoke(*runs["theirs"])
+    assert remade.exit_code == 0, remade.stderr
+    assert ("the toolchain changed since the stored survey of gfx950 (hip triton: \"3.7.0\" → "
+            f"\"{tritons['theirs']}\")") in remade.stderr, remade.stderr
+
+
+def probed_triton(python: str) -> str:
+    return subprocess.run([python, "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True,
+                          check=True).stdout.strip()
