@@ -14,12 +14,12 @@ from ..diff.core import compare
 from ..model.words import count
 from ..repo.checkout import repo_root
 from ..revisions.obtain import open_store
-from ..revisions.range import obtain_surveys, survey_store
+from ..revisions.range import named_with_toolchains, obtain_surveys, survey_store
 from ..secret_vars import Scrubber
 from ..store.files import WriteError, write_text
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .helptext import examples
-from .options import make_survey_options, survey_options
+from .options import make_survey_options, resolved_toolchain, survey_options
 
 
 @click.command(epilog=examples(
@@ -40,14 +40,19 @@ from .options import make_survey_options, survey_options
               "(written into each entry; required).")
 @click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the problems as SARIF 2.1.0 here (for code scanning).")
+@click.option("--base-toolchain", "base_toolchain", metavar="PATH",
+              help="Survey BASE with this toolchain (another Python environment's interpreter or directory, or "
+                   "'current'), HEAD with --toolchain's, and judge HEAD across the two: a Triton upgrade gated as "
+                   "a change is (`regsurvey upgrade` shows the same comparison).")
 @survey_options
 def check(base: str, head: str | None, baseline_path: Path | None, update: bool, reason: str | None,
-          sarif_path: Path | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
-          jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
-          toolchain: str | None) -> None:
+          sarif_path: Path | None, base_toolchain: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
+          keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path,
+          quiet: bool, toolchain: str | None) -> None:
     """Judge HEAD against BASE as a pre-merge gate, and exit 1 if it fails.
 
-    Surveys both revisions (stored surveys made with this toolchain are reused) and fails on builds that
+    Surveys both revisions (stored surveys made with this toolchain are reused; --base-toolchain surveys
+    BASE with another and judges HEAD across the two: a Triton upgrade) and fails on builds that
     stop building, new miscompile suspects of the kernarg lint, and worse spill or occupancy figures
     (register counts too, past the baseline's [check] register_increase) that no entry of the baseline
     allows. Prints the verdict and the comparison as Markdown (appended to $GITHUB_STEP_SUMMARY when
@@ -76,10 +81,15 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
         # A baseline named on the command line must exist, unless it is about to be written.
         baseline = load_baseline(path, required=baseline_path is not None and not update)
         options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
+        # Each side's toolchain where --base-toolchain gives the base its own: judged across the two.
+        toolchains = None if base_toolchain is None else [resolved_toolchain(base_toolchain, "--base-toolchain"),
+                                                          options.toolchain]
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
-            before, after = obtain_surveys(start, [base, head], used, options, progress)
-        comparison = compare(before, after)
+            before, after = obtain_surveys(start, [base, head], used, options, progress, toolchains=toolchains)
+        if toolchains is not None:
+            before, after = named_with_toolchains([before, after], [base, head], toolchains)
+        comparison = compare(before, after, across_toolchains=toolchains is not None)
         result = judge(comparison, baseline)
         if update:
             assert reason is not None
