@@ -140,10 +140,9 @@ def interpreter(spec: str, option: str = "--toolchain") -> str:
 def chosen_toolchain(spec: str | None, option: str = "--toolchain") -> str | None:
     """The interpreter ``spec`` names, checked (:func:`other_toolchain`): what ``SurveyOptions.toolchain``
     holds; None for this environment's own (``spec`` None, ``current``, or this very interpreter)."""
-    if spec is None or spec == CURRENT:
+    if spec is None or spec == CURRENT or interpreter(spec, option) == os.path.abspath(sys.executable):
         return None
-    python = other_toolchain(spec, option).python
-    return None if python == os.path.abspath(sys.executable) else python
+    return other_toolchain(spec, option).python
 
 
 def other_toolchain(spec: str, option: str = "--toolchain") -> OtherToolchain:
@@ -285,8 +284,10 @@ def start_worker(python: str, args: tuple[Any, ...]) -> tuple[OtherProcess, Conn
     ours, theirs = multiprocessing.Pipe()
     environ = args[4]
     try:
+        # Its stdout is the survey's stderr from the start, as a worker makes it (what torch or Triton print
+        # as they import never lands in the survey's JSON or table).
         popen = subprocess.Popen([python, "-c", _BOOTSTRAP, PACKAGE_PARENT, str(theirs.fileno()), *found.extra_path],
-                                 env=environ, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),))
+                                 env=environ, stdin=subprocess.DEVNULL, stdout=2, pass_fds=(theirs.fileno(),))
     except OSError as exc:
         ours.close()
         raise SurveyError(f"cannot start a worker of {python}: {exc.strerror or exc}") from None
