@@ -139,3 +139,56 @@ def ops() -> Iterator[Any]:
         yield module
     finally:
         sys.path.remove(str(TOY))
+
+
+# Another environment's Python, with a Triton of its own (CI: .ci/compat-triton36's Triton 3.6 venv):
+# what the --toolchain and upgrade tests survey with besides this environment.
+OTHER_TOOLCHAIN_VAR = "REGSURVEY_OTHER_TOOLCHAIN"
+
+
+@pytest.fixture(scope="session")
+def other_python() -> str:
+    """The interpreter ``REGSURVEY_OTHER_TOOLCHAIN`` names; the test skips where it is unset (fails under
+    ``REGSURVEY_CORPUS_REQUIRED``, as CI sets it: there the other toolchain is installed first)."""
+    python = os.environ.get(OTHER_TOOLCHAIN_VAR, "").strip()
+    if not python:
+        why = f"{OTHER_TOOLCHAIN_VAR} names no other environment's Python (e.g. a Triton 3.6 venv's bin/python)"
+        if os.environ.get("REGSURVEY_CORPUS_REQUIRED"):
+            pytest.fail(f"{why}, and REGSURVEY_CORPUS_REQUIRED is set")
+        pytest.skip(why)
+    return python
+
+
+# Two kinds on one AMD and one NVIDIA target, a key each: four builds, compiled in seconds under any
+# toolchain (tests/engine/test_other_toolchain.py, tests/commands/test_upgrade.py).
+TWO_TOOLCHAIN_KEYS = '''"""Four builds: a row scale and a small GEMM on gfx950 and sm90."""
+
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["gfx950", "sm90"], width=[2])
+
+
+@matrix.kind(axes=["width"])
+def scale(width):
+    ops.scale(rs.tensor((width, 4096), "bf16"), 0.5)
+
+
+@matrix.kind(axes=["width"])
+def gemm(width):
+    ops.gemm(rs.tensor((width, 512), "bf16"), rs.tensor((512, 256), "bf16"))
+'''
+
+
+@pytest.fixture(scope="session")
+def upgrade_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A one-commit repository of :data:`TWO_TOOLCHAIN_KEYS` and the store its surveys go to (shared by the
+    --toolchain and upgrade tests: a survey one stores, the other reuses)."""
+    root = tmp_path_factory.mktemp("upgrade")
+    repo = root / "project"
+    shutil.copytree(TOY, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "keys" / "toy.py").write_text(TWO_TOOLCHAIN_KEYS)
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "two kinds")
+    return repo.resolve(), root / "store"

@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "run": "run",
     "capture": "capture",
     "diff": "diff",
+    "upgrade": "upgrade",
     "stack": "stack",
     "history": "history",
     "bisect": "bisect",

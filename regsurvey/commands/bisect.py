@@ -19,6 +19,7 @@ from .options import (
     make_survey_options,
     report_style,
     store_options,
+    toolchain_option,
     write_report,
 )
 
@@ -50,9 +51,10 @@ from .options import (
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress on stderr (bars in a terminal, a line every 10 s elsewhere).")
 @columns_option
+@toolchain_option
 def bisect(good: str, bad: str, key: str, figure: str, above: int | None, targets: tuple[str, ...], fmt: str,
            jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
-           columns: int | None) -> None:
+           columns: int | None, toolchain: str | None) -> None:
     """Find the first commit of GOOD..BAD (first parents) where FIGURE of the builds matching --key
     changes from GOOD's (or, with --above N, exceeds N), by binary search: about log2(n) commits are
     surveyed, only for the matching keys, stored surveys and unchanged kernels reused. A commit whose
@@ -75,7 +77,7 @@ def bisect(good: str, bad: str, key: str, figure: str, above: int | None, target
             click.echo(verdict_line(sha, verdict, arrow), err=True)
 
     with command_errors(BisectError):
-        options = make_survey_options(tuple(split_csv(targets)), (), (key,), jobs, timeout)
+        options = make_survey_options(tuple(split_csv(targets)), (), (key,), jobs, timeout, toolchain)
         store = open_store(store_dir, start)
         result = bisect_range(start, good, bad, store, options, figure, above,
                               lambda: survey_progress(enabled=not quiet), said)

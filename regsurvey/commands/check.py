@@ -19,15 +19,16 @@ from ..check.baseline import (
 )
 from ..check.gate import GateResult, judge, rebaseline
 from ..diff.core import compare
+from ..first_stage import first_differences
 from ..model.words import count
 from ..repo.checkout import repo_root
 from ..revisions.obtain import open_store
-from ..revisions.range import obtain_surveys, survey_store
+from ..revisions.range import named_with_toolchains, obtain_surveys, survey_store
 from ..secret_vars import Scrubber
 from ..store.files import WriteError, write_text
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, fail
 from .helptext import examples
-from .options import make_survey_options, survey_options
+from .options import make_survey_options, resolved_toolchain, survey_options
 
 
 @click.command(epilog=examples(
@@ -53,14 +54,19 @@ from .options import make_survey_options, survey_options
               help="Fail a build whose compile takes FACTOR times as long as the base's and over SECONDS now "
                    "(default: the baseline's [check] compile_slowdown and compile_slowdown_s, else 10x,30s); "
                    "off: never.")
+@click.option("--base-toolchain", "base_toolchain", metavar="PATH",
+              help="Survey BASE with this toolchain (another Python environment's interpreter or directory, or "
+                   "'current'), HEAD with --toolchain's, and judge HEAD across the two: a Triton upgrade gated as "
+                   "a change is (`regsurvey upgrade` shows the same comparison).")
 @survey_options
 def check(base: str, head: str | None, baseline_path: Path | None, update: bool, reason: str | None,
-          sarif_path: Path | None, compile_slowdown: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
-          keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path,
-          quiet: bool) -> None:
+          sarif_path: Path | None, compile_slowdown: str | None, base_toolchain: str | None,
+          targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None,
+          timeout: float, store_dir: Path | None, repo: Path, quiet: bool, toolchain: str | None) -> None:
     """Judge HEAD against BASE as a pre-merge gate, and exit 1 if it fails.
 
-    Surveys both revisions (stored surveys made with this toolchain are reused) and fails on builds that
+    Surveys both revisions (stored surveys made with this toolchain are reused; --base-toolchain surveys
+    BASE with another and judges HEAD across the two: a Triton upgrade) and fails on builds that
     stop building, new miscompile suspects of the kernarg lint, and worse spill or occupancy figures
     (register counts too, past the baseline's [check] register_increase) that no entry of the baseline
     allows, and on a pathological compile-time slowdown (10 times as long and over 30 s, by default).
@@ -96,11 +102,18 @@ def check(base: str, head: str | None, baseline_path: Path | None, update: bool,
         baseline = load_baseline(path, required=baseline_path is not None and not update)
         if compile_slowdown is not None:  # the command line's rule over the baseline's
             baseline = replace(baseline, rules=with_compile_slowdown(baseline.rules, compile_slowdown))
-        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
+        # Each side's toolchain where --base-toolchain gives the base its own: judged across the two.
+        toolchains = None if base_toolchain is None else [resolved_toolchain(base_toolchain, "--base-toolchain"),
+                                                          options.toolchain]
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
-            before, after = obtain_surveys(start, [base, head], used, options, progress)
-        comparison = compare(before, after)
+            before, after = obtain_surveys(start, [base, head], used, options, progress, toolchains=toolchains)
+            if toolchains is not None:
+                before, after = named_with_toolchains([before, after], [base, head], toolchains)
+            # Each build's first differing compiler stage, for the report (a Triton upgrade: which stage moved).
+            comparison = first_differences(compare(before, after, across_toolchains=toolchains is not None),
+                                           used.objects)
         result = judge(comparison, baseline)
         if update:
             assert reason is not None

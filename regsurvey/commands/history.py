@@ -47,7 +47,7 @@ from .options import (
                    "to stdout).")
 def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[str, ...], kinds: tuple[str, ...],
             keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path,
-            quiet: bool, fmt: str, output: Path | None) -> None:
+            quiet: bool, fmt: str, output: Path | None, toolchain: str | None) -> None:
     """Figures over the commits of A..B: A, then every commit up to B along first parents, each
     surveyed (stored surveys are reused; a selection of kinds or keys reuses a stored survey of every
     key, else surveys only those keys, their unchanged kernels from the store's results).
@@ -64,7 +64,7 @@ def history(commits: str, figures: tuple[str, ...], every: int, targets: tuple[s
     chosen = check_figures(split_csv(figures) or DEFAULT_FIGURES, measured=True)
     start = repo.resolve()
     with command_errors():
-        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
         base, in_range = commit_range(start, commits)
         indices = list(range(len(in_range)))[::-1][::every][::-1]  # one in N, counted back from B (always in)
         picked = [in_range[i] for i in indices]

@@ -30,7 +30,7 @@ from .options import columns_option, format_option, make_survey_options, report_
 @click.option("-v", "--verbose", is_flag=True, help="Also print the time the lint itself took, and its share.")
 def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...],
          keys: tuple[str, ...], jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
-         fmt: str, columns: int | None, verbose: bool) -> None:
+         fmt: str, columns: int | None, verbose: bool, toolchain: str | None) -> None:
     """Find kernel arguments that are loaded into registers and never read on any path.
 
     Without FILES, lints every key of a survey (the working tree, or --commit REV): AMD objects with
@@ -66,7 +66,7 @@ def lint(files: tuple[Path, ...], rev: str | None, targets: tuple[str, ...], kin
             from ..output.progress import survey_progress
 
             start = repo.resolve()
-            options = make_survey_options(targets, kinds, keys, jobs, timeout)
+            options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
             store = open_store(store_dir, start)
             # (a stored object damaged since its survey: surveyed again, then linted)
             _, run = surveyed_and_used(start, rev, store, options,

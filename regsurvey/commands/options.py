@@ -53,9 +53,29 @@ def selection_options(*, target_help: str = _TARGET_HELP, kind_help: str = _KIND
     return apply
 
 
+TOOLCHAIN_HELP = ("Survey with the Triton and torch of another Python environment: its interpreter or its "
+                  "directory (a venv's bin/python); regsurvey itself runs here. Default: this environment's "
+                  "(also 'current').")
+
+
+def toolchain_option(command: F) -> F:
+    """``--toolchain PATH`` (the command's ``toolchain``): the environment whose Triton and torch the survey's
+    workers use (:func:`resolved_toolchain`)."""
+    return click.option("--toolchain", "toolchain", metavar="PATH", help=TOOLCHAIN_HELP)(command)
+
+
+def resolved_toolchain(spec: str | None, option: str = "--toolchain") -> str | None:
+    """The interpreter ``spec`` names, checked (``SurveyOptions.toolchain``), or None for this environment's
+    (none given, ``current``, or this interpreter); SurveyError in one line for one a survey cannot use."""
+    from ..engine.other_toolchain import chosen_toolchain
+
+    return chosen_toolchain(spec, option)
+
+
 def survey_options(command: F) -> F:
-    """:func:`selection_options`, and ``--store``, ``--results`` and ``-C/--repo``: the same meaning as in
-    ``regsurvey run``."""
+    """:func:`selection_options`, and ``--store``, ``--results``, ``-C/--repo`` and ``--toolchain``: the
+    same meaning as in ``regsurvey run``."""
+    command = toolchain_option(command)
     command = click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
                            default=Path("."), help="Run as if started in this directory.")(command)
     command = click.option("--ray", "ray_address", metavar="ADDRESS", expose_value=False, callback=_ray_address,
@@ -130,11 +150,12 @@ def report_options(result: type, html_name: str = "<base>..<head>.html") -> Call
 
 
 def make_survey_options(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
-                        jobs: int | None, timeout: float) -> SurveyOptions:
-    """SurveyOptions from the shared options; UnknownTargetError for a target regsurvey does not know."""
+                        jobs: int | None, timeout: float, toolchain: str | None = None) -> SurveyOptions:
+    """SurveyOptions from the shared options; UnknownTargetError for a target regsurvey does not know,
+    SurveyError for a ``--toolchain`` a survey cannot use (:func:`resolved_toolchain`)."""
     chosen = split_csv(targets)
     return SurveyOptions(targets=tuple(get_target(t).name for t in chosen) or None, kinds=kinds, keys=keys,
-                         jobs=jobs or usable_cores(), timeout=timeout)
+                         jobs=jobs or usable_cores(), timeout=timeout, toolchain=resolved_toolchain(toolchain))
 
 
 def check_figures(names: tuple[str, ...], measured: bool = False) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from .options import format_option, make_survey_options, survey_options, write_r
 @format_option(RebuildCheck)
 def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
                   jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
-                  fmt: str) -> None:
+                  fmt: str, toolchain: str | None) -> None:
     """Compile every key twice, each time from a cold Triton cache, and compare the objects.
 
     Both builds run in one checkout (the objects' debug sections record the source path), each with
@@ -39,7 +39,7 @@ def rebuild_check(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, .
 
     start = repo.resolve()
     with command_errors():
-        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             result = check_rebuild(start, rev, used, options, progress)

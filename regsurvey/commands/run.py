@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -16,7 +17,14 @@ from ..output.problems import ONLY_CHOICES, SurveyReport
 from ..revisions.obtain import obtain_survey, open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv, usable_cores
 from .helptext import examples
-from .options import columns_option, format_option, report_style, survey_options, write_report
+from .options import (
+    columns_option,
+    format_option,
+    report_style,
+    resolved_toolchain,
+    survey_options,
+    write_report,
+)
 
 
 @click.command(epilog=examples(
@@ -40,7 +48,7 @@ from .options import columns_option, format_option, report_style, survey_options
               "survey, except that it leaves a stored survey of a target holding more kinds as it is.")
 def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
         jobs: int | None, timeout: float, fmt: str, store_dir: Path | None, repo: Path, only: str | None,
-        columns: int | None, strict: bool, quiet: bool, force: bool) -> None:
+        columns: int | None, strict: bool, quiet: bool, force: bool, toolchain: str | None) -> None:
     """Compile every key of a commit for every target and report its resources.
 
     The table ends with a line on what spills, what fails, and each target's lowest occupancy.
@@ -52,6 +60,7 @@ def run(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], keys:
                             jobs=jobs or usable_cores(), timeout=timeout, reuse_results=not force)
     start = repo.resolve()
     with command_errors():
+        options = replace(options, toolchain=resolved_toolchain(toolchain))
         if options.targets:
             options = SurveyOptions(**{**options.__dict__,
                                        "targets": tuple(get_target(t).name for t in options.targets)})

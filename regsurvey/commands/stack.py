@@ -40,14 +40,14 @@ from .options import (
 @columns_option
 def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
           jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool, fmt: str,
-          output: Path | None, limit: int, columns: int | None) -> None:
+          output: Path | None, limit: int, columns: int | None, toolchain: str | None) -> None:
     """Survey every commit of BASE..HEAD (first parents, oldest first) and report each against its
     parent, plus HEAD against BASE, in one report. Stored surveys are reused. Exit status 0."""
     from ..output.progress import survey_progress
 
     start = repo.resolve()
     with command_errors():
-        options = make_survey_options(targets, kinds, keys, jobs, timeout)
+        options = make_survey_options(targets, kinds, keys, jobs, timeout, toolchain)
         base, commits_in_range = commit_range(start, commits)
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:

@@ -1,6 +1,7 @@
-"""What regsurvey knows of Triton beyond calling it: the names of a compile's texts, the variables that
-place Triton's cache, the warning it prints in every process, the arguments it appends to a kernel's, and
-how its TTIR names a kernel's parameters. Each was read in Triton's source, 3.6 and 3.9 alike unless said.
+"""What regsurvey knows of Triton beyond calling it: the releases it works with, the names of a compile's
+texts, the variables that place Triton's cache, the warning it prints in every process, the arguments it
+appends to a kernel's, and how its TTIR names a kernel's parameters. Each was read in Triton's source, 3.6
+and 3.9 alike unless said.
 
 The modules outside ``compile/`` that need one import it from here (the engine, the analysis); the layers
 that may not import ``compile/`` (``objects/``, ``lint/``, ``pressure/``) are passed what they need.
@@ -14,6 +15,24 @@ import re
 import warnings
 
 from ..model.targets import Target
+
+# The Triton releases regsurvey works with, oldest and newest (major, minor): pyproject.toml's
+# ``triton>=3.6,<3.10``, docs/figures.md's "Triton versions". What ``--toolchain`` accepts in another
+# environment (engine/other_toolchain.py).
+SUPPORTED_TRITON = ((3, 6), (3, 9))
+
+
+def supported_triton(version: str) -> bool:
+    """Whether Triton ``version`` (``3.6.0``, ``3.9.0+git1a2b3c``) is a release regsurvey works with."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return found is not None and SUPPORTED_TRITON[0] <= (int(found[1]), int(found[2])) <= SUPPORTED_TRITON[1]
+
+
+def supported_text() -> str:
+    """The supported releases in words: ``3.6 to 3.9``."""
+    (a, b), (c, d) = SUPPORTED_TRITON
+    return f"{a}.{b} to {c}.{d}"
+
 
 # The keys of a compiled kernel's ``asm`` (``CompiledKernel.asm``): its texts, from Triton's IR to the
 # target's assembly, and the object (bytes).

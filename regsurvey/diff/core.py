@@ -127,16 +127,19 @@ def build_changes(before: Row | None, after: Row | None) -> tuple[BuildChange, .
     return tuple(changes)
 
 
-def compare(base: Survey, head: Survey) -> Comparison:
+def compare(base: Survey, head: Survey, across_toolchains: bool = False) -> Comparison:
     """Match the two surveys' rows by target and row id, and mark each pair.
 
     Rows are in key order (the head's, with keys only the base has slotted in after the key that
     preceded them there), then target, launch and config: the same whether a survey was made now or
     read back from the store (which keeps one file per target). A backend whose toolchain differs
-    between the surveys makes its rows ``not comparable`` (their figures are still shown).
+    between the surveys makes its rows ``not comparable`` (their figures are still shown), unless
+    ``across_toolchains`` asks to judge what the toolchain changed (``upgrade``, ``diff
+    --across-toolchains``): then they are marked as any others, and the comparison still names every
+    part of the toolchain that differs.
     """
     changes = toolchain_changes(base, head)
-    changed_backends = {c.backend for c in changes}
+    changed_backends = set() if across_toolchains else {c.backend for c in changes}
     before_rows = {(r.target, r.row_id): r for r in base.rows if not r.skipped}
     after_rows = {(r.target, r.row_id): r for r in head.rows if not r.skipped}
     skipped_before = {(r.target, r.key): r for r in base.rows if r.skipped}
@@ -184,7 +187,8 @@ def compare(base: Survey, head: Survey) -> Comparison:
         skipped.append(SkippedKey(target=ref[0], key=ref[1], kind=(now or was).kind,  # type: ignore[union-attr]
                                   before=_reason(was), after=_reason(now)))
     return Comparison(base=SurveyInfo.of(base), head=SurveyInfo.of(head), rows=tuple(rows),
-                      toolchain_changes=changes, skipped=tuple(skipped))
+                      toolchain_changes=changes, skipped=tuple(skipped),
+                      across_toolchains=across_toolchains and bool(changes))
 
 
 def _reason(row: Row | None) -> str | None:

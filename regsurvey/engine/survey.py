@@ -32,6 +32,7 @@ from .costs import KeyCosts
 from .deferred_lint import DeferredLint
 from .errors import SurveyError
 from .launcher_messages import survey_said_once
+from .other_toolchain import local_only
 from .protocol import KeysListed
 from .ray_address import ray_address
 from .schedule import Policy, Schedule, Targeted, Transport
@@ -97,6 +98,7 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
             get_target(t)  # raises UnknownTargetError with the known names
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
+    local_only(ray_address(options), options.toolchain)
     progress.announce(checkout.label)
     if ray_address(options) is not None:  # on a Ray cluster: each key a call to an actor there
         from .ray_executor import ray_pool  # Ray's modules: imported only for a survey there

@@ -1,5 +1,6 @@
 """The local transport: worker processes on this machine (forked by a warm server, a forkserver, or spawned:
-:mod:`.worker_start`), each speaking :mod:`.protocol` over a pipe, and the loop that waits on their pipes and
+:mod:`.worker_start`; or, for another environment's toolchain, started under its interpreter:
+:mod:`.other_toolchain`), each speaking :mod:`.protocol` over a pipe, and the loop that waits on their pipes and
 time-outs and tells the :class:`~.schedule.Schedule` what they said.
 
 A worker says KeyCaptured once a key's body ran (with its number of launches), KeyCompiled once its
@@ -30,6 +31,7 @@ from ..store.signing import Unsigned, unsigned_warning
 from . import server
 from .copies import KeyId
 from .errors import SurveyError
+from .other_toolchain import other_environment, start_worker
 from .protocol import (
     Answer,
     Failed,
@@ -65,7 +67,7 @@ def shared_import() -> bool:
 class LocalWorker:
     """A worker process: the one target whose keys it surveys (it imported the project for it)."""
 
-    process: Any  # multiprocessing.Process, or a server.ServerWorker
+    process: Any  # multiprocessing.Process, a server.ServerWorker, or an other_toolchain.OtherProcess
     conn: Any
     target: str = ""
     spawned: float = field(default_factory=time.time)
@@ -96,6 +98,7 @@ class LocalPool:
         self.worker_main = worker_main
         self.jobs = max(1, options.jobs)
         self.reuse = options.reuse_results  # take results from the result cache
+        self.python = options.toolchain  # another environment's interpreter; None: this one's
         self.timing = SurveyTiming(jobs=self.jobs)
         self.workers: list[LocalWorker] = []
         self.started = 0  # workers started so far (one import of the checkout each)
@@ -114,9 +117,14 @@ class LocalPool:
         target = ANY_TARGET if self.any_target else target
         # The worker imports the project's code (a merge request's, in CI): it gets no secret variable
         # but the results cache's signing key, with which it signs what it stores (see worker_environment).
+        environ = worker_environment(os.environ)
+        if self.python is not None:
+            environ = other_environment(environ)  # not this interpreter's PYTHONPATH
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
-                self.triton_cache_dir, worker_environment(os.environ), target, os.getpid())  # ends with this process
+                self.triton_cache_dir, environ, target, os.getpid())  # ends with this process
         self.started += 1
+        if self.python is not None and self.worker_main is None:  # no server or forkserver of its own
+            return self._joined(LocalWorker(*start_worker(self.python, args), target=target))
         if self.worker_main is None and worker_start() == "server":
             got = server.connect_worker(args)
             if got is not None:

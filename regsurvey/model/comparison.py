@@ -169,7 +169,13 @@ class ToolchainChange:
     after: Any
 
     def describe(self, arrow: str = ARROW) -> str:
-        """``cuda ptxas: 12.8 → 13.4`` (``arrow``: how the report draws one)."""
+        """``cuda ptxas: 12.8 → 13.4`` (``arrow``: how the report draws one); a part recorded per target
+        (ptxas) by the targets whose entry differs: ``cuda ptxas: sm90 12.8 → 13.4; sm100 12.9 → 13.4``."""
+        if isinstance(self.before, dict) and isinstance(self.after, dict):
+            moved = [f"{name} {self.before.get(name)} {arrow} {self.after.get(name)}"
+                     for name in dict.fromkeys([*self.before, *self.after])
+                     if self.before.get(name) != self.after.get(name)]
+            return f"{self.backend} {self.part}: {'; '.join(moved)}"
         return f"{self.backend} {self.part}: {self.before} {arrow} {self.after}"
 
 
@@ -331,6 +337,9 @@ class Comparison:
     rebuild: RebuildCheck | None = None  # the head's determinism check, when asked for
     schema_version: int = DIFF_SCHEMA_VERSION
     skipped: tuple[SkippedKey, ...] = ()  # keys skipped on either side (not builds: not in ``rows``)
+    # The builds of backends whose toolchains differ are judged (marked as any others), not "not comparable":
+    # what a toolchain upgrade changed (``upgrade``, ``diff --across-toolchains``).
+    across_toolchains: bool = False
 
     @property
     def skipped_keys(self) -> tuple[int, int]:

@@ -17,3 +17,6 @@ class SurveyOptions:
     triton_cache_dir: str | None = None  # a Triton cache of the survey's own (e.g. a cold one)
     reuse_results: bool = True  # take results of identical kernels from the content-addressed cache
     ray_address: str | None = None  # survey on this Ray cluster (engine/ray_executor.py); None: local workers
+    # Another environment's Python interpreter, whose Triton and torch the workers use (--toolchain;
+    # engine/other_toolchain.py); None: this process's own.
+    toolchain: str | None = None

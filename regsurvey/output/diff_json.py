@@ -22,6 +22,7 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
     return {
         **_header("comparison", comparison),
         "toolchain_changes": [asdict(c) for c in comparison.toolchain_changes],
+        "across_toolchains": comparison.across_toolchains,
         "counts": {m.value: n for m, n in comparison.counts.items()},
         "totals": {
             "keys": comparison.keys,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..engine.other_toolchain import local_only, probed
 from ..engine.ray_address import ray_address
 from ..engine.survey import survey_checkout
 from ..engine.worker_start import start_workers_early
@@ -51,11 +53,33 @@ def open_store(store_dir: Path | None, start: Path) -> Store:
     return Store(store_dir or (repo_root(start) or start) / ".regsurvey", Path(results) if results else None)
 
 
-def current_toolchain(targets: list[str]) -> dict[str, dict]:
-    """The toolchain block a survey made now would record, per backend of ``targets``."""
+# Where the surveys made with another environment's toolchain (--toolchain) are kept, in the store: a store
+# of their own per interpreter, sharing the objects and results, so that a survey of one commit with this
+# environment's Triton and one with another's (``upgrade`` makes both) do not replace each other.
+TOOLCHAINS_DIR = "toolchains"
+
+
+def toolchain_store(store: Store, python: str | None) -> Store:
+    """Where the surveys made with ``python``'s toolchain (``SurveyOptions.toolchain``) are kept: ``store``
+    itself for this environment's (None), else ``toolchains/<id>/`` in it (``id``: a hash of the interpreter's
+    path), sharing ``store``'s objects and results of identical kernels. ``store`` already that: itself."""
+    if python is None:
+        return store
+    name = hashlib.sha256(python.encode()).hexdigest()[:16]
+    if store.root.name == name and store.root.parent.name == TOOLCHAINS_DIR:
+        return store
+    return Store(store.root / TOOLCHAINS_DIR / name, store.objects.root.parent)
+
+
+def current_toolchain(targets: list[str], python: str | None = None) -> dict[str, dict]:
+    """The toolchain block a survey made now would record, per backend of ``targets``: with this
+    environment's Triton, or (``python``: ``SurveyOptions.toolchain``) with that interpreter's."""
+    backends = sorted({get_target(t).backend for t in targets})
+    if python is not None:
+        return {b: probed(python).toolchain[b] for b in backends}
     from ..compile.toolchain import toolchain_info
 
-    return {b: toolchain_info(b) for b in sorted({get_target(t).backend for t in targets})}
+    return {b: toolchain_info(b) for b in backends}
 
 
 def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOptions,
@@ -63,13 +87,15 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     """The survey of ``rev`` (None: the working tree) for ``options.targets`` (None: the matrices').
 
     A stored survey of the same commit serves each target it holds however the targets are named
-    (:func:`lookup`): made with the toolchain in use and by the same revision of regsurvey's readers and
-    lint (:data:`READER_REVISION`), of every key. Targets it cannot serve are surveyed (alone, where the
-    others are served and that surveys the same keys), saying why on stderr. A working tree with
+    (:func:`lookup`): made with the toolchain in use (``options.toolchain``'s, else this environment's)
+    and by the same revision of regsurvey's readers and lint (:data:`READER_REVISION`), of every key.
+    Targets it cannot serve are surveyed (alone, where the others are served and that surveys the same
+    keys), saying why on stderr. A working tree with
     uncommitted edits is always surveyed again (its unchanged kernels still come from the
     content-addressed result cache). What is surveyed is stored under the commit's short sha, not under
     the name this command gives it.
     """
+    store = toolchain_store(store, options.toolchain)
     store.prepare()
     # The working tree is read once: its commit, label and checkout. A commit's label is the command's.
     tree: Checkout | None = None
@@ -79,7 +105,9 @@ def obtain_survey(start: Path, rev: str | None, store: Store, options: SurveyOpt
     else:
         commit = revision_commit(start, rev)
         label = revision_label(rev, commit)
-    local = ray_address(options) is None  # on a Ray cluster, no local worker starts
+    local_only(ray_address(options), options.toolchain)
+    # On a Ray cluster no local worker starts; another toolchain's workers start under its interpreter.
+    local = ray_address(options) is None and options.toolchain is None
     if local and (commit is None or not reuse or not store.has(commit)):
         start_workers_early()  # a survey is coming: the workers' imports overlap with what precedes it
     found: Stored | None = None
@@ -205,7 +233,9 @@ def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = 
     them), with ``--target`` every kind (a target stored without it lacks the kinds that do not declare
     it, where there are such kinds). How the targets were named does not matter otherwise. A survey of
     every key is not narrowed to a selection of kinds or keys here: the caller narrows
-    (:func:`regsurvey.revisions.range.narrowed`)."""
+    (:func:`regsurvey.revisions.range.narrowed`). With another environment's toolchain, the store's part
+    that keeps its surveys (:func:`toolchain_store`)."""
+    store = toolchain_store(store, options.toolchain)
     declared = store.declared(commit)
     forced = bool(options.targets)
     targets = tuple(options.targets or default_target_list(declared) or store.default_targets(commit) or ())
@@ -227,7 +257,7 @@ def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = 
         if part is None:
             reasons[target] = f"the stored survey lacks target {target}" if stored_any else ""
             continue
-        why = _unusable(part, target) or (_lacking(part, target, declared or part.declared)
+        why = _unusable(part, target, options.toolchain) or (_lacking(part, target, declared or part.declared)
                                           if forced and selected is None else "")
         if why:
             reasons[target] = why
@@ -238,8 +268,9 @@ def lookup(store: Store, commit: str, options: SurveyOptions, selection: bool = 
     return Stored(targets, served, reasons, every_kind=every_kind)
 
 
-def _unusable(part: Survey, target: str) -> str:
-    """Why the stored survey of ``target`` cannot serve whichever keys are asked of it ("" when it can)."""
+def _unusable(part: Survey, target: str, python: str | None) -> str:
+    """Why the stored survey of ``target`` cannot serve whichever keys are asked of it ("" when it can), with
+    the toolchain of ``python`` (None: this environment's)."""
     if part.reader != READER_REVISION:
         return (f"the stored survey of {target} was made by regsurvey readers {part.reader or 'of an unknown revision'}"
                 f" (these are {READER_REVISION})")
@@ -249,7 +280,7 @@ def _unusable(part: Survey, target: str) -> str:
         return (f"the stored survey of {target} has {count(passing, 'build')} that failed for a cause of the moment "
                 "(a time-out, a lost worker, an intermittent toolchain failure)")
     backend = get_target(target).backend
-    now = current_toolchain([target])[backend]
+    now = current_toolchain([target], python)[backend]
     if part.toolchain.get(backend) != now:
         return f"the toolchain changed since the stored survey of {target} ({_change(backend, part.toolchain, now)})"
     return ""

@@ -6,7 +6,8 @@ or keys only (``--kind``/``--key``) is made in a temporary store, so that it nev
 survey of every key.
 
 A revision may also be a survey JSON file (``regsurvey run --format json``): compare surveys made
-elsewhere, e.g. on another toolchain (its rows are then "not comparable").
+elsewhere, e.g. on another toolchain (its rows are then "not comparable", unless judged across
+toolchains). One revision under two toolchains (``upgrade``): :func:`upgrade_surveys`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..engine.other_toolchain import toolchain_name
 from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Row, Survey, SurveyFormatError
@@ -129,10 +131,14 @@ def survey_store(store: Store, options: SurveyOptions) -> Iterator[Store]:
 
 
 def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: SurveyOptions,
-                   progress: Progress | None = None) -> list[Survey]:
+                   progress: Progress | None = None,
+                   toolchains: list[str | None] | None = None) -> list[Survey]:
     """The survey of each revision (None: the working tree; a ``.json`` path: that survey file).
 
-    ``store`` must be the one :func:`survey_store` gave for ``options``.
+    ``store`` must be the one :func:`survey_store` gave for ``options``. ``toolchains``: each revision's
+    own (``SurveyOptions.toolchain``: another environment's interpreter, None this one's), in place of
+    ``options.toolchain``; each survey is then announced with its Triton (``HEAD, triton 3.6.0, revision 1
+    of 2``).
     """
     # Every revision is checked before any is surveyed: a typo in the last is refused at once.
     for rev in revs:
@@ -150,17 +156,54 @@ def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: S
             assert rev is not None
             surveys.append(load_survey_file(rev, options))
             continue
-        surveys.append(obtain_survey(start, rev, store, options, _numbered(progress, rev, number, len(revs)),
+        asked, what = options, "revision"
+        if toolchains is not None:
+            asked = replace(options, toolchain=toolchains[number - 1])
+            what = f"{toolchain_name(asked.toolchain)}, revision"
+        surveys.append(obtain_survey(start, rev, store, asked, _numbered(progress, rev, number, len(revs), what),
                                      reuse=True))
     return surveys
 
 
-def _numbered(progress: Progress | None, rev: str | None, number: int, count: int) -> Progress | None:
-    """``progress`` announcing the survey of ``rev`` as the ``number``-th revision of ``count`` (a full sha
+def upgrade_surveys(start: Path, rev: str | None, store: Store, options: SurveyOptions,
+                    toolchains: tuple[str | None, str | None], progress: Progress | None = None) -> list[Survey]:
+    """The survey of ``rev`` (None: the working tree) under each of ``toolchains`` (the from and the to:
+    ``SurveyOptions.toolchain``'s, None this environment's), each named for it: ``HEAD with triton 3.6.0``.
+    ``store`` as :func:`obtain_surveys` wants it; CheckoutError for a survey file (it cannot be surveyed
+    under another toolchain)."""
+    if is_survey_file(rev):
+        raise CheckoutError(f"{rev} is a survey file: upgrade surveys a revision under both toolchains (a git "
+                            "revision, or none for the working tree); diff --across-toolchains compares two files")
+    surveys = obtain_surveys(start, [rev, rev], store, options, progress, toolchains=list(toolchains))
+    return named_with_toolchains(surveys, [rev, rev], list(toolchains))
+
+
+def named_with_toolchains(surveys: list[Survey], revs: list[str | None],
+                          toolchains: list[str | None]) -> list[Survey]:
+    """``surveys`` (of ``revs``, made with ``toolchains``) each named for its revision as asked for and the
+    Triton it recorded: ``HEAD with triton 3.6.0``, ``working tree with triton 3.9.0`` (by where each
+    environment is, where both have the same Triton)."""
+    names = [_recorded_triton(survey) or toolchain_name(t) for survey, t in zip(surveys, toolchains)]
+    if len(set(names)) < len(names):  # the same Triton, otherwise set up: told apart by where each is
+        names = [f"{name} at {python or 'this environment'}" for name, python in zip(names, toolchains)]
+    return [replace(survey, label=f"{rev if rev is not None else 'working tree'} with {name}")
+            for survey, rev, name in zip(surveys, revs, names)]
+
+
+def _recorded_triton(survey: Survey) -> str | None:
+    """``triton 3.6.0``: the Triton ``survey``'s toolchain block records (None: none recorded)."""
+    version = next((block["triton"] for block in survey.toolchain.values()
+                    if isinstance(block, dict) and block.get("triton")), None)
+    return f"triton {version}" if version else None
+
+
+def _numbered(progress: Progress | None, rev: str | None, number: int, count: int,
+              what: str = "revision") -> Progress | None:
+    """``progress`` announcing the survey of ``rev`` as the ``number``-th ``what`` of ``count`` (a full sha
     by its first 10 characters), so that a command surveying several says which one it is on."""
     if progress is None or count < 2:
         return progress
-    numbered = progress.numbered(number, count)
+    numbered = progress.numbered(number, count, what)
     if rev is not None and len(rev) == 40 and all(c in "0123456789abcdef" for c in rev):
         return numbered.named(rev[:10])
     return numbered

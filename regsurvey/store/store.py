@@ -7,6 +7,9 @@ Layout::
     surveys/<commit sha>/partial/...     the latest survey of only some kinds/keys (--kind, --key)
     surveys/worktree/<target>.json       the latest survey of a working tree with uncommitted edits
     objects/<sha[:2]>/<sha>.<ext>        compiled objects, content-addressed (see ObjectStore)
+    toolchains/<id>/surveys/...          the surveys made with another environment's toolchain (--toolchain),
+                                         a store of their own per interpreter sharing these objects
+                                         (regsurvey.revisions.obtain.toolchain_store)
 
 Beside each survey and index, ``<name>.json.sha256`` is its seal: what the file answers (``survey <commit>
 <target>``, with the selection of a partial survey; ``index <commit>``), the file's sha256 and, with

@@ -226,6 +226,16 @@ def test_surveys_from_another_toolchain_are_not_comparable(history: dict[str, An
     marks = {(r["key"], r["target"]): (r["mark"], r["note"]) for r in data["rows"]}
     assert marks[("gemm/w2", "sm90")] == ("not comparable", f"cuda triton: {OTHER_TRITON} -> {triton.__version__}")
     assert marks[("gemm/w2", "gfx950")] == ("worse", None)
+    assert data["across_toolchains"] is False
+    # Asked to judge across the toolchains: every build marked as between the commits' own surveys, the
+    # toolchain that differs still named.
+    judged = regsurvey("diff", "base.json", "head.json", "--across-toolchains", "--format", "json",
+                       cwd=history["root"])
+    assert judged.returncode == 0, judged.stderr
+    across = json.loads(judged.stdout)
+    assert across["across_toolchains"] is True and across["toolchain_changes"] == data["toolchain_changes"]
+    assert [(r["key"], r["target"], r["mark"], r["note"]) for r in across["rows"]] == [
+        (r["key"], r["target"], r["mark"], r["note"]) for r in history["data"]["rows"]]
 
 
 def test_stack_reports_each_commit_against_its_parent(history: dict[str, Any]) -> None:

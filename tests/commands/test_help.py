@@ -22,6 +22,7 @@ HELP = {
     "run": ("Usage: regsurvey run [OPTIONS]", "Compile every key of a commit for every target"),
     "capture": ("Usage: regsurvey capture [OPTIONS] COMMAND...", "Run COMMAND (a Python program) and write a keys"),
     "diff": ("Usage: regsurvey diff [OPTIONS] BASE [HEAD]", "Compare the surveys of BASE and HEAD"),
+    "upgrade": ("Usage: regsurvey upgrade [OPTIONS] [REV]", "Survey REV (a git revision; default: the working"),
     "stack": ("Usage: regsurvey stack [OPTIONS] BASE..HEAD", "Survey every commit of BASE..HEAD"),
     "history": ("Usage: regsurvey history [OPTIONS] A..B", "Figures over the commits of A..B"),
     "bisect": ("Usage: regsurvey bisect [OPTIONS] GOOD BAD", "Find the first commit of GOOD..BAD"),
@@ -42,8 +43,8 @@ def test_the_group_lists_every_command_in_order() -> None:
     assert result.exit_code == 0, result.stderr
     listed = result.stdout.split("\nCommands:\n")[1].split("\n\n")[0].splitlines()  # then the examples
     assert [line.split()[0] for line in listed] == [
-        "run", "capture", "diff", "stack", "history", "bisect", "rebuild-check", "demo", "lint", "explain", "check",
-        "server"]
+        "run", "capture", "diff", "upgrade", "stack", "history", "bisect", "rebuild-check", "demo", "lint", "explain",
+        "check", "server"]
     assert result.stdout.startswith("Usage: regsurvey [OPTIONS] COMMAND [ARGS]...\n")
 
 
@@ -149,6 +150,7 @@ def test_diffs_help_names_every_mark() -> None:
 def test_the_report_file_each_command_writes_is_the_one_its_help_names() -> None:
     assert "HTML: reports/<base>..<head>.html at the repository root" in _said("diff")
     assert "HTML: reports/<base>..<head>.stack.html at the repository root" in _said("stack")
+    assert "HTML: reports/upgrade.<rev>.<from>..<to>.html at the repository root" in _said("upgrade")
 
 
 def test_the_server_help_says_when_a_server_exits() -> None:

@@ -34,3 +34,19 @@ def test_the_variables_and_the_warning_are_tritons() -> None:
 
     warning = getattr(_utils, "FP_FUSION_DEFAULT_WARNING", None)  # Triton 3.9's; 3.6 warns of nothing
     assert warning is None or warning.startswith(facts.FP_FUSION_UNSET_WARNING)
+
+
+def test_the_supported_releases_are_pyprojects_and_the_installed_one() -> None:
+    """The releases ``--toolchain`` accepts are those pyproject.toml requires (``triton>=3.6,<3.10``)."""
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    found = re.search(r'"triton>=(\d+)\.(\d+),<(\d+)\.(\d+)"', pyproject)
+    assert found is not None
+    low_major, low_minor, below_major, below_minor = (int(g) for g in found.groups())
+    assert facts.SUPPORTED_TRITON == ((low_major, low_minor), (below_major, below_minor - 1))
+    assert facts.supported_text() == "3.6 to 3.9"
+    assert facts.supported_triton(triton.__version__)
+    assert [facts.supported_triton(v) for v in ("3.5.1", "3.6.0", "3.9.0+git1a2b", "3.10.0", "4.0", "x")] == [
+        False, True, True, False, False, False]

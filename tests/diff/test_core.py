@@ -136,8 +136,9 @@ def test_json_is_schema_versioned_and_complete(layer: Survey, layer_readings: Re
     data = comparison_dict(compare(layer, head))
     assert data["schema_version"] == DIFF_SCHEMA_VERSION == 1
     assert data["report"] == "comparison"
-    assert set(data) == {"schema_version", "report", "base", "head", "toolchain_changes", "counts", "totals",
-                         "summary", "rows", "skipped", "rebuild"}
+    assert set(data) == {"schema_version", "report", "base", "head", "toolchain_changes", "across_toolchains",
+                         "counts", "totals", "summary", "rows", "skipped", "rebuild"}
+    assert data["across_toolchains"] is False
     assert data["skipped"] == [] and data["totals"]["skipped_keys"] == {"before": 0, "after": 0}
     assert data["counts"]["worse"] == 1 and data["counts"]["unchanged"] == 39
     assert data["totals"]["keys"] == 24 and data["totals"]["builds"] == 40
@@ -173,3 +174,23 @@ def test_stack_compares_each_commit_with_its_parent(layer: Survey, layer_reading
     assert data["report"] == "stack" and len(data["steps"]) == 2
     assert data["steps"][1]["keys_built"] == {"ok": 23, "total": 24}
     assert data["steps"][1]["lint_findings"]["linted"] == 39
+
+
+def test_builds_of_another_toolchain_are_not_comparable_unless_judged_across_toolchains(
+        layer: Survey, layer_readings: Readings) -> None:
+    """A backend whose toolchain differs makes its builds not comparable; ``across_toolchains`` marks them as
+    between two surveys of one toolchain, and the comparison still names what differs."""
+    regs = layer_readings[("attn/tp4/w2/bf16", NV)]["regs"]
+    head = edited(layer, {("attn/tp4/w2/bf16", NV): {"regs": regs + 24}})
+    ptxas = {**layer.toolchain["cuda"]["ptxas"], NV: "Build cuda_12.8.r12.8/compiler.0_0"}
+    base = replace(layer, toolchain={**layer.toolchain, "cuda": {**layer.toolchain["cuda"], "ptxas": ptxas}})
+    same = compare(layer, head)
+    plain, across = compare(base, head), compare(base, head, across_toolchains=True)
+    nvidia = [i for i, r in enumerate(same.rows) if r.target == NV]
+    assert nvidia and {plain.rows[i].mark for i in nvidia} == {Mark.NOT_COMPARABLE}
+    assert [r.mark for r in across.rows] == [r.mark for r in same.rows]
+    assert across.counts[Mark.WORSE] == 1 and across.counts[Mark.NOT_COMPARABLE] == 0
+    assert across.toolchain_changes == plain.toolchain_changes and len(across.toolchain_changes) == 1
+    assert all(r.note is None and r.toolchain_changes == () for r in across.rows)
+    assert (plain.across_toolchains, across.across_toolchains) == (False, True)
+    assert compare(layer, head, across_toolchains=True).across_toolchains is False  # nothing differed to judge

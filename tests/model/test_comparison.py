@@ -103,6 +103,9 @@ def test_a_side_not_linted_has_no_finding_fixed_and_each_found_is_new() -> None:
 def test_what_a_toolchain_or_build_change_says() -> None:
     ptxas = ToolchainChange("cuda", "ptxas", "12.8", "13.4")
     assert ptxas.describe() == "cuda ptxas: 12.8 → 13.4" and ptxas.describe("->") == "cuda ptxas: 12.8 -> 13.4"
+    # As a survey records it: a version per NVIDIA target, told by the targets whose version moved.
+    per_target = ToolchainChange("cuda", "ptxas", {"sm90": "12.8", "sm100": "13.4"}, {"sm90": "13.4", "sm100": "13.4"})
+    assert per_target.describe() == "cuda ptxas: sm90 12.8 → 13.4"
     warps = BuildChange("num_warps", 4, 8)
     assert warps.describe() == "num_warps 4 → 8"
     assert BuildChange("BLOCK_N", None, 128, constexpr=True).describe("->") == "BLOCK_N - -> 128"
