@@ -462,11 +462,20 @@ def summarize(comparison: Comparison) -> Summary:
     return Summary(tuple(lines))
 
 
+def _both_sides(comparison: Comparison) -> str:
+    """What the two sides are, for the closing lines: commits, a revision's two toolchains (``upgrade``), or
+    two revisions each with its own toolchain (``check --base-toolchain``)."""
+    if not comparison.across_toolchains:
+        return "on both commits"
+    same = comparison.base.commit == comparison.head.commit and comparison.base.dirty == comparison.head.dirty
+    return "with both toolchains" if same else "on both sides"
+
+
 def _closing_lines(comparison: Comparison) -> list[SummaryLine]:
     lines = []
     failing_before, failing_after = comparison.failing_builds
     if not failing_before and not failing_after and comparison.rows:
-        lines.append(SummaryLine.of("every key builds on both commits", "neutral", ()))
+        lines.append(SummaryLine.of(f"every key builds {_both_sides(comparison)}", "neutral", ()))
     unchanged = comparison.with_mark(Mark.UNCHANGED)
     total = len(comparison.rows)
     if unchanged and len(unchanged) == total:

@@ -96,6 +96,17 @@ def test_nothing_changed(layer: Survey) -> None:
                                    ("no figure changed in any of the 40 builds", "neutral")]
 
 
+def test_the_sides_of_an_upgrade_are_toolchains(layer: Survey) -> None:
+    # `upgrade`: one revision under two toolchains; `check --base-toolchain`: two revisions, each its own.
+    newer = replace(layer, toolchain=dict(layer.toolchain, cuda=dict(layer.toolchain["cuda"], triton="3.9.1")))
+    upgrade = compare(layer, newer, across_toolchains=True)
+    assert upgrade.across_toolchains
+    assert [line.text for line in summarize(upgrade).lines][0] == "every key builds with both toolchains"
+    assert summarize(compare(layer, newer)).lines[0].text != "every key builds with both toolchains"
+    gate = compare(replace(layer, commit="0" * 40), newer, across_toolchains=True)
+    assert [line.text for line in summarize(gate).lines][0] == "every key builds on both sides"
+
+
 def test_new_and_dropped_builds_and_another_toolchain(layer: Survey) -> None:
     cuda = dict(layer.toolchain["cuda"], ptxas="Build cuda_12.8.r12.8/compiler.0_0")
     assert cuda != layer.toolchain["cuda"]  # a ptxas of another release than this survey's
