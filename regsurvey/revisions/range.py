@@ -188,8 +188,15 @@ def named_with_toolchains(surveys: list[Survey], revs: list[str | None],
     Triton it recorded: ``HEAD with triton 3.6.0``, ``working tree with triton 3.9.0`` (by where each
     environment is, where both have the same Triton)."""
     names = toolchain_names(surveys, toolchains)
-    return [replace(survey, label=f"{rev if rev is not None else 'working tree'} with {name}")
-            for survey, rev, name in zip(surveys, revs, names)]
+    return [replace(survey, label=f"{_shown(rev)} with {name}") for survey, rev, name in zip(surveys, revs, names)]
+
+
+def _shown(rev: str | None) -> str:
+    """A revision as a survey's name says it: as asked for, a full sha by its first 10 characters (CI's base),
+    ``working tree`` for None."""
+    if rev is None:
+        return "working tree"
+    return rev[:10] if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev) else rev
 
 
 def toolchain_names(surveys: list[Survey], toolchains: list[str | None]) -> list[str]:
