@@ -34,6 +34,14 @@ Variables (empty means unset):
     REGSURVEY_MARKDOWN   the Markdown report written (default: regsurvey.md)
     REGSURVEY_ARGS       further arguments to ``regsurvey check``, split as a shell would
     REGSURVEY_PYTHON     the interpreter that has regsurvey installed (default: this one)
+    REGSURVEY_BASE_TOOLCHAIN  another Python environment (a venv's directory or its interpreter) to survey
+                         the base with: ``--base-toolchain``, a Triton upgrade gated (the base on the Triton it
+                         pins, the head on this environment's); empty: both with this environment's
+
+A pull request that changes the Triton pin is gated across the two toolchains by building the base's
+environment from the base commit's pin file in an earlier step and naming it in REGSURVEY_BASE_TOOLCHAIN
+(docs/ci.md, "Gating a Triton upgrade in CI"). The check's job then runs the request's code and the base
+environment's packages, and holds no write token, as always.
 """
 
 from __future__ import annotations
@@ -106,7 +114,8 @@ def command(env: Mapping[str, str]) -> list[str]:
         for glob in _split(_get(env, name)):
             args += [option, glob]
     for name, option in (("REGSURVEY_BASELINE", "--baseline"), ("REGSURVEY_STORE", "--store"),
-                         ("REGSURVEY_JOBS", "--jobs"), ("REGSURVEY_DIRECTORY", "-C")):
+                         ("REGSURVEY_JOBS", "--jobs"), ("REGSURVEY_DIRECTORY", "-C"),
+                         ("REGSURVEY_BASE_TOOLCHAIN", "--base-toolchain")):
         if _get(env, name):
             args += [option, _get(env, name)]
     return args + shlex.split(_get(env, "REGSURVEY_ARGS"))

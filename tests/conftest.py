@@ -159,6 +159,22 @@ def other_python() -> str:
     return python
 
 
+# A third environment's Python, with a Triton other than both of the above (e.g. a Triton 3.8 venv): the
+# history across three toolchains (tests/commands/test_history_toolchains.py) runs only where it is named.
+THIRD_TOOLCHAIN_VAR = "REGSURVEY_THIRD_TOOLCHAIN"
+
+
+@pytest.fixture(scope="session")
+def third_python() -> str:
+    """The interpreter ``REGSURVEY_THIRD_TOOLCHAIN`` names; the test skips where it is unset (CI too: it
+    makes no third environment)."""
+    python = os.environ.get(THIRD_TOOLCHAIN_VAR, "").strip()
+    if not python:
+        pytest.skip(f"{THIRD_TOOLCHAIN_VAR} names no third environment's Python (e.g. a Triton 3.8 venv's "
+                    "bin/python)")
+    return python
+
+
 # Two kinds on one AMD and one NVIDIA target, a key each: four builds, compiled in seconds under any
 # toolchain (tests/engine/test_other_toolchain.py, tests/commands/test_upgrade.py).
 TWO_TOOLCHAIN_KEYS = '''"""Four builds: a row scale and a small GEMM on gfx950 and sm90."""

@@ -441,6 +441,7 @@ def test_the_csv_columns_the_docs_state_are_the_codes() -> None:
         "comparison": built(csv_format.COMPARISON_COLUMNS),
         "stack": ["commit", "subject"],
         "history": list(csv_format.HISTORY_COLUMNS),
+        "history across toolchains": list(csv_format.TOOLCHAIN_HISTORY_COLUMNS),
         "lint findings": list(csv_format.LINT_COLUMNS),
         "rebuild check": list(csv_format.REBUILD_COLUMNS),
     }

@@ -33,6 +33,8 @@ COMPARISON_COLUMNS = (*BUILD_COLUMNS, "mark", "first_difference", "compile_s_bef
                       "compile_ratio", *(f"{name}_{side}" for name in FIGURE_NAMES for side in ("before", "after")))
 STACK_COLUMNS = ("commit", "subject", *COMPARISON_COLUMNS)
 HISTORY_COLUMNS = ("commit", "subject", "span", "kind", "target")  # then <figure>_max, <figure>_min, ...
+# A history across toolchains (history --toolchains): a point is a toolchain of one revision's commit.
+TOOLCHAIN_HISTORY_COLUMNS = ("toolchain", "python", "commit", "kind", "target")  # then the same
 LINT_COLUMNS = ("key", "file", "target", "kernel", "arg_index", "arg_name", "arg_offset", "severity", "line", "load",
                 "reason")
 REBUILD_COLUMNS = ("target", "row_id", "key", "kernel", "section", "detail", "first_sha256", "second_sha256")
@@ -94,10 +96,12 @@ def stack_csv(stack: Stack, style: Style) -> str:
                                 for cells in _comparison_rows(step.comparison)])
 
 
-@register(History, "csv", "a row per commit, kind and target, each figure's largest and smallest value")
+@register(History, "csv", "a row per commit (or toolchain), kind and target, each figure's largest and smallest "
+                          "value")
 def history_csv(h: History, style: Style) -> str:
-    """A row per commit and kind on a target: each figure drawn, its largest and smallest value over the
-    kind's builds at that commit."""
+    """A row per commit (across toolchains: per toolchain, its name and interpreter, empty for the
+    environment regsurvey ran in) and kind on a target: each figure drawn, its largest and smallest value
+    over the kind's builds at that point."""
     figures = h.figures or tuple(dict.fromkeys(s.figure for s in h.series))
     groups: dict[tuple[str, str], dict[str, int]] = {}
     for k, s in enumerate(h.series):
@@ -109,8 +113,10 @@ def history_csv(h: History, style: Style) -> str:
             for name in figures:
                 point = h.series[by_figure[name]].points[i] if name in by_figure else None
                 values += [point.max, point.min] if point is not None else [None, None]
-            rows.append((c.sha, c.subject, c.span, kind, target, *values))
-    header = (*HISTORY_COLUMNS, *(f"{name}_{end}" for name in figures for end in ("max", "min")))
+            first = (c.toolchain, c.python, c.sha) if h.across_toolchains else (c.sha, c.subject, c.span)
+            rows.append((*first, kind, target, *values))
+    fixed = TOOLCHAIN_HISTORY_COLUMNS if h.across_toolchains else HISTORY_COLUMNS
+    header = (*fixed, *(f"{name}_{end}" for name in figures for end in ("max", "min")))
     return _csv(header, rows)
 
 

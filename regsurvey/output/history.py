@@ -3,16 +3,20 @@ inline SVG: no script, no network), Markdown and JSON with the same series.
 
 The page leads with its verdict and the commits that changed builds; a kind on a target that did not move
 along the range is a line of its values, not charts of flat lines (they were 87% of a whole suite's page).
+A history across toolchains (``history --toolchains``: each point a toolchain surveying one revision) is
+the same page, its points named by their Triton (``triton 3.8.0``), each step saying what differs in the
+toolchain and the first compiler stage that differs, and each chart which toolchains moved its figure.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from html import escape
 
-from ..model.figures import figure
-from ..model.history import History, HistoryCommit, Point, Series
+from ..model.figures import TIME, figure
+from ..model.history import WORKING_TREE, History, HistoryCommit, Point, Series
 from ..model.words import ARROW, agree, count
 from .markdown import code
 from .markdown import escape as md_escape
@@ -74,6 +78,30 @@ def _span_text(h: History, i: int, sha: Callable[[str], str]) -> str:
     return f"between {sha(h.commits[i - 1].sha[:10])} and {sha(c.sha[:10])} ({c.span} commits)"
 
 
+def _anchor(h: History, i: int) -> str:
+    """The id of the ``i``-th point's row in the page's table: its commit's sha, or its toolchain's index."""
+    return f"t-{i}" if h.across_toolchains else f"c-{h.commits[i].sha}"
+
+
+def _point_text(h: History, i: int, sha: Callable[[str], str]) -> str:
+    """The ``i``-th point as a report names it: its toolchain (``triton 3.8.0``), or its commit
+    (:func:`_span_text`)."""
+    if h.across_toolchains:
+        return h.commits[i].toolchain or ""
+    return _span_text(h, i, sha)
+
+
+def _point_moved(s: Series, i: int) -> bool:
+    """Whether the series moved at its ``i``-th point from the one before: a value, the builds that built or
+    failed, or a build within the spread (compile time: only builds moved notably, or came, went or failed)."""
+    if i == 0:
+        return False
+    p, q = s.points[i], s.points[i - 1]
+    if figure(s.figure).kind == TIME:
+        return bool(p.moved) or p.built != q.built or p.failed != q.failed
+    return bool(p.moved) or (p.max, p.min, p.built, p.failed) != (q.max, q.min, q.built, q.failed)
+
+
 def _moved(c: HistoryCommit) -> bool:
     """Whether its diff changed anything (a build's figures, status or presence)."""
     return c.counts is not None and any(n for mark, n in c.counts.items() if mark != "unchanged")
@@ -90,19 +118,32 @@ def _step_title(c: HistoryCommit) -> str:
 def format_markdown(h: History) -> str:
     """The kinds that changed, a table each (every requested figure a column, a row where a value or a
     build moved), the unchanged ones named, then each commit's diff summarized."""
-    out = [f"### Registers over {code(h.spec)}", ""]  # a code span: no backslash escapes inside
-    out.append(f"{len(h.commits)} commits" + (f" (one in {h.every})" if h.every > 1 else "")
-               + ", each against the one before it; a figure is the largest over the kind's builds, with the "
-               "smallest in brackets where they differ, and how many builds moved where any did."
-               + (" A change lies somewhere in the commits after the point before, up to the one it is shown at."
-                  if h.every > 1 else ""))
+    if h.across_toolchains:
+        sha = h.commits[0].sha[:10] if h.commits and h.commits[0].sha else ""
+        out = [f"### Registers of {code(h.spec)} over {count(len(h.commits), 'toolchain')}", ""]
+        out.append(f"{code(h.spec)}" + (f" ({code(sha)})" if sha else "") + " under each toolchain in turn ("
+                   + ", ".join(md_escape(c.toolchain or "") for c in h.commits) + "), each judged against the one "
+                   "before it across the toolchains; a figure is the largest over the kind's builds, with the smallest "
+                   "in brackets where they differ, and how many builds moved where any did.")
+    else:
+        out = [f"### Registers over {code(h.spec)}", ""]  # a code span: no backslash escapes inside
+        out.append(f"{len(h.commits)} commits" + (f" (one in {h.every})" if h.every > 1 else "")
+                   + ", each against the one before it; a figure is the largest over the kind's builds, with the "
+                   "smallest in brackets where they differ, and how many builds moved where any did."
+                   + (" A change lies somewhere in the commits after the point before, up to the one it is shown at."
+                      if h.every > 1 else ""))
     out.append("")
+
+    def name(i: int) -> str:
+        return md_escape(h.commits[i].toolchain or "") if h.across_toolchains else _span_text(h, i, code)
+
     for (kind, target), series in _grouped(h).items():
         if not any(s.changed for s in series):
             continue
         out.append(f"#### {kind} on {target}")
         out.append("")
-        heads = ["commit", "subject", *[figure(s.figure).label for s in series]]
+        heads = [*(("toolchain", "environment") if h.across_toolchains else ("commit", "subject")),
+                 *[figure(s.figure).label for s in series]]
         out.append("| " + " | ".join(heads) + " |")
         out.append("|" + "|".join(["---", "---", *["---:"] * len(series)]) + "|")
         # The commits where a value or a build moved (and the ends): an unchanged stretch is one line.
@@ -115,16 +156,18 @@ def format_markdown(h: History) -> str:
                 quiet += 1
                 continue
             if quiet:
-                out.append(f"| | *{count(quiet, 'commit')} unchanged* |" + " |" * len(series))
+                out.append(f"| | *{count(quiet, h.noun)} unchanged* |" + " |" * len(series))
                 quiet = 0
             cells = [v + (f"; {m}" if m else "") for v, m in zip(values, moves)]
-            out.append("| " + " | ".join([_span_text(h, i, code), md_escape(c.subject), *cells]) + " |")
+            out.append("| " + " | ".join([name(i), md_escape(c.subject), *cells]) + " |")
             previous = values
         out.append("")
     still = [f"{k} on {t}" for (k, t), series in _grouped(h).items() if not any(s.changed for s in series)]
     if still:
-        out.append("Unchanged along the range: " + ", ".join(still) + ".")
+        out.append(f"Unchanged {_along(h)}: " + ", ".join(still) + ".")
         out.append("")
+    if h.across_toolchains:
+        return "\n".join([*out, *_toolchain_steps_markdown(h)]).rstrip() + "\n"
     out.append("#### Commit by commit")
     out.append("")
     run: list[int] = []
@@ -149,6 +192,24 @@ def format_markdown(h: History) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _along(h: History) -> str:
+    return "across the toolchains" if h.across_toolchains else "along the range"
+
+
+def _toolchain_steps_markdown(h: History) -> list[str]:
+    """Each toolchain against the one before it: its marks, what differs in the toolchain, the summary's
+    sentences and a sentence per first differing compiler stage."""
+    out = ["#### Toolchain by toolchain", ""]
+    for i in range(1, len(h.commits)):
+        step = h.commits[i]
+        out.append(f"- {md_escape(h.commits[i - 1].toolchain or '')} {ARROW} {md_escape(step.toolchain or '')}: "
+                   f"{_step_title(step)}")
+        out.extend(f"  - toolchain differs: {md_escape(line)}" for line in step.toolchain_sentences())
+        out.extend("  - " + f" {ARROW} ".join(md_escape(part) for part in segments) for segments in step.summary[:6])
+        out.extend(f"  - {md_escape(line)}" for line in step.stages)
+    return out
+
+
 # -- HTML -----------------------------------------------------------------------------------------------------
 
 _STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#101828}
@@ -165,10 +226,11 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-botto
 vertical-align:top;text-align:left}tr:target td{background:#fef0c7}.mono{font-family:ui-monospace,monospace}
 .worse{color:#b42318}.better{color:#067647}ul{margin:2px 0;padding-left:18px}
 .verdict{font-size:16px;font-weight:600;margin:6px 0 2px}ul.summary{margin:6px 0 0}ul.summary a{color:inherit}
-details.still{margin-top:16px}details.still summary{cursor:pointer}"""
+details.still{margin-top:16px}details.still summary{cursor:pointer}.moved-at{font-size:12px;max-width:420px}"""
 
 _W, _H, _PAD = 420, 124, 30
 _SUMMARY_LINES = 10  # commits named at the top of the page; the table below has every one
+_VERSION_LABELS = 8  # across toolchains, up to this many points each say their Triton under the axis
 
 
 def _chart(s: Series, h: History) -> str:
@@ -188,14 +250,19 @@ def _chart(s: Series, h: History) -> str:
         return 8 + (top - v) * (_H - 26) / (top - bottom)
 
     parts = [f"<svg width={_W} height={_H} role=img aria-label='{escape(f.noun)} of {escape(s.kind)} on "
-             f"{escape(s.target)} over {n} commits'>",
+             f"{escape(s.target)} over {count(n, h.noun)}'>",
              f"<line class=axis x1={_PAD} y1={_H - 18} x2={_W - 4} y2={_H - 18} />",
              f"<text x=2 y={y(top) + 4:.1f}>{top}</text><text x=2 y={y(bottom) + 4:.1f}>{bottom}</text>"]
-    # The commits that changed a build: a guide line and their number under the axis (and the ends').
+    # The commits that changed a build: a guide line and their number under the axis (and the ends'); across
+    # toolchains, every point's Triton version (a few points).
     for i, c in enumerate(h.commits):
-        if _moved(c) or i in (0, n - 1):
-            if _moved(c):
-                parts.append(f"<line class=tick x1={x(i):.1f} y1=6 x2={x(i):.1f} y2={_H - 18} />")
+        if _moved(c):
+            parts.append(f"<line class=tick x1={x(i):.1f} y1=6 x2={x(i):.1f} y2={_H - 18} />")
+        if h.across_toolchains and n <= _VERSION_LABELS:
+            label = escape((c.toolchain or str(i)).removeprefix("triton ").split(" at ")[0])
+            middle = min(max(x(i), _PAD + 3 * len(label)), _W - 4 - 3 * len(label))
+            parts.append(f"<text x={middle:.1f} y={_H - 5} text-anchor=middle>{label}</text>")
+        elif _moved(c) or i in (0, n - 1):
             parts.append(f"<text x={min(x(i) - 3, _W - 6 * len(str(i))):.1f} y={_H - 5}>{i}</text>")
     built = [(i, p) for i, p in enumerate(s.points) if p.max is not None]
     if built:
@@ -209,20 +276,26 @@ def _chart(s: Series, h: History) -> str:
     for i, p in enumerate(s.points):
         c = h.commits[i]
         moves = _moves_text(p)
-        tip = f"{_span_text(h, i, str)} {c.subject}: {f.label} {_value(p)}" + (f"; {moves}" if moves else "")
+        where = f"{c.toolchain} ({c.subject})" if h.across_toolchains else f"{_span_text(h, i, str)} {c.subject}"
+        tip = f"{where}: {f.label} {_value(p)}" + (f"; {moves}" if moves else "")
         if p.failed:
             cx, cy = x(i), _H - 12
-            parts.append(f"<a href='#c-{c.sha}'><path class=fail d='M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8'>"
+            parts.append(f"<a href='#{_anchor(h, i)}'><path class=fail d='M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8'>"
                          f"<title>{escape(tip)}</title></path></a>")
         if p.max is not None:
             tone = _point_tone(p)
             tone = f" class={tone}" if tone else ""
-            parts.append(f"<a href='#c-{c.sha}'><circle{tone} cx={x(i):.1f} cy={y(p.max):.1f} r={4 if tone else 3}>"
-                         f"<title>{escape(tip)}</title></circle></a>")
+            parts.append(f"<a href='#{_anchor(h, i)}'><circle{tone} cx={x(i):.1f} cy={y(p.max):.1f} "
+                         f"r={4 if tone else 3}><title>{escape(tip)}</title></circle></a>")
     parts.append("</svg>")
     last = s.points[-1]
+    moved_at = ""
+    if h.across_toolchains:  # which release moved it, said in words as well as drawn
+        at = [f"{h.commits[i].toolchain}" + (f" ({_moves_text(s.points[i])})" if s.points[i].moved else "")
+              for i in range(1, n) if _point_moved(s, i)]
+        moved_at = f"<div class='muted moved-at'>moved at {escape(', '.join(at))}</div>" if at else ""
     return (f"<div class=chart><h3>{escape(f.noun)}{escape(f.unit)} <span class=muted>now {escape(_value(last))}"
-            f"</span></h3>{''.join(parts)}</div>")
+            f"</span></h3>{moved_at}{''.join(parts)}</div>")
 
 
 def _verdict(h: History) -> tuple[str, str]:
@@ -231,32 +304,34 @@ def _verdict(h: History) -> tuple[str, str]:
     steps = h.commits[1:]
     moved = [c for c in steps if _moved(c)]
     if not moved:
-        return f"Nothing changed: every build the same at each of the {len(h.commits)} commits", ""
+        return (f"Nothing changed: every build the same {'under' if h.across_toolchains else 'at'} each of the "
+                f"{len(h.commits)} {h.noun}s"), ""
     tones = {_tone(c) for c in moved}
     tone = "worse" if "worse" in tones else "better" if "better" in tones else ""
-    return f"{len(moved)} of {len(steps)} commits changed builds", tone
+    return f"{len(moved)} of {len(steps)} {h.noun}s changed builds", tone
 
 
 def _summary_html(h: History) -> str:
     """The commits that changed builds, a line each linking to its row of the table (the first
     :data:`_SUMMARY_LINES`)."""
     moved = [i for i, c in enumerate(h.commits) if i and _moved(c)]
-    items = [f"<li><a href='#c-{h.commits[i].sha}'><span class=mono>{escape(_span_text(h, i, str))}</span> "
-             f"{escape(h.commits[i].subject)}</a>: <span class='{_tone(h.commits[i])}'>"
+    items = [f"<li><a href='#{_anchor(h, i)}'><span class=mono>{escape(_point_text(h, i, str))}</span> "
+             + (f"({escape(h.commits[i].subject)})" if h.across_toolchains else escape(h.commits[i].subject))
+             + f"</a>: <span class='{_tone(h.commits[i])}'>"
              f"{escape(_step_title(h.commits[i]))}</span></li>" for i in moved[:_SUMMARY_LINES]]
     if len(moved) > _SUMMARY_LINES:
         items.append(f"<li class=muted>{len(moved) - _SUMMARY_LINES} more in the table below</li>")
     return f"<ul class=summary>{''.join(items)}</ul>" if items else ""
 
 
-def _still_html(still: dict[tuple[str, str], list[Series]]) -> str:
+def _still_html(h: History, still: dict[tuple[str, str], list[Series]]) -> str:
     """The kinds on targets that did not move, folded: a line each with its figures' values, the same
     at every commit (charts of flat lines said no more, at 5 KB each)."""
     rows = "".join(f"<tr><td class=mono>{escape(kind)} on {escape(target)}</td><td>"
                    + " · ".join(f"{escape(figure(s.figure).noun)} {escape(_value(s.points[-1]))}"
                                 f"{escape(figure(s.figure).unit)}" for s in series)
                    + "</td></tr>" for (kind, target), series in still.items())
-    return (f"<details class=still><summary><h2 style='display:inline'>Unchanged along the range ({len(still)})"
+    return (f"<details class=still><summary><h2 style='display:inline'>Unchanged {_along(h)} ({len(still)})"
             f"</h2></summary><table>{rows}</table></details>")
 
 
@@ -268,17 +343,23 @@ def format_html(h: History) -> str:
     still = {k: v for k, v in groups.items() if k not in moved}
     failing = sum(1 for c in h.commits if c.failed)
     verdict, tone = _verdict(h)
+    title = (f"Registers of {h.spec} over {count(len(h.commits), 'toolchain')}" if h.across_toolchains
+             else f"Registers over {h.spec}")
+    points = (f"{escape(h.spec)} ({escape(h.commits[0].sha[:10])}) under "
+              + ", ".join(escape(c.toolchain or "") for c in h.commits) if h.across_toolchains and h.commits
+              else f"{len(h.commits)} commits" + (f", one in {h.every}" if h.every > 1 else ""))
     out = ["<!doctype html><html lang=en><meta charset=utf-8>",
-           f"<title>Registers over {escape(h.spec)}</title><style>{_STYLE}</style>",
-           f"<header><h1>Registers over {escape(h.spec)}</h1>"
-           f"<div id=verdict class='verdict {tone}'>{escape(verdict)}</div><div class=muted>{len(h.commits)} commits"
-           + (f", one in {h.every}" if h.every > 1 else "")
+           f"<title>{escape(title)}</title><style>{_STYLE}</style>",
+           f"<header><h1>{escape(title)}</h1>"
+           f"<div id=verdict class='verdict {tone}'>{escape(verdict)}</div><div class=muted>{points}"
            + f" · {len(moved)} of {len(groups)} kinds×targets moved"
-           + (f" · {count(failing, 'commit')} with failing builds" if failing else "")
+           + (f" · {count(failing, h.noun)} with failing builds" if failing else "")
            + " · the line is the largest value over a kind's builds, the band the spread to the smallest;"
-           " a point links to the commit's diff against the one before it, coloured where builds got worse or"
-           " better" + ("; a change lies in the commits after the point before, up to the one it is shown at"
-                        if h.every > 1 else "") + "</div>" + _summary_html(h) + "</header><main>"]
+           f" a point links to the {h.noun}'s diff against the one before it"
+           + (", judged across the toolchains" if h.across_toolchains else "")
+           + ", coloured where builds got worse or better"
+           + ("; a change lies in the commits after the point before, up to the one it is shown at"
+              if h.every > 1 else "") + "</div>" + _summary_html(h) + "</header><main>"]
     if moved:
         out.append("<h2>What moved</h2>")
     for (kind, target), series in moved.items():
@@ -287,18 +368,30 @@ def format_html(h: History) -> str:
         out.extend(_chart(s, h) for s in series)
         out.append("</div></section>")
     if still:
-        out.append(_still_html(still))
-    out.append("<h2>Commit by commit</h2><table><tr><th>#</th><th>commit</th><th>subject</th><th>against the one "
-               "before</th></tr>")
+        out.append(_still_html(h, still))
+    heads = ("toolchain", "environment") if h.across_toolchains else ("commit", "subject")
+    out.append(f"<h2>{h.noun.capitalize()} by {h.noun}</h2><table><tr><th>#</th><th>{heads[0]}</th><th>{heads[1]}"
+               "</th><th>against the one before</th></tr>")
     for i, c in enumerate(h.commits):
         step_moved = _moved(c)
-        items = "".join(f"<li>{escape(line)}</li>" for line in c.sentences()) if step_moved else ""
+        lines = [*(f"toolchain differs: {line}" for line in c.toolchain_sentences()), *c.sentences(), *c.stages]
+        items = "".join(f"<li>{escape(line)}</li>" for line in lines) if step_moved else ""
         failed = f" · {c.failed} of {count(c.builds, 'build')} {agree(c.failed, 'fails', 'fail')}" if c.failed else ""
-        out.append(f"<tr id='c-{c.sha}'" + ("" if step_moved or i == 0 else " class=quiet") + f"><td>{i}</td>"
-                   f"<td class=mono>{escape(_span_text(h, i, str))}</td><td>{escape(c.subject)}</td>"
+        out.append(f"<tr id='{_anchor(h, i)}'" + ("" if step_moved or i == 0 else " class=quiet") + f"><td>{i}</td>"
+                   f"<td class=mono>{escape(_point_text(h, i, str))}</td><td>{escape(c.subject)}</td>"
                    f"<td><span class='{_tone(c)}'>{escape(_step_title(c))}{failed}</span>"
                    + (f"<ul>{items}</ul>" if items else "")
-                   + (f"<div class='muted mono'>regsurvey diff {h.commits[i - 1].sha[:10]} {c.sha[:10]}</div>"
-                      if step_moved else "") + "</td></tr>")
+                   + (f"<div class='muted mono'>{escape(_step_command(h, i))}</div>" if step_moved else "")
+                   + "</td></tr>")
     out.append("</table></main></html>")
     return "\n".join(out) + "\n"
+
+
+def _step_command(h: History, i: int) -> str:
+    """The command that shows the ``i``-th point's diff against the one before in full: ``regsurvey diff A
+    B``, or across toolchains ``regsurvey upgrade --from A --to B [REV]``."""
+    if not h.across_toolchains:
+        return f"regsurvey diff {h.commits[i - 1].sha[:10]} {h.commits[i].sha[:10]}"
+    before, after = (h.commits[j].python or "current" for j in (i - 1, i))
+    rev = [] if h.spec == WORKING_TREE else [h.spec]
+    return shlex.join(["regsurvey", "upgrade", "--from", before, "--to", after, *rev])

@@ -7,7 +7,8 @@ survey of every key.
 
 A revision may also be a survey JSON file (``regsurvey run --format json``): compare surveys made
 elsewhere, e.g. on another toolchain (its rows are then "not comparable", unless judged across
-toolchains). One revision under two toolchains (``upgrade``): :func:`upgrade_surveys`.
+toolchains). One revision under two toolchains (``upgrade``), or under a list of them (``history
+--toolchains``): :func:`upgrade_surveys`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import contextlib
 import fnmatch
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -166,16 +167,19 @@ def obtain_surveys(start: Path, revs: list[str | None], store: Store, options: S
 
 
 def upgrade_surveys(start: Path, rev: str | None, store: Store, options: SurveyOptions,
-                    toolchains: tuple[str | None, str | None], progress: Progress | None = None) -> list[Survey]:
-    """The survey of ``rev`` (None: the working tree) under each of ``toolchains`` (the from and the to:
-    ``SurveyOptions.toolchain``'s, None this environment's), each named for it: ``HEAD with triton 3.6.0``.
-    ``store`` as :func:`obtain_surveys` wants it; CheckoutError for a survey file (it cannot be surveyed
-    under another toolchain)."""
+                    toolchains: Sequence[str | None], progress: Progress | None = None,
+                    command: str = "upgrade") -> list[Survey]:
+    """The survey of ``rev`` (None: the working tree) under each of ``toolchains`` (``upgrade``'s from and
+    to, or ``history --toolchains``' list: ``SurveyOptions.toolchain``'s, None this environment's), in that
+    order, each named for it: ``HEAD with triton 3.6.0``. ``store`` as :func:`obtain_surveys` wants it;
+    CheckoutError for a survey file (it cannot be surveyed under another toolchain), naming ``command``."""
     if is_survey_file(rev):
-        raise CheckoutError(f"{rev} is a survey file: upgrade surveys a revision under both toolchains (a git "
-                            "revision, or none for the working tree); diff --across-toolchains compares two files")
-    surveys = obtain_surveys(start, [rev, rev], store, options, progress, toolchains=list(toolchains))
-    return named_with_toolchains(surveys, [rev, rev], list(toolchains))
+        raise CheckoutError(f"{rev} is a survey file: {command} surveys a revision under "
+                            f"{'both toolchains' if len(toolchains) == 2 else 'each toolchain'} (a git revision, or "
+                            "none for the working tree); diff --across-toolchains compares two files")
+    revs = [rev] * len(toolchains)
+    surveys = obtain_surveys(start, revs, store, options, progress, toolchains=list(toolchains))
+    return named_with_toolchains(surveys, revs, list(toolchains))
 
 
 def named_with_toolchains(surveys: list[Survey], revs: list[str | None],
@@ -183,11 +187,27 @@ def named_with_toolchains(surveys: list[Survey], revs: list[str | None],
     """``surveys`` (of ``revs``, made with ``toolchains``) each named for its revision as asked for and the
     Triton it recorded: ``HEAD with triton 3.6.0``, ``working tree with triton 3.9.0`` (by where each
     environment is, where both have the same Triton)."""
+    names = toolchain_names(surveys, toolchains)
+    return [replace(survey, label=f"{_shown(rev)} with {name}") for survey, rev, name in zip(surveys, revs, names)]
+
+
+def _shown(rev: str | None) -> str:
+    """A revision as a survey's name says it: as asked for, a full sha by its first 10 characters (CI's base),
+    ``working tree`` for None."""
+    if rev is None:
+        return "working tree"
+    return rev[:10] if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev) else rev
+
+
+def toolchain_names(surveys: list[Survey], toolchains: list[str | None]) -> list[str]:
+    """What reports call the toolchain each of ``surveys`` was made with (``toolchains``: its interpreter,
+    None this environment's): the Triton it recorded, ``triton 3.6.0``; where two have the same Triton, each
+    also by where its environment is (``triton 3.6.0 at /venvs/a/bin/python``)."""
     names = [_recorded_triton(survey) or toolchain_name(t) for survey, t in zip(surveys, toolchains)]
     if len(set(names)) < len(names):  # the same Triton, otherwise set up: told apart by where each is
-        names = [f"{name} at {python or 'this environment'}" for name, python in zip(names, toolchains)]
-    return [replace(survey, label=f"{rev if rev is not None else 'working tree'} with {name}")
-            for survey, rev, name in zip(surveys, revs, names)]
+        names = [f"{name} at {python or 'this environment'}" if names.count(name) > 1 else name
+                 for name, python in zip(names, toolchains)]
+    return names
 
 
 def _recorded_triton(survey: Survey) -> str | None:

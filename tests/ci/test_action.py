@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import triton
+import yaml
 
 from ..conftest import commit_all
 from .actions import ActionRun, environment, run_action
@@ -220,3 +223,40 @@ def test_a_privileged_event_runs_no_code_of_the_pull_request(project: Project, t
         assert (tmp_path / "regsurvey.md").read_text() == f"### regsurvey check could not run\n\n{why}\n"
         assert not (project.repo / ".regsurvey").exists()
         assert done.step("The gate's verdict").returncode == 2 and done.failed
+
+
+def test_the_base_toolchain_input_is_the_checks_base_toolchain(project: Project, tmp_path: Path) -> None:
+    """A Triton upgrade gated (docs/ci.md, "Gating a Triton upgrade in CI"): the input becomes
+    REGSURVEY_BASE_TOOLCHAIN and ``--base-toolchain``, empty by default (the plain check); an environment that
+    is not there is the report's one line, and nothing is surveyed."""
+    assert yaml.safe_load((REGSURVEY / "action.yml").read_text())["inputs"]["base-toolchain"]["default"] == ""
+    missing = tmp_path / "venv-base"
+    with serving(Forge("github")) as forge:
+        done = run(project, tmp_path, forge, pull_request(project), comment="false",
+                   **{"base-toolchain": str(missing)})
+    check = done.step("check")
+    assert check.env["REGSURVEY_BASE_TOOLCHAIN"] == str(missing) and check.outputs == {"status": "2"}
+    assert f"--store .regsurvey -C . --base-toolchain {missing}\n" in check.stderr
+    assert (tmp_path / "regsurvey.md").read_text() == (
+        "### regsurvey check could not judge this change (exit status 2)\n\n```\n"
+        f"regsurvey: error: --base-toolchain {missing}: no such file or directory\n```\n")
+    assert not (project.repo / ".regsurvey" / "surveys").exists() and done.failed
+
+
+def test_the_action_gates_a_triton_upgrade(project: Project, tmp_path: Path, other_python: str) -> None:
+    """The base surveyed with another environment's Triton (REGSURVEY_OTHER_TOOLCHAIN), the head with this
+    one's: judged across the two by the gate's rules, each side named for its Triton."""
+    old = subprocess.run([other_python, "-c", "import triton; print(triton.__version__)"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    with serving(Forge("github")) as forge:
+        done = run(project, tmp_path, forge, pull_request(project), comment="false",
+                   **{"base-toolchain": other_python})
+    check = done.step("check")
+    assert check.outputs["status"] in ("0", "1"), check.stderr
+    markdown = (tmp_path / "regsurvey.md").read_text()
+    head, base = project.head[:10], project.base[:10]
+    assert markdown.startswith(f"### regsurvey check {'passed' if check.outputs['status'] == '0' else 'failed'}")
+    assert markdown.splitlines()[0].endswith(
+        f"`working tree with triton {triton.__version__}` ({head}) against `{base} with triton {old}`")
+    assert f"> toolchain differs: cuda triton: {old} → {triton.__version__}\n" in markdown
+    assert "not comparable" not in markdown

@@ -280,3 +280,17 @@ def test_a_base_that_is_an_option_runs_nothing(project: Project, tmp_path: Path)
         assert (project.repo / "regsurvey.md").read_text() == (
             f"### regsurvey check could not run\n\nREGSURVEY_BASE {base!r} is not a revision: it starts with '-' "
             "(git would read it as an option)\n")
+
+
+def test_the_base_toolchain_variable_is_the_checks_base_toolchain(project: Project, tmp_path: Path) -> None:
+    """A Triton upgrade gated (docs/ci.md, "Gating a Triton upgrade in CI"): REGSURVEY_BASE_TOOLCHAIN, empty in
+    the template (the plain check), is passed as ``--base-toolchain``; one that is not there is one line."""
+    assert template_job("regsurvey-check")["variables"]["REGSURVEY_BASE_TOOLCHAIN"] == ""
+    missing = tmp_path / "venv-base"
+    with serving(Forge("gitlab")) as forge:
+        done = run_pipeline(project, tmp_path, forge, REGSURVEY_BASE_TOOLCHAIN=str(missing), REGSURVEY_COMMENT="false")
+    assert done.check.returncode == 2 and done.note is None
+    assert f" --base-toolchain {missing}\n" in done.check.stderr
+    assert (project.repo / "regsurvey.md").read_text() == (
+        "### regsurvey check could not judge this change (exit status 2)\n\n```\n"
+        f"regsurvey: error: --base-toolchain {missing}: no such file or directory\n```\n")

@@ -24,7 +24,7 @@ HELP = {
     "diff": ("Usage: regsurvey diff [OPTIONS] BASE [HEAD]", "Compare the surveys of BASE and HEAD"),
     "upgrade": ("Usage: regsurvey upgrade [OPTIONS] [REV]", "Survey REV (a git revision; default: the working"),
     "stack": ("Usage: regsurvey stack [OPTIONS] BASE..HEAD", "Survey every commit of BASE..HEAD"),
-    "history": ("Usage: regsurvey history [OPTIONS] A..B", "Figures over the commits of A..B"),
+    "history": ("Usage: regsurvey history [OPTIONS] A..B|REV", "Figures over the commits of A..B"),
     "bisect": ("Usage: regsurvey bisect [OPTIONS] GOOD BAD", "Find the first commit of GOOD..BAD"),
     "rebuild-check": ("Usage: regsurvey rebuild-check [OPTIONS]", "Compile every key twice, each time from a"),
     "demo": ("Usage: regsurvey demo [OPTIONS]", "Show what a diff looks like"),
