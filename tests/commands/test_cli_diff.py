@@ -153,7 +153,13 @@ def test_the_wider_tile_is_worse_with_the_real_figures(history: dict[str, Any]) 
                if (amd["vgpr_total"], amd_now["vgpr_total"]) != (amd["vgpr"], amd_now["vgpr"]) else "")
     agpr = [f"raises AGPRs of gemm on gfx950 ({amd['agpr']} -> {amd_now['agpr']})" + WIDER]
     sgpr = [f"raises SGPRs of gemm on gfx950 ({amd['sgpr']} -> {amd_now['sgpr']})" + WIDER]
-    assert [s["text"] for s in data["summary"]] == [
+    said = [s["text"] for s in data["summary"]]
+    # Where the builds first differ: the wider tile is the kernel's own change (its TTIR), for all four builds
+    # of gemm; the figures in it are those above (first_stage, diff/stage_summary).
+    stage = [s for s in said if s.startswith("4 builds: the kernel's Triton IR changed (TTIR differs: ")]
+    assert len(stage) == 1 and f"VGPRs {amd_now['vgpr'] - amd['vgpr']:+d}" in stage[0], said
+    said.remove(stage[0])
+    assert said == [
         f"lowers occupancy of gemm on gfx950 ({amd['occupancy']} -> {amd_now['occupancy']} waves/SIMD)" + WIDER,
         f"lowers occupancy of gemm on sm90 ({nv['occupancy_warps']} -> {nv_now['occupancy_warps']} warps/SM; "
         f"{nv['occupancy_blocks']} -> {nv_now['occupancy_blocks']} blocks/SM)" + WIDER,
