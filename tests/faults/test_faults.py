@@ -46,7 +46,7 @@ def gated(width):
     ops.scale(rs.tensor((width, 4096), "bf16"), 0.5, stop=False)
 '''
 
-STRIP = ("compile_s", "reused")
+STRIP = ("compile_s", "stage_s", "reused")
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
