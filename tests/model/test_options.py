@@ -13,7 +13,7 @@ from regsurvey.model.options import SurveyOptions
 def test_nothing_asked_is_the_whole_survey_on_local_workers() -> None:
     assert dataclasses.asdict(SurveyOptions()) == {
         "targets": None, "kinds": (), "keys": (), "jobs": 1, "timeout": 600.0, "triton_cache_dir": None,
-        "reuse_results": True, "ray_address": None}
+        "reuse_results": True, "ray_address": None, "toolchain": None}  # toolchain None: this environment
 
 
 def test_options_are_a_value() -> None:
