@@ -466,7 +466,8 @@ def _closing_lines(comparison: Comparison) -> list[SummaryLine]:
     lines = []
     failing_before, failing_after = comparison.failing_builds
     if not failing_before and not failing_after and comparison.rows:
-        lines.append(SummaryLine.of("every key builds on both commits", "neutral", ()))
+        both = "with both toolchains" if comparison.across_toolchains else "on both commits"
+        lines.append(SummaryLine.of(f"every key builds {both}", "neutral", ()))
     unchanged = comparison.with_mark(Mark.UNCHANGED)
     total = len(comparison.rows)
     if unchanged and len(unchanged) == total:
