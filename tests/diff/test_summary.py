@@ -124,6 +124,17 @@ def test_new_and_dropped_builds_and_another_toolchain(layer: Survey) -> None:
     ]
 
 
+def test_an_upgrade_says_every_key_builds_with_both_toolchains(layer: Survey) -> None:
+    # An upgrade compares one revision under two toolchains: its sides are not two commits.
+    cuda = dict(layer.toolchain["cuda"], ptxas="Build cuda_12.8.r12.8/compiler.0_0")
+    base = replace(layer, toolchain={**layer.toolchain, "cuda": cuda})
+    judged = summarize(compare(base, layer, across_toolchains=True)).lines
+    assert [(line.text, line.tone) for line in judged] == [
+        ("every key builds with both toolchains", "neutral"),
+        ("no figure changed in any of the 40 builds", "neutral"),
+    ]
+
+
 def test_unified_vgprs_ride_with_the_vgprs(layer: Survey, layer_readings: Readings) -> None:
     # Without AGPRs the unified count is the VGPR count: one change, told once, in the VGPRs' line. The
     # scaling kernel does no matrix multiply, so it has no AGPRs (the GEMM has some on Triton 3.6).
