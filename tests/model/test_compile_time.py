@@ -107,6 +107,11 @@ def test_the_stage_that_grew_most_is_named() -> None:
     change = _change(2.0, 30.0)
     assert change.grew_most == StageGrowth("amdgcn", 1.0, 29.0)
     assert _change(2.0, 1.0).grew_most is None  # nothing grew
+    # A compile that got faster names no stage, even one that grew a little (the demo's gfx942 mla_decode
+    # tp8 w8 e4m3 under Triton 3.6 -> 3.9: 58.0 -> 2.4 s, lld 1.0 -> 1.9 ms).
+    faster = CompileTime(58.0, 2.4, StageTimes({"amdgcn": 55.98, "lld": 0.001}),
+                         StageTimes({"amdgcn": 0.9, "lld": 0.0019}))
+    assert faster.grew_most is None and faster.to_dict()["grew_most"] is None
     new_stage = CompileTime(1.0, 3.0, StageTimes({"llir": 1.0}), StageTimes({"llir": 1.0, "ptxas": 2.0}))
     assert new_stage.grew_most == StageGrowth("ptxas", 0.0, 2.0)
     data = _change(3.1, 31.0, reused_before=True).to_dict()
