@@ -26,7 +26,7 @@ from ..model.comparison import (
     ToolchainChange,
 )
 from ..model.compile_time import CompileTime
-from ..model.figures import FIGURE_ORDER
+from ..model.figures import FIGURE_ORDER, OCCUPANCY, figure
 from ..model.findings import Finding
 from ..model.names import build_names
 from ..model.results import Row, Survey
@@ -66,6 +66,11 @@ def _lint_change(before: Row | None, after: Row | None) -> LintChange:
     return LintChange(side(before), side(after))
 
 
+def _cannot_launch(figures: list[FigureDelta]) -> bool:
+    """Whether an occupancy figure fell to 0 from more: the build launched before, and cannot now."""
+    return any(figure(f.name).kind == OCCUPANCY and f.after == 0 and (f.before or 0) > 0 for f in figures)
+
+
 def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta], lint: LintChange) -> Mark:
     if before is None:
         return Mark.ADDED
@@ -75,12 +80,15 @@ def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta],
         return Mark.STILL_FAILING if not after.ok else Mark.FIXED
     if not after.ok:
         return Mark.NEWLY_FAILING
+    figures = list(figures)
     verdicts = {f.verdict for f in figures}
     # A new miscompile suspect weighs like a figure that got worse; a new or fixed note is neutral.
     worse = "worse" in verdicts or bool(lint.new_errors)
     better = "better" in verdicts or bool(lint.fixed_errors)
     if worse:
-        return Mark.MIXED if better else Mark.WORSE
+        # A build whose occupancy fell to 0 can no longer launch (its LDS or registers exceed what the GPU
+        # has): nothing it gained makes up for that.
+        return Mark.WORSE if _cannot_launch(figures) or not better else Mark.MIXED
     if better:
         return Mark.BETTER
     if "changed" in verdicts or lint.changed:

@@ -87,6 +87,13 @@ def test_marks(layer: Survey, layer_readings: Readings) -> None:
     worse = next(r for r in c.rows if r.key == "attn/tp4/w8/bf16" and r.target == AMD)
     assert [(f.name, f.before, f.after, f.delta, f.verdict) for f in worse.changed_figures] == [
         ("occupancy", occupancy, occupancy - 1, -1, "worse"), ("vgpr", vgpr, vgpr - 8, -8, "better")]
+    # A build that can no longer launch (occupancy 0: flag_gems' gfx950 mm configs under Triton 3.9, whose LDS
+    # outgrew the CU's 160 KiB) is worse, whatever else it gained.
+    gone = compare(layer, edited(layer, {("attn/tp4/w8/bf16", AMD): {"vgpr": vgpr - 8, "occupancy": 0},
+                                         ("proj/tp4/w2", NV): {"occupancy_warps": 0, "occupancy_blocks": 0,
+                                                               "regs": proj["regs"] - 8}}))
+    assert {(r.key, r.target): r.mark for r in gone.rows if r.mark is not Mark.UNCHANGED} == {
+        ("attn/tp4/w8/bf16", AMD): Mark.WORSE, ("proj/tp4/w2", NV): Mark.WORSE}
     failing = next(r for r in c.rows if r.mark is Mark.NEWLY_FAILING)
     assert failing.error == "out of resource: shared memory"
     regs = layer_readings[("attn/tp8/w2/bf16", NV)]["regs"]
