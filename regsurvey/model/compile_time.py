@@ -13,9 +13,11 @@ where it moved notably (:attr:`CompileTime.notable`), and ``check`` fails only a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .frozen_mapping import FrozenMapping
 
 # Notable: the compile took at least twice (or half) as long, and a second or more longer (shorter).
 NOTABLE_FACTOR = 2.0
@@ -27,7 +29,7 @@ SLOWDOWN_OVER_S = 30.0
 _RATIO_SLACK = 1e-9
 
 
-class StageTimes(Mapping[str, float]):
+class StageTimes(FrozenMapping[float]):
     """The seconds of each stage of one compile, in the order they ran: a frozen, hashable mapping of
     stage name to seconds (a finite number of zero or more).
 
@@ -38,9 +40,7 @@ class StageTimes(Mapping[str, float]):
     is left of it (temporary files), so that their :attr:`total` is the compile's time in Triton.
     Its JSON form is the mapping itself (``{"frontend": 0.0123, "ttir": 0.004, ...}``)."""
 
-    __slots__ = ("_hash", "_seconds")
-    _seconds: dict[str, float]
-    _hash: int | None
+    __slots__ = ()
 
     def __init__(self, seconds: Mapping[str, float] | Iterable[tuple[str, float]]) -> None:
         """ValueError for a name that is not a non-empty string, or seconds that are not a finite number of
@@ -52,13 +52,12 @@ class StageTimes(Mapping[str, float]):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                     or value < 0:
                 raise ValueError(f"stage {name} took {value!r}, not a number of seconds of zero or more")
-        object.__setattr__(self, "_seconds", {name: float(value) for name, value in pairs})
-        object.__setattr__(self, "_hash", None)
+        self._freeze({name: float(value) for name, value in pairs})
 
     @property
     def total(self) -> float:
         """The seconds of every stage together."""
-        return sum(self._seconds.values())
+        return sum(self._items.values())
 
     @classmethod
     def from_json(cls, data: Any) -> StageTimes:
@@ -68,37 +67,11 @@ class StageTimes(Mapping[str, float]):
                              "to seconds")
         return cls(data)
 
-    def to_json(self) -> dict[str, float]:
-        """The JSON form: a plain dict, in the order the stages ran."""
-        return dict(self._seconds)
-
-    def __getitem__(self, name: str) -> float:
-        return self._seconds[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._seconds)
-
-    def __len__(self) -> int:
-        return len(self._seconds)
-
-    def __hash__(self) -> int:
-        found = self._hash
-        if found is None:
-            found = hash(tuple(self._seconds.items()))
-            object.__setattr__(self, "_hash", found)
-        return found
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"StageTimes are frozen: cannot set {name}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"StageTimes are frozen: cannot delete {name}")
-
     def __reduce__(self) -> tuple[Any, ...]:
-        return (StageTimes, (self._seconds,))  # pickled from workers and Ray actors
+        return (StageTimes, (self._items,))  # pickled from workers and Ray actors
 
     def __repr__(self) -> str:
-        return f"StageTimes({self._seconds!r})"
+        return f"StageTimes({self._items!r})"
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,11 @@ Kinds:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .frozen_mapping import FrozenMapping
 
 REGISTER = "register"
 SPILL = "spill"
@@ -127,7 +129,7 @@ def vendor_figures(vendor: str) -> tuple[Figure, ...]:
 _POSITION: dict[str, int] = {f.name: i for i, f in enumerate(FIGURES)}
 
 
-class Figures(Mapping[str, int]):
+class Figures(FrozenMapping[int]):
     """A build's figures (``Row.resources``, ``ObjectReport.resources``): a frozen, hashable mapping of figure
     name to value, of one vendor's figures only, each a whole number of zero or more.
 
@@ -136,10 +138,8 @@ class Figures(Mapping[str, int]):
     names belong to). It iterates in the registry's order, which is its JSON form's (:meth:`to_json`).
     Equal to any mapping of the same names and values, a plain dict among them."""
 
-    __slots__ = ("_hash", "_values", "vendor")
+    __slots__ = ("vendor",)
     vendor: str | None  # AMD or NVIDIA; None for no figures (a build that did not build)
-    _values: dict[str, int]
-    _hash: int | None
 
     def __init__(self, vendor: str | None, values: Mapping[str, int]) -> None:
         """``values`` by name: ValueError for a name the registry does not give ``vendor``, or a value that is
@@ -153,8 +153,7 @@ class Figures(Mapping[str, int]):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"figure {name} is {value!r}, not a whole number of zero or more")
         object.__setattr__(self, "vendor", vendor)
-        object.__setattr__(self, "_values", {n: int(values[n]) for n in sorted(values, key=_POSITION.__getitem__)})
-        object.__setattr__(self, "_hash", None)
+        self._freeze({n: int(values[n]) for n in sorted(values, key=_POSITION.__getitem__)})
 
     @classmethod
     def complete(cls, vendor: str, **values: int) -> Figures:
@@ -178,37 +177,11 @@ class Figures(Mapping[str, int]):
             raise ValueError(f"figures of {' and '.join(vendors)} together ({', '.join(data)})")
         return cls(vendors[0] if vendors else None, data)
 
-    def to_json(self) -> dict[str, int]:
-        """The JSON form: a plain dict, in the registry's order."""
-        return dict(self._values)
-
-    def __getitem__(self, name: str) -> int:
-        return self._values[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __hash__(self) -> int:
-        found = self._hash
-        if found is None:
-            found = hash(frozenset(self._values.items()))
-            object.__setattr__(self, "_hash", found)
-        return found
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"Figures are frozen: cannot set {name}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"Figures are frozen: cannot delete {name}")
-
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Figures, (self.vendor, self._values))  # pickled to and from workers and Ray actors
+        return (Figures, (self.vendor, self._items))  # pickled to and from workers and Ray actors
 
     def __repr__(self) -> str:
-        return f"Figures({self.vendor!r}, {self._values!r})"
+        return f"Figures({self.vendor!r}, {self._items!r})"
 
 
 NO_FIGURES = Figures(None, {})  # a build that did not build
