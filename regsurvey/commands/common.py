@@ -11,11 +11,15 @@ from pathlib import Path
 import click
 
 from ..engine.errors import SurveyError
+from ..first_stage import first_differences
+from ..model.comparison import Comparison
 from ..model.targets import UnknownTargetError
 from ..repo.checkout import CheckoutError
 from ..store.files import WriteError
+from ..store.objectstore import ObjectStore
 from ..store.signing import SigningKeyError
 from ..store.store import StoreError
+from ..where import where_changed
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 # (and a file that cannot be written: a full disk is no gate's failure either)
@@ -63,3 +67,10 @@ def command_errors(*bad_input: type[BaseException]) -> Iterator[None]:
     except KeyboardInterrupt:
         click.echo("regsurvey: interrupted", err=True)
         sys.exit(130)
+
+
+def explained(comparison: Comparison, objects: ObjectStore, start: Path, jobs: int) -> Comparison:
+    """``comparison`` with what its reports say beyond the figures, from the stored objects: where each
+    changed build's registers moved (``where_changed``), and the first compiler stage each build differs at
+    (``first_differences``)."""
+    return first_differences(where_changed(comparison, objects, start, jobs), objects)

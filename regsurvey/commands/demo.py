@@ -10,7 +10,6 @@ from pathlib import Path
 import click
 
 from ..diff.summary import summarize
-from ..first_stage import first_differences
 from ..model.words import count
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
@@ -19,8 +18,7 @@ from ..repo.checkout import repo_root
 from ..revisions.demo import DEMO_CHANGE, DEMO_KINDS, DEMO_TARGETS, DemoError, run_demo
 from ..store.files import write_text
 from ..store.store import Store
-from ..where import where_changed
-from .common import BAD_INPUT, EXIT_OK, fail, split_csv, writing
+from .common import BAD_INPUT, EXIT_OK, explained, fail, split_csv, writing
 from .helptext import examples
 from .options import make_report_dir, make_survey_options, selection_options
 
@@ -63,7 +61,7 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
             comparison = run_demo(workdir, options, progress)
         repo = workdir / "decode-layer-demo"
         objects = Store(repo / ".regsurvey").objects
-        comparison = first_differences(where_changed(comparison, objects, repo, options.jobs), objects)
+        comparison = explained(comparison, objects, repo, options.jobs)
         finished = True
     except (DemoError, *BAD_INPUT) as exc:
         fail(str(exc))

@@ -9,14 +9,12 @@ from pathlib import Path
 import click
 
 from ..diff.core import compare
-from ..first_stage import first_differences
 from ..model.comparison import Comparison
 from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import is_survey_file, obtain_surveys, survey_store
 from ..revisions.rebuild import rebuild_check
-from ..where import where_changed
-from .common import EXIT_OK, command_errors, fail
+from .common import EXIT_OK, command_errors, explained, fail
 from .helptext import examples
 from .options import (
     columns_option,
@@ -70,9 +68,8 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             before, after = obtain_surveys(start, [base, head], used, options, progress)
-            comparison = where_changed(compare(before, after, across_toolchains=across), used.objects, start,
-                                       options.jobs)
-            comparison = first_differences(comparison, used.objects)
+            comparison = explained(compare(before, after, across_toolchains=across), used.objects, start,
+                                   options.jobs)
             if rebuild:
                 check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
                 comparison = replace(comparison, rebuild=check)

@@ -9,13 +9,11 @@ from pathlib import Path
 import click
 
 from ..diff.core import stack as make_stack
-from ..first_stage import first_differences
 from ..model.comparison import Comparison, Stack
 from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import commit_range, obtain_surveys, survey_store
-from ..where import where_changed
-from .common import EXIT_OK, command_errors
+from .common import EXIT_OK, command_errors, explained
 from .helptext import examples
 from .options import (
     columns_option,
@@ -61,7 +59,7 @@ def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
             # Where each step's registers moved, and the first compiler stage each build differs at, from the
             # objects (while a selection's own store exists).
             def enriched(comparison: Comparison) -> Comparison:
-                return first_differences(where_changed(comparison, used.objects, start, options.jobs), used.objects)
+                return explained(comparison, used.objects, start, options.jobs)
             result = replace(result, overall=enriched(result.overall),
                              steps=tuple(replace(step, comparison=enriched(step.comparison)) for step in result.steps))
     text = render(result, fmt, report_style(columns, terminal=output is None, limit=limit))

@@ -10,13 +10,11 @@ import click
 
 from ..diff.core import compare
 from ..engine.other_toolchain import toolchain_name
-from ..first_stage import first_differences
 from ..model.comparison import Comparison
 from ..output.formats import render
 from ..revisions.obtain import open_store
 from ..revisions.range import survey_store, upgrade_surveys
-from ..where import where_changed
-from .common import EXIT_OK, command_errors, fail
+from .common import EXIT_OK, command_errors, explained, fail
 from .helptext import examples
 from .options import (
     columns_option,
@@ -77,8 +75,7 @@ def upgrade(rev: str | None, from_toolchain: str, to_toolchain: str, targets: tu
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             old, new = upgrade_surveys(start, rev, used, options, (before, after), progress)
-            comparison = where_changed(compare(old, new, across_toolchains=True), used.objects, start, options.jobs)
-            comparison = first_differences(comparison, used.objects)  # which stage the new toolchain changed
+            comparison = explained(compare(old, new, across_toolchains=True), used.objects, start, options.jobs)
     text = render(comparison, fmt, report_style(columns, terminal=output is None, limit=limit))
     name = (f"upgrade.{filename_part(rev, comparison.head.commit)}.{filename_part(toolchain_name(before))}.."
             f"{filename_part(toolchain_name(after))}.html")
