@@ -207,7 +207,8 @@ class TableFormat:
     def _render(self, console: Console, comparison: Comparison, title: str | None = None) -> None:
         console.print(Text(title or f"{comparison.base.label} → {comparison.head.label}", style="bold"))
         for change in comparison.toolchain_changes:
-            console.print(Text(f"toolchain differs: {change.describe()}", style="yellow"))
+            for text in hanging(Text(f"toolchain differs: {change.describe()}", style="yellow"), console.width):
+                console.print(text)
         for line in summarize(comparison).lines:
             for text in hanging(Text("- " + line.text, style=_TONE_STYLE.get(line.tone, "")), console.width):
                 console.print(text)

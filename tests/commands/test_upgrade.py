@@ -101,6 +101,12 @@ def test_every_format_of_a_comparison_renders_the_upgrade(fmt: str, upgraded: di
     elif fmt == "table":
         assert text.startswith(f"working tree with triton {old} → working tree with triton {new}\n")
         assert f"toolchain differs: cuda triton: {old} → {new}\n" in text
+        # At 80 columns a toolchain line too long for one (ptxas' build strings) wraps under itself.
+        narrow = invoke("upgrade", "--from", upgraded["python"], *upgraded["common"], "--columns", "80").stdout
+        said = narrow.splitlines()
+        assert all(len(line) <= 80 for line in said)
+        ptxas = next(i for i, line in enumerate(said) if line.startswith("toolchain differs: cuda ptxas: "))
+        assert said[ptxas + 1].startswith("  ") and said[ptxas + 1].strip()
     elif fmt == "html":
         page = json.loads(text.split('<script id="report-data" type="application/json">')[1].split("</script>")[0])
         shown = page["comparisons"][0]
