@@ -313,64 +313,61 @@ def summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _printed(line: str, contiguity: bool) -> str:
-    """An MLIR line with Triton 3.9's new printed forms written as 3.6 writes them: the module's attributes
-    (3.9 adds ``"ttng.two-ctas" = false``), buffer ops' pointer type (``: !tt.ptr<T> -> ``), the cache policy
-    attribute (``{cachePolicy = #tt.cache_policy<cache_modifier = ca, ...>}`` for ``cacheModifier = ca``);
-    with ``contiguity``, without the buffer ops' new ``contiguity = N`` hint too."""
-    line = re.sub(r"^module attributes \{.*", "module attributes", line)
-    line = re.sub(r" : !tt\.ptr<[^>]*> -> ", " : ", line)
-    line = re.sub(r"\{cachePolicy = #tt\.cache_policy<cache_modifier = (\w+), eviction_policy = evict_normal>(, )?",
-                  r"cacheModifier = \1 {", line)
-    line = re.sub(r"\{cachePolicy = #tt\.cache_policy<eviction_policy = (\w+)>(, )?", r"evictionPolicy = \1 {", line)
-    if contiguity:
-        line = re.sub(r",? ?contiguity = \d+ : i32", "", line)
-    return line.replace(" {}", "").replace("{} ", "")
+def first_stage_now(row: dict[str, Any], objects: Path) -> str | None:
+    """The first stage that differs between a row's two builds, as regsurvey's normalization answers it now (the
+    JSON's ``first_difference`` is the answer of the ``upgrade`` that wrote it)."""
+    from regsurvey.first_stage import first_difference
+    from regsurvey.model.results import Row
+    from regsurvey.store.objectstore import ObjectStore
+
+    before, after = row.get("before"), row.get("after")
+    if not (before and after):
+        return None
+    stage = first_difference(Row.from_dict(before), Row.from_dict(after), ObjectStore(objects))
+    return None if stage is None else stage.value
 
 
-def text_class(before: list[str], after: list[str]) -> str:
-    """How two normalized MLIR texts differ: 'print' (only in 3.9's printed forms), 'print+contiguity' (and the
-    buffer ops' contiguity hint), 'order' (the same lines in another order, value numbers set aside), 'code'."""
-    for kind, contiguity in (("print", False), ("print+contiguity", True)):
-        if [_printed(x, contiguity) for x in before] == [_printed(x, contiguity) for x in after]:
-            return kind
+def order_only(before: str, after: str) -> bool:
+    """True when two normalized texts hold the same lines in another order (value numbers set aside)."""
+    def lines(text: str) -> list[str]:
+        return sorted(re.sub(r"%v\d+", "%v", line) for line in text.splitlines())
 
-    def lines(text: list[str]) -> list[str]:
-        return sorted(re.sub(r"%v\d+", "%v", _printed(x, True)) for x in text)
-
-    return "order" if lines(before) == lines(after) else "code"
+    return lines(before) == lines(after)
 
 
 def stages(args: argparse.Namespace) -> int:
-    """For every build whose first differing stage is TTIR or TTGIR, how its text at that stage differs
-    (:func:`text_class`, after regsurvey's own normalization); a Markdown table on stdout."""
-    import gzip
+    """Every build's first differing stage as regsurvey answers it now, beside the answer the upgrade wrote,
+    per library (Markdown tables on stdout); of the builds placed at TTIR or TTGIR, how many differ there only
+    in the order of their lines."""
+    from regsurvey.diff.stages import NORMALIZERS
+    from regsurvey.model.stages import Stage
+    from regsurvey.store.objectstore import ObjectStore
 
-    from regsurvey.diff.stages import normalize_mlir
-
-    counts: Counter[tuple[str, str, str]] = Counter()
+    now: Counter[tuple[str, str | None]] = Counter()
+    then: Counter[tuple[str, str | None]] = Counter()
+    reordered: Counter[tuple[str, str]] = Counter()
     for path in sorted(args.out.glob("*-*.json")):
         if path.name.endswith(".wall.json"):
             continue
         library = path.stem.split("-")[0]
         objects = args.out / f"store-{library}" / "objects"
+        store = ObjectStore(objects)
         for r in json.loads(path.read_text())["rows"]:
-            stage = r.get("first_difference")
+            stage = first_stage_now(r, objects)
+            now[(library, stage)] += 1
+            then[(library, r.get("first_difference"))] += 1
             if stage in ("ttir", "ttgir"):
-                texts = []
-                for side in ("before", "after"):
-                    sha = r[side]["object"]["sha256"]
-                    data = gzip.decompress((objects / sha[:2] / f"{sha}.{stage}.gz").read_bytes()).decode()
-                    texts.append(normalize_mlir(data.split("\n", 1)[1]).splitlines())  # after the header line
-                counts[(library, stage, text_class(*texts))] += 1
-    kinds = ("code", "print", "print+contiguity", "order")
-    print("| library | stage | " + " | ".join(kinds) + " |")
-    print("| --- | --- | " + " | ".join("---" for _ in kinds) + " |")
-    for library, stage in sorted({(lib, st) for lib, st, _ in counts}):
-        print(f"| {library} | {stage} | " + " | ".join(str(counts[(library, stage, k)]) for k in kinds) + " |")
-    for stage in ("ttir", "ttgir"):
-        totals = [sum(n for (_, st, k), n in counts.items() if (st, k) == (stage, kind)) for kind in kinds]
-        print(f"| all | {stage} | " + " | ".join(map(str, totals)) + " |")
+                texts = [NORMALIZERS[Stage(stage)](store.text(r[side]["object"]["path"], stage) or "")
+                         for side in ("before", "after")]
+                reordered[(library, stage)] += order_only(*texts)
+    libraries = sorted({lib for lib, _ in now})
+    print("| library | " + " | ".join(str(s or "unknown") for s in STAGES) + " | of TTIR/TTGIR: order only |")
+    print("| --- | " + " | ".join("---" for _ in STAGES) + " | --- |")
+    for library in [*libraries, "all"]:
+        def n(counter: Counter[tuple[str, Any]], key: Any, lib: str = library) -> int:
+            return sum(v for (x, k), v in counter.items() if k == key and lib in (x, "all"))
+        cells = [f"{n(now, s)}" + (f" ({n(then, s)})" if n(then, s) != n(now, s) else "") for s in STAGES]
+        print(f"| {library} | " + " | ".join(cells) + f" | {n(reordered, 'ttir')} / {n(reordered, 'ttgir')} |")
     return 0
 
 

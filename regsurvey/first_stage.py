@@ -15,7 +15,7 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from .diff.stages import fingerprint
+from .diff.stages import Fingerprint, fingerprint
 from .errors import CorruptObjectError
 from .model.comparison import Comparison, RowComparison
 from .model.results import Row
@@ -55,7 +55,7 @@ def first_difference(before: Row, after: Row, objects: ObjectStore) -> Stage | N
         now = _fingerprint(objects.root, after.object.path, stage)
         if was is None or now is None:
             return None
-        if was != now:
+        if not was.same(now):
             return stage
     try:
         sections = differing_sections(objects.get(before.object.path, before.object.sha256),
@@ -68,7 +68,7 @@ def first_difference(before: Row, after: Row, objects: ObjectStore) -> Stage | N
 
 
 @lru_cache(maxsize=16384)
-def _fingerprint(root: Path, path: str, stage: Stage) -> str | None:
+def _fingerprint(root: Path, path: str, stage: Stage) -> Fingerprint | None:
     """The fingerprint of ``stage``'s text kept beside the object ``path`` of the store at ``root``, once per
     object (a stack compares most objects more than once; a store's path names its object's sha256); None
     when the text is missing or damaged."""

@@ -20,7 +20,9 @@ from .stage_cases import FIXTURES, OBJECTS, StageCase, stage_cases, stage_compar
 
 @pytest.mark.parametrize("case", stage_cases(), ids=lambda c: c.name)
 def test_each_build_is_named_at_its_stage(case: StageCase) -> None:
-    """Triton 3.6.0 -> 3.9.0: gfx942's kv_write differs at TTIR, v_up at TTGIR (VGPRs 70 -> 86); fp fusion
+    """Triton 3.6.0 -> 3.9.0: gfx942's moe_up_gate differs at TTIR (``arith.negf`` for ``arith.subf 0.0, x``),
+    v_up at TTGIR (VGPRs 70 -> 86), kv_write at LLIR (its TTIR and TTGIR differ only in what the printer chose
+    and in 3.9's contiguity hints); fp fusion
     off: kv_write's LLVM IR is the same and its AMDGCN not (``v_pk_mul_f32`` and ``v_pk_add_f32`` for
     ``v_pk_fma_f32``), nor its PTX on sm90 (``mul.rn.f32`` for ``fma.rn.f32``); moe_align's PTX is the same
     and its cubin not (ptxas ran with ``-fmad false``); the toy kernel three lines lower: identical from TTIR

@@ -4,11 +4,16 @@ Each text kept beside an object (TTIR, TTGIR, LLVM IR, AMDGCN or PTX) is normali
 what records where the code came from, and not what it does, is removed:
 
 - MLIR (TTIR, TTGIR): every ``loc(...)`` and every ``#loc... = loc(...)`` line (source files, lines, the
-  names of Python variables);
+  names of Python variables), and what only the printer chose: attribute aliases' numbers and constants'
+  places (each written out where it is used), and the spellings Triton releases print differently
+  (``gpu.barrier`` and ``ttg.barrier all``, the cache policy, buffer operations' pointer types, a module's
+  default ``"ttng.two-ctas" = false``); the contiguity hints Triton 3.9 prints on AMD buffer operations
+  are compared only where both texts print them (:class:`Fingerprint`);
 - LLVM IR: ``!dbg`` attachments, debug records (``#dbg_value``) and ``llvm.dbg`` calls, the debug
   metadata (``!DIFile``, ``!DILocation`` ...) and what only it uses, comments and ``source_filename``; the
   metadata left is numbered again in order of first use, so that nodes the debug ones no longer push along
-  compare equal;
+  compare equal (what two LLVM releases print differently stays: Triton releases that bundle different LLVMs
+  part at the LLIR at the latest);
 - AMDGCN and PTX: ``.loc`` and ``.file`` directives (the files' paths: the checkout's, Triton's installation),
   the labels debug ranges name (``.Ltmp3``, ``$L__tmp3``), CFI directives and every debug section
   (``.debug_info``, ``.debug_str`` ...); PTX's ``.loc`` comments with them.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ..model.stages import TEXT_STAGES, Stage
 
@@ -73,16 +79,142 @@ _ALIAS_LOC = re.compile(r"[ \t]+loc\(#loc\d*\)")  # most locations: removed at o
 
 
 def normalize_mlir(text: str) -> str:
-    """TTIR or TTGIR without locations: the ``#loc`` aliases' lines, every ``loc(...)``, and the names of
-    SSA values, which MLIR takes from the locations' names (the Python variables: ``%rows``, ``%acc_3``),
-    each value numbered instead in order of first appearance (``%v0``, ``%v1`` ...)."""
+    """TTIR or TTGIR without locations and without what only the printer chose (see :func:`_canonical_mlir`):
+    the ``#loc`` aliases' lines, every ``loc(...)``, and the names of SSA values, which MLIR takes from the
+    locations' names (the Python variables: ``%rows``, ``%acc_3``), each value numbered instead in order of
+    first appearance (``%v0``, ``%v1`` ...)."""
     out = []
     for line in _ALIAS_LOC.sub("", text).splitlines():
         if _LOC_ALIAS.match(line):
             continue
         out.append(_without_locs(line) if "loc(" in line else line)
     names: dict[str, str] = {}
-    return _SSA_VALUE.sub(lambda m: names.setdefault(m[0], f"%v{len(names)}"), "\n".join(out)) + "\n"
+    return _SSA_VALUE.sub(lambda m: names.setdefault(m[0], f"%v{len(names)}"), _canonical_mlir(out)) + "\n"
+
+
+# What Triton's printer chooses, and not the code: set aside so that two Tritons that build the same IR compare
+# equal (Triton 3.6.0 and 3.9.0 print one kernel's IR in these different ways; tests/diff/test_stages.py):
+# - attribute aliases (``#blocked1 = #ttg.blocked<...>``) are numbered in order of first use: each is written
+#   out where it is used;
+# - constants (``%c16_i32 = arith.constant 16 : i32``) are placed and ordered as the canonicalizer left them:
+#   each is written out where it is used, ``const(16 : i32)``, and its line dropped;
+# - spellings that changed: ``gpu.barrier`` (3.6) is ``ttg.barrier all`` (3.9); the cache modifier and eviction
+#   policy of a load or store (3.6: ``cacheModifier = cg evictionPolicy = evict_last`` before the attributes)
+#   are one ``cachePolicy = #tt.cache_policy<...>`` attribute (3.9); AMD's buffer operations name their base
+#   pointer's type (3.9: ``: !tt.ptr<bf16> -> tensor<...>``); NVIDIA modules say ``"ttng.two-ctas" = false``
+#   (3.9), a default 3.6 left unsaid.
+_ATTRIBUTE_ALIAS = re.compile(r"(#[A-Za-z_][\w$.-]*) = (.*)")
+_ALIAS_USE = re.compile(r"#[A-Za-z_][\w$.-]*")
+_CONSTANT = re.compile(r"\s*(%[\w$.-]+) = arith\.constant (.*)")
+_FUNC = re.compile(r"\s*tt\.func\b")
+_OLD_CACHE = re.compile(r" (cacheModifier|evictionPolicy) = (\w+)")
+_BUFFER_POINTER = re.compile(r" : !tt\.ptr<[^>]*> -> ")
+_DEFAULT_MODULE_ATTRIBUTES = re.compile(r'"ttng\.two-ctas" = false(, )?|, "ttng\.two-ctas" = false')
+
+
+def _canonical_mlir(lines: list[str]) -> str:
+    """``lines`` (locations removed) with the attribute aliases and constants written out where they are used,
+    and the spellings that changed between Triton releases written one way."""
+    aliases: dict[str, str] = {}
+    body: list[str] = []
+    for line in lines:
+        if line.startswith("#") and (m := _ATTRIBUTE_ALIAS.fullmatch(line)):
+            aliases[m[1]] = m[2]
+        else:
+            body.append(line)
+    if aliases:
+        body = _ALIAS_USE.sub(lambda m: _alias_body(m[0], aliases), "\n".join(body)).split("\n")
+    out: list[str] = []
+    for function in _functions(body):
+        out += _constants_written_out(function)
+    return "\n".join(_spelled_once(line) for line in out)
+
+
+def _alias_body(name: str, aliases: Mapping[str, str], depth: int = 0) -> str:
+    """What the alias ``name`` stands for, its own aliases written out too; ``name`` when it is none."""
+    body = aliases.get(name)
+    if body is None or depth > 8:
+        return name
+    return _ALIAS_USE.sub(lambda m: _alias_body(m[0], aliases, depth + 1), body) if "#" in body else body
+
+
+def _functions(lines: list[str]) -> list[list[str]]:
+    """``lines`` cut before every ``tt.func``: the names of values are a function's own."""
+    parts: list[list[str]] = [[]]
+    for line in lines:
+        if _FUNC.match(line) and parts[-1]:
+            parts.append([])
+        parts[-1].append(line)
+    return parts
+
+
+def _constants_written_out(lines: list[str]) -> list[str]:
+    """One function's lines without their constants' lines, each use of a constant its value."""
+    values = {m[1]: m[2] for line in lines if "arith.constant" in line and (m := _CONSTANT.fullmatch(line))}
+    if not values:
+        return lines
+    out = []
+    for line in lines:
+        if "arith.constant" in line and (m := _CONSTANT.fullmatch(line)) and m[1] in values:
+            continue
+        out.append(_SSA_VALUE.sub(lambda m: f"const({values[m[0]]})" if m[0] in values else m[0], line)
+                   if "%" in line else line)
+    return out
+
+
+def _spelled_once(line: str) -> str:
+    """``line`` in the spelling Triton 3.9 prints, where 3.6's differed (see above)."""
+    if "gpu.barrier" in line and line.strip() == "gpu.barrier":
+        return line.replace("gpu.barrier", "ttg.barrier all")
+    if "Modifier = " in line or "Policy = " in line:
+        line = _cache_policy_attribute(line)
+    if "amdg.buffer_" in line:
+        line = _BUFFER_POINTER.sub(" : ", line)
+    if "ttng.two-ctas" in line and line.startswith("module attributes"):
+        line = _DEFAULT_MODULE_ATTRIBUTES.sub("", line)
+    return line
+
+
+def _cache_policy_attribute(line: str) -> str:
+    """Triton 3.6's ``cacheModifier = ca evictionPolicy = evict_last`` written as 3.9's attribute, in the
+    operation's attribute dictionary (whose entries MLIR prints in order of their names)."""
+    old = dict((m[1], m[2]) for m in _OLD_CACHE.finditer(line))
+    colon = _type_colon(line)
+    if not old or colon is None:
+        return line
+    head, tail = _OLD_CACHE.sub("", line[:colon]), line[colon:]
+    entries = [f"cachePolicy = #tt.cache_policy<cache_modifier = {old.get('cacheModifier', 'none')}, "
+               f"eviction_policy = {old.get('evictionPolicy', 'evict_normal')}>"]
+    if head.endswith("}") and (opening := head.rfind(" {")) != -1:
+        head, entries = head[:opening], entries + _entries(head[opening + 2:-1])
+    return f"{head} {{{', '.join(sorted(entries))}}}{tail}"
+
+
+def _entries(dictionary: str) -> list[str]:
+    """The entries (``name = value``) of an attribute dictionary's text, without its braces."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(dictionary):
+        if c in "{[(<":
+            depth += 1
+        elif c in "}])>":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(dictionary[start:i].strip())
+            start = i + 1
+    return [*out, dictionary[start:].strip()]
+
+
+def _type_colon(line: str) -> int | None:
+    """The index of the `` : `` that starts an operation's types (the first outside braces and brackets)."""
+    depth = 0
+    for i, c in enumerate(line):
+        if c in "{[(<":
+            depth += 1
+        elif c in "}])>":
+            depth -= 1
+        elif c == ":" and depth == 0 and line[i - 1:i + 2] == " : ":
+            return i - 1
+    return None
 
 
 # ---- LLVM IR ------------------------------------------------------------------------------------------
@@ -202,17 +334,50 @@ NORMALIZERS: dict[Stage, Callable[[str], str]] = {
 }
 
 
-def fingerprint(stage: Stage, text: str) -> str:
-    """The sha256 of ``text`` (``stage``'s output) normalized."""
-    return hashlib.sha256(NORMALIZERS[stage](text).encode()).hexdigest()
+# Hints that some Triton releases print and others leave to the lowering (which then works them out as it goes):
+# Triton 3.9 writes the contiguity of an AMD buffer operation's offsets (``{contiguity = 8 : i32}``), 3.6 does
+# not. Two texts that both print them compare them; a text without any compares equal to one with them where
+# nothing else differs.
+_HINT = re.compile(r"(?<=[{ ])contiguity = \d+ : i32(, )?|, contiguity = \d+ : i32")
+_HINTED_LINE = "amdg.buffer_"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """One stage's text, normalized and hashed: as it is (``exact``) and without the hints only some Tritons
+    print (``bare``; the same where it has none)."""
+
+    exact: str
+    bare: str
+
+    @property
+    def hinted(self) -> bool:
+        """True when the text prints hints that another Triton would leave out."""
+        return self.exact != self.bare
+
+    def same(self, other: Fingerprint) -> bool:
+        """True when the two texts are the same code: exactly, where both print the hints (or neither does);
+        hints aside, where only one does."""
+        return self.exact == other.exact if self.hinted == other.hinted else self.bare == other.bare
+
+
+def fingerprint(stage: Stage, text: str) -> Fingerprint:
+    """``text`` (``stage``'s output) normalized and hashed."""
+    normalized = NORMALIZERS[stage](text)
+    exact = hashlib.sha256(normalized.encode()).hexdigest()
+    if _HINTED_LINE not in normalized or "contiguity" not in normalized:
+        return Fingerprint(exact, exact)
+    bare = "\n".join(_HINT.sub("", line).replace(" {}", "") if _HINTED_LINE in line else line
+                     for line in normalized.split("\n"))
+    return Fingerprint(exact, hashlib.sha256(bare.encode()).hexdigest())
 
 
 def first_text_difference(before: Mapping[Stage, str], after: Mapping[Stage, str]) -> Stage | None:
     """The first stage, in the compiler's order, whose texts differ once normalized, of the stages both
     sides hold; None when every one of them agrees."""
     return next((stage for stage in TEXT_STAGES if stage in before and stage in after
-                 and fingerprint(stage, before[stage]) != fingerprint(stage, after[stage])), None)
+                 and not fingerprint(stage, before[stage]).same(fingerprint(stage, after[stage]))), None)
 
 
-__all__ = ["NORMALIZERS", "fingerprint", "first_text_difference", "normalize_amdgcn",
+__all__ = ["NORMALIZERS", "Fingerprint", "fingerprint", "first_text_difference", "normalize_amdgcn",
            "normalize_llir", "normalize_mlir", "normalize_ptx"]

@@ -18,8 +18,9 @@ from ..stage_cases import OBJECTS, stage_comparison, stage_surveys
 def test_a_line_per_stage_in_the_compilers_order() -> None:
     comparison = first_differences(stage_comparison(), OBJECTS)
     assert [text for text, _ in stage_sentences(comparison)] == [
-        "1 build: the kernel's Triton IR changed (TTIR differs: VGPRs +1, SGPRs +4)",
+        "1 build: the kernel's Triton IR changed (TTIR differs: occupancy +1 waves/SIMD, VGPRs -5, AGPRs -20)",
         "1 build: Triton's lowering changed (TTGIR differs first: VGPRs +16, AGPRs -8, SGPRs -2)",
+        "1 build: Triton's LLVM lowering changed (LLIR differs first: VGPRs +1, SGPRs +4)",
         "1 build: LLVM's backend changed (identical LLIR, different AMDGCN)",
         "1 build: LLVM's backend changed (identical LLIR, different PTX: registers -1)",
         "1 build: the assembler/linker changed (identical PTX, different object)",
@@ -37,7 +38,7 @@ def test_unchanged_builds_of_the_same_object_say_nothing() -> None:
     assert stage_sentences(itself) == []
     # Not comparable (another toolchain) and the same object: said, since the toolchain changed nothing there.
     marked = replace(itself, rows=tuple(replace(r, mark=Mark.NOT_COMPARABLE) for r in itself.rows))
-    assert [text for text, _ in stage_sentences(marked)] == ["7 builds: the same object (identical at every stage)"]
+    assert [text for text, _ in stage_sentences(marked)] == ["8 builds: the same object (identical at every stage)"]
 
 
 def test_builds_without_a_stage_are_left_out() -> None:
@@ -56,5 +57,5 @@ def test_figures_as_ranges_and_in_how_many() -> None:
     comparison = first_differences(stage_comparison(), OBJECTS)
     gfx942 = [r for r in comparison.rows if r.target == "gfx942" and r.first_difference in (Stage.TTIR, Stage.TTGIR)]
     # The unified VGPRs move with the VGPRs: left out beside them.
-    assert moved_figures(gfx942) == "VGPRs +1 to +16, AGPRs -8 in 1, SGPRs -2 to +4"
+    assert moved_figures(gfx942) == "occupancy +1 waves/SIMD in 1, VGPRs -5 to +16, AGPRs -20 to -8"
     assert moved_figures([r for r in comparison.rows if r.first_difference is Stage.LOCATIONS]) == ""

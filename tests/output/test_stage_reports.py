@@ -31,7 +31,8 @@ def staged() -> Comparison:
 def test_json_has_each_rows_stage(staged: Comparison) -> None:
     data = json.loads(render(staged, "json"))
     assert {(r["target"], r["key"]): r["first_difference"] for r in data["rows"]} == {
-        ("gfx942", "kv_write/bf16/nostop"): "ttir", ("gfx942", "v_up/w4/nostop"): "ttgir",
+        ("gfx942", "moe_up_gate/tp4/w2/nostop"): "ttir", ("gfx942", "v_up/w4/nostop"): "ttgir",
+        ("gfx942", "kv_write/bf16/nostop"): "llir",
         ("gfx942", "kv_write/bf16/stop"): "amdgcn",
         ("sm90", "kv_write/bf16/nostop"): "ptx", ("sm90", "moe_align/w2"): "object",
         ("gfx942", "scale/width2"): "locations", ("sm90", "scale/width2"): "locations"}
@@ -63,7 +64,7 @@ def test_the_table_has_a_column_where_known(staged: Comparison) -> None:
     worse = text[text.index("worse ("):]
     header = worse.splitlines()[1]
     assert header.rstrip().endswith("first differs")
-    assert next(line for line in worse.splitlines() if line.startswith("kv_write")).rstrip().endswith("TTIR")
+    assert next(line for line in worse.splitlines() if line.startswith("kv_write")).rstrip().endswith("LLIR")
     assert "first differs" not in render(stage_comparison(), "table", Style(width=160))
 
 
@@ -75,7 +76,8 @@ def test_html_data_has_the_stage_and_its_words(staged: Comparison) -> None:
     assert data["stages"] is True
     rows = {r["ref"]: r for r in data["rows"]}
     assert {ref: (r["stage"], r["stage_text"]) for ref, r in rows.items()} == {
-        "gfx942:kv_write/bf16/nostop": ("TTIR", "the kernel's Triton IR changed (TTIR differs)"),
+        "gfx942:moe_up_gate/tp4/w2/nostop": ("TTIR", "the kernel's Triton IR changed (TTIR differs)"),
+        "gfx942:kv_write/bf16/nostop": ("LLIR", "Triton's LLVM lowering changed (LLIR differs first)"),
         "gfx942:kv_write/bf16/stop": ("AMDGCN", "LLVM's backend changed (identical LLIR, different AMDGCN)"),
         "sm90:kv_write/bf16/nostop": ("PTX", "LLVM's backend changed (identical LLIR, different PTX)"),
         "gfx942:v_up/w4/nostop": ("TTGIR", "Triton's lowering changed (TTGIR differs first)")}
@@ -94,10 +96,10 @@ def test_html_shows_a_column_sorted_in_the_compilers_order(staged: Comparison, b
                            ".indexOf('stage')")
     shown = page.evaluate(f"Array.from(document.querySelectorAll('#rows tbody tr.row')).map(tr => "
                           f"tr.cells[{column}].textContent)")
-    assert shown == ["TTIR", "TTGIR", "AMDGCN", "PTX"]
+    assert shown == ["TTIR", "TTGIR", "LLIR", "AMDGCN", "PTX"]
     page.evaluate("document.querySelector('#rows th[data-col=\"stage\"]').click()")
     assert page.evaluate(f"Array.from(document.querySelectorAll('#rows tbody tr.row')).map(tr => "
-                         f"tr.cells[{column}].textContent)") == ["PTX", "AMDGCN", "TTGIR", "TTIR"]
+                         f"tr.cells[{column}].textContent)") == ["PTX", "AMDGCN", "LLIR", "TTGIR", "TTIR"]
     page.evaluate("document.querySelector('#rows tbody tr.row').click()")  # the PTX build's detail
     assert "first stage that differs: LLVM's backend changed (identical LLIR, different PTX)" in page.evaluate(
         "document.querySelector('tr.detail').textContent")
