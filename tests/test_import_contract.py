@@ -2,7 +2,7 @@
 
 The layers, lowest first (each imports only from the layers below it; ``ALLOWED`` names from which):
 
-0. ``model``, ``errors``, ``processes``, ``secret_vars``: import nothing of regsurvey's;
+0. ``model``, ``errors``, ``processes``, ``secret_vars``, ``source_names``: import nothing of regsurvey's;
 1. ``keys`` (the keys API and the capture session kind bodies run in), ``objects`` (the object readers),
    ``store``, ``diff`` and ``check`` (comparing, gating): over the model;
 2. ``compile`` (the only module touching Triton), ``lint`` and ``pressure`` (pure: an object's bytes and
@@ -31,7 +31,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "regsurvey"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("model", "errors", "processes", "secret_vars"),
+    ("model", "errors", "processes", "secret_vars", "source_names"),
     ("keys", "objects", "store", "diff", "check"),
     ("compile", "lint", "pressure", "repo", "output", "__init__"),
     ("capture", "analysis", "kept_pressure"),
@@ -49,16 +49,17 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "processes": set(),
     "secret_vars": set(),  # standard library only: ci/ loads it by path
-    "keys": {"model"},
+    "source_names": set(),
+    "keys": {"model", "source_names"},
     "objects": {"model", "errors"},
     "store": {"model", "errors"},
     "diff": {"model"},
-    "check": {"model"},
+    "check": {"model", "source_names"},
     "compile": {"model", "keys", "objects"},
     "lint": {"model", "errors", "objects"},
     "pressure": {"model", "errors", "objects"},
-    "repo": {"model", "errors", "processes", "store"},
-    "output": {"model", "diff", "check"},
+    "repo": {"model", "errors", "processes", "store", "source_names"},
+    "output": {"model", "diff", "check", "source_names"},
     "__init__": {"model", "keys"},
     "capture": {"model", "keys", "compile"},
     "analysis": {"model", "objects", "compile", "lint"},

@@ -5,7 +5,9 @@ A survey records the launch site relative to its checkout when inside it (``Row.
 before recorded the path the worker saw, under a temporary worktree (since removed) for a commit. Either
 is mapped back to the repository by the longest trailing part of the path that names a file there. A
 launch made in a library outside the repository (an installed package's launcher) is located at the
-project's call into it (``Row.project_where``: the kind body's line), the library's frame said beside it.
+project's call into it (``Row.project_where``: the kind body's line), the library's frame said beside it,
+named as every report names a source file (``source_names``): relative to the directory the library was
+imported from, so that the SARIF of one machine's run says what another's says.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path, PurePath
 
 from ..model.comparison import RowComparison
 from ..model.results import Row
+from ..source_names import checkout_name, site_name, source_name, worktree_name
 
 # "kind body raised at f:12: ..." or, after launching, "kind body raised after 2 launches at f:12: ...".
 _RAISED_AT = re.compile(r"raised (?:after \d+ launch(?:es)? )?at (\S+?):(\d+)")
@@ -34,17 +37,11 @@ class Site:
 
 def repository_path(path: str, repo: Path) -> str | None:
     """``path`` as a POSIX path relative to ``repo``, when it names a file of the repository."""
-    pure = PurePath(path)
-    if pure.is_absolute():
-        try:
-            relative = pure.relative_to(repo)
-            if (repo / relative).is_file():
-                return relative.as_posix()
-        except ValueError:
-            pass
-    elif (repo / pure).is_file():
-        return pure.as_posix()
-    parts = pure.parts
+    # Inside the checkout or a survey's worktree of a commit: relative to it.
+    named = PurePath(checkout_name(path, repo) or worktree_name(path) or path)
+    if not named.is_absolute() and (repo / named).is_file():
+        return named.as_posix()
+    parts = PurePath(path).parts
     for i in range(1, len(parts)):  # longest suffix first
         candidate = PurePath(*parts[i:])
         if (repo / candidate).is_file():
@@ -74,14 +71,11 @@ def _keys_file(kind: str, repo: Path) -> str | None:
 
 
 def library_frame(where: str) -> str:
-    """A frame in a library as messages name it: the path below ``site-packages`` (or ``dist-packages``)
-    where it lies under one (``vllm/model_executor/layers/fused_moe/fused_moe.py:512``), else as it is."""
-    path, line = _split(where)
-    parts = PurePath(path).parts
-    below = [i for i, part in enumerate(parts) if part in ("site-packages", "dist-packages")]
-    if below and below[-1] + 1 < len(parts):
-        path = PurePath(*parts[below[-1] + 1:]).as_posix()
-    return f"{path}:{line}" if line is not None else path
+    """A frame in a library as messages name it: relative to the directory the library was imported from
+    (``vllm/model_executor/layers/fused_moe/fused_moe.py:512``, from ``site-packages`` or a ``PYTHONPATH``
+    directory alike: ``source_names.source_name``; a survey's row already names it so, an older one's
+    full path is named here), else as it is."""
+    return site_name(where) if _split(where)[1] is not None else source_name(where)
 
 
 def _launch_sites(row: Row | None) -> list[tuple[str, int | None, str | None]]:

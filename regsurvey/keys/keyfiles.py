@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 
 from ..model.keys import Key
+from ..source_names import site_name
 from .matrix import Kind, Matrix, key_sort_token
 
 
@@ -161,14 +162,11 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def shown_site(site: str | None, root: Path) -> str | None:
-    """A ``file:line`` as reports show it: relative to the checkout ``root`` when inside it (a survey of
-    another commit runs in a temporary worktree, gone afterwards), else as it is."""
-    if not site:
-        return None
-    file, sep, line = site.rpartition(":")
-    if not sep or not line.isdigit():
-        return site
-    return f"{_shown(Path(file), root)}:{line}"
+    """A ``file:line`` as reports show it (``source_names.source_name``): relative to the checkout ``root``
+    when inside it (a survey of another commit runs in a temporary worktree, gone afterwards), a library's
+    relative to the directory this process imported it from (its ``site-packages``, a ``PYTHONPATH``
+    directory: another survey's may be elsewhere), else as it is."""
+    return site_name(site, root, sys.path) if site else None
 
 
 def load_kinds(root: Path, keys_dir: Path) -> list[Kind]:

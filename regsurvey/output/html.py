@@ -39,6 +39,7 @@ from ..model.rebuild import RebuildCheck
 from ..model.results import Row
 from ..model.stages import Stage
 from ..model.targets import TARGETS
+from ..source_names import site_name
 from .compile_text import build_compile_text, compile_time_text, compile_times_heading
 from .figure_text import (
     build_text,
@@ -64,8 +65,10 @@ PAGE_ROWS = 100
 def _side(row: Row) -> dict[str, Any]:
     """What the detail panel says of one side of a build: its status, warps, stages, launch site and object
     (the 16 hex digits it shows), and why it failed; what it lacks is left out."""
+    # (a survey made before launch sites were named as every report names a source file: named here)
     side: dict[str, Any] = {"status": row.status, "num_warps": row.num_warps, "num_stages": row.num_stages,
-                            "where": row.where, "object": row.object.sha256[:16] if row.object else None}
+                            "where": site_name(row.where) if row.where else row.where,
+                            "object": row.object.sha256[:16] if row.object else None}
     if row.error:
         side.update(error=row.error, error_line=row.error_line)
     if row.messages:

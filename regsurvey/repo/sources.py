@@ -3,10 +3,14 @@
 A compiled object names its source files by the paths the compiler saw, which are rarely where the
 reader stands: the temporary worktree a survey of a commit ran in (``/tmp/regsurvey-<sha>-xyz/tree/
 pkg/attention.py``), the repository itself for a survey of the working tree, another checkout
-altogether when Triton's own cache served a kernel compiled there first, or an installed package
-(``.../site-packages/liger_kernel/ops/rms_norm.py``). The pressure keeps them as they are (it belongs to
-the object); :class:`SourcePaths` names each relative to the repository of the surveyed revision (by the
-longest tail of the path that is one of its files), else to the import path, and reads the text.
+altogether when Triton's own cache served a kernel compiled there first, or a library wherever it was
+imported from (``.../site-packages/liger_kernel/ops/rms_norm.py``, a ``PYTHONPATH`` directory, another
+machine's). The pressure keeps them as they are (it belongs to the object); :class:`SourcePaths` names
+each the way every report does (:mod:`regsurvey.source_names`): the repository's own files relative to its
+root (a path of another checkout by the longest tail of it that is one of the repository's files at the
+surveyed revision), a library's relative to the directory it was imported from; and reads the text.
+Two surveys' builds are compared on these names (``where``), so a line is the same line whichever
+directory each side imported it from.
 
 The paths come from the store (a kept pressure names them), which is not believed as it stands
 (docs/trust.md): a text is read only from a Python source file of the repository at the surveyed revision, or of
@@ -18,18 +22,17 @@ only a regular file of bounded size; any other path a pressure names (``/etc/pas
 from __future__ import annotations
 
 import functools
-import re
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from ..model.pressure import NO_LINE
+from ..source_names import PACKAGE_DIRS, checkout_name, imported_name, installed_name, worktree_name
 from ..store.files import MiB, read_regular
 from .checkout import file_at
 
 MAX_SOURCE_BYTES = 16 * MiB  # a longer "source file" is not read
-_WORKTREE = re.compile(r"^.*/regsurvey-[0-9a-f]{10}-[^/]+/tree/(.+)$")
-_PACKAGES = re.compile(r"^.*/(?:site|dist)-packages/(.+)$")
 
 
 class SourcePaths:
@@ -55,29 +58,28 @@ class SourcePaths:
         return frozenset(out.stdout.splitlines()) if out.returncode == 0 else frozenset()
 
     def name(self, path: str) -> str:
-        """``path`` as the reader names it: relative to the repository when a tail of it is one of its
-        files (the longest such tail), else relative to the import path, else as it is."""
+        """``path`` as every report names it (``source_names.source_name``): an installed library's
+        below its ``site-packages``; inside the repository (or, outside one, the surveyed directory) or a
+        survey's worktree, relative to it; else the longest tail of it that is one of the repository's
+        files (another checkout's); else relative to the directory it was imported from; else as it is."""
         if path not in self._names:
             self._names[path] = self._name(path)
         return self._names[path]
 
     def _name(self, path: str) -> str:
-        m = _WORKTREE.match(path)
-        if m and m[1] in self._files:
-            return m[1]
-        if self.root is not None and path.startswith(str(self.root).rstrip("/") + "/"):
-            inside = path[len(str(self.root).rstrip("/")) + 1:]
-            if inside in self._files or not self._files:
-                return inside
+        if not os.path.isabs(path):
+            return path
+        root = self.root if self.root is not None else self.checkout
+        named = (installed_name(path) or (checkout_name(path, root) if root is not None else None)
+                 or worktree_name(path))
+        if named is not None:
+            return named
         parts = path.split("/")
         for start in range(1, len(parts)):
             tail = "/".join(parts[start:])
             if tail in self._files:
                 return tail
-        m = _PACKAGES.match(path)
-        if m:
-            return m[1]
-        return path
+        return imported_name(path, sys.path) or path
 
     def where(self, frame: tuple[str, int] | None) -> str:
         """``decode_layer/attention.py:108`` for a frame (None: ``NO_LINE``)."""
@@ -114,10 +116,7 @@ class SourcePaths:
 
 def _package_dirs() -> list[Path]:
     """The directories of installed packages on the import path (where a library's kernel is read)."""
-    return [Path(entry).resolve() for entry in sys.path if entry and _PACKAGE_DIR.search(entry)]
-
-
-_PACKAGE_DIR = re.compile(r"/(?:site|dist)-packages/?$")
+    return [Path(entry).resolve() for entry in sys.path if entry and Path(entry).name in PACKAGE_DIRS]
 
 
 def _text_inside(directory: Path, path: Path) -> str | None:

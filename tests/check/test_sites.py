@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from regsurvey.check.sites import Site, build_site, repository_path
+from regsurvey.check.sites import Site, build_site, library_frame, repository_path
 from regsurvey.diff.core import compare
 
 from ..lint_surveys import fixture_row, lint_survey
@@ -47,3 +47,17 @@ def test_build_site_falls_back_to_the_keys_file(tmp_path: Path) -> None:
     named = lint_survey([replace(fixture_row("many_buffers-gfx950", []), where=None)], "a" * 40, "a")
     (compared,) = compare(named, named).rows
     assert build_site(compared, repo) == Site("keys/toy.py")  # kind(name="buffers")
+
+
+def test_a_library_frame_is_named_from_where_the_library_was_imported(tmp_path: Path) -> None:
+    """The same frame whether the library lay in a site-packages directory or in another (a PYTHONPATH or
+    ``.pth`` directory, here or gone): what code scanning says of one machine's run, it says of another's."""
+    for libs in (tmp_path / "venv" / "lib" / "python3.12" / "site-packages", tmp_path / "libs-from"):
+        (libs / "outsidelib" / "ops").mkdir(parents=True)
+        for name in ("__init__.py", "ops/__init__.py", "ops/fill.py"):
+            (libs / "outsidelib" / name).write_text("")
+        assert library_frame(f"{libs}/outsidelib/ops/fill.py:12") == "outsidelib/ops/fill.py:12"
+    assert library_frame("/home/ci/.venv/lib/python3.12/site-packages/outsidelib/ops/fill.py:12") == \
+        "outsidelib/ops/fill.py:12"
+    assert library_frame("outsidelib/ops/fill.py:12") == "outsidelib/ops/fill.py:12"  # a new survey's row
+    assert library_frame("/tmp/regsurvey-0123456789-abc/tree/toykernels/ops.py") == "toykernels/ops.py"

@@ -1,8 +1,9 @@
 """Launches made by a library installed outside the surveyed repository, and a build that fails in several
 keys (gfx950, real compiles; the library's kernel fails Triton's front end, so nothing reaches LLVM):
 
-- the row records the library's frame (``where``) and the project's call into it (``project_where``), and
-  code scanning locates a problem at that call, the kind body's line, naming the library's frame;
+- the row records the library's frame (``where``, named from the directory the library was imported from,
+  as every report names a source file) and the project's call into it (``project_where``), and code
+  scanning locates a problem at that call, the kind body's line, naming the library's frame;
 - every row of one failed build carries its Triton hash, the key that compiled it and those that took its
   recorded failure alike.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,7 +103,7 @@ def test_a_launch_in_a_library_is_located_at_the_kind_bodys_call(surveyed: tuple
     repo, library, rows = surveyed
     launch, call = line_of(library, "lib_never_builds[("), line_of(repo / "keys" / "lib.py", "outsidelib.fill(x)")
     first = rows[0]
-    assert (first.where, first.project_where) == (f"{library}:{launch}", f"keys/lib.py:{call}")
+    assert (first.where, first.project_where) == (f"outsidelib/__init__.py:{launch}", f"keys/lib.py:{call}")
     assert Survey.from_json(Survey(commit=None, label="x", targets=(AMD,), toolchain={},
                                    rows=tuple(rows)).to_json()).rows == tuple(rows)
     # The check: new builds that fail, each located at the kind body's line, the library's frame said.
@@ -115,6 +117,9 @@ def test_a_launch_in_a_library_is_located_at_the_kind_bodys_call(surveyed: tuple
     assert location == {"artifactLocation": {"uri": "keys/lib.py"}, "region": {"startLine": call}}
     below = f"outsidelib/__init__.py:{launch}"  # the path below site-packages
     assert set(sites.values()) == {Site("keys/lib.py", call, below)}
+    # A survey made before rows named the library so (its full path): located the same.
+    recorded = [replace(p.row, after=replace(p.row.after, where=f"{library}:{launch}")) for p in result.problems]
+    assert {build_site(r, repo) for r in recorded} == {Site("keys/lib.py", call, below)}
     said = problem_message(result.problems[0])
     assert said.startswith("filled/w1 on gfx950 (lib_never_builds) is new and fails to build: ")
     assert results[0]["message"]["text"] == f"{said}; launched in the library at {below}"

@@ -5,6 +5,7 @@ whose second commit launches the kernel on twice the tile it keeps across a loop
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -184,3 +185,113 @@ def test_the_annotated_source_carries_the_spills_and_the_hot_lines() -> None:
         where.MAX_ANNOTATED_LINES = old_cap
     hottest = max(by_line.values(), key=lambda s: s.live["vgpr"]).frame[1]
     assert len(cut.text) == 4 and cut.first <= hottest < cut.first + 4
+
+
+# A library outside the project: tests/pressure_kernels.py as ``wherelib.kern``, with a launcher of its own.
+LIBRARY_LAUNCHER = '''
+
+def launch_spill(x, y, out, block, n):
+    spill_kernel[(1,)](x, y, out, BLOCK=block, N=n, num_warps=1)  # LAUNCH
+'''
+
+LIBRARY_KEYS = '''
+import sys
+
+sys.path.insert(0, {libs!r})
+
+import regsurvey as rs
+from wherelib.kern import launch_spill
+
+matrix = rs.Matrix(targets=["gfx950"], n=[4])
+
+
+@matrix.kind(axes=["n"])
+def spill(n):
+    x, y, out = rs.tensor((8192,), "fp32"), rs.tensor((4 * 8192,), "fp32"), rs.tensor((8192,), "fp32")
+    launch_spill(x, y, out, {block}, n)  # CALL
+'''
+
+
+def library_copies(base: Path) -> tuple[Path, Path]:
+    """``wherelib`` twice: in a directory named site-packages, and in one that is not (a PYTHONPATH or
+    ``.pth`` directory); the same files."""
+    copies = (base / "venv" / "lib" / "python3.12" / "site-packages", base / "proof" / "libs-from")
+    for libs in copies:
+        (libs / "wherelib").mkdir(parents=True)
+        (libs / "wherelib" / "__init__.py").write_text("")
+        (libs / "wherelib" / "kern.py").write_text(Path(pk.__file__).read_text() + LIBRARY_LAUNCHER)
+    return copies
+
+
+def marked(path: Path, marker: str) -> int:
+    """The line of ``path`` that ends with ``# <marker>``."""
+    lines = path.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, start=1) if line.rstrip().endswith(f"# {marker}"))
+
+
+COMPILE = '''
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from wherelib.kern import peak_kernel
+
+signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "BLOCK": "constexpr"}
+compiled = triton.compile(ASTSource(peak_kernel, signature, {"BLOCK": 256}, {}),
+                          target=GPUTarget("hip", "gfx942", 64), options={"num_warps": 1})
+sys.stdout.write(compiled.asm["amdgcn"])
+'''
+
+
+def test_a_library_imported_from_another_directory_has_not_moved(tmp_path: Path) -> None:
+    """Issue 35's defect 5, from two real compiles of one kernel: imported from a site-packages directory,
+    then from another directory on sys.path. Its lines are the same lines: nothing moved."""
+    from regsurvey.pressure.amd import amd_pressure
+    from regsurvey.where import annotated_files, hot_lines
+
+    pressures = []
+    for i, libs in enumerate(library_copies(tmp_path)):
+        # Each its own Triton cache: Triton's hash leaves the path out, and would serve the first's object.
+        out = subprocess.run([sys.executable, "-c", COMPILE, str(libs)], capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "TRITON_CACHE_DIR": str(tmp_path / f"cache{i}")}, check=True)
+        pressures.append(amd_pressure(out.stdout, "gfx942"))
+    before, after = pressures
+    ours = [tuple(f for f in p.files if "wherelib" in f) for p in pressures]
+    assert ours[0] != ours[1]  # the objects name each its own directory
+    paths = SourcePaths(None, None)
+    assert where_changes(before, after, paths, paths) == ()
+    peak = f"wherelib/kern.py:{marked(tmp_path / 'proof' / 'libs-from' / 'wherelib' / 'kern.py', 'PEAK')}"
+    assert [h.line for h in hot_lines(before, paths)] == [h.line for h in hot_lines(after, paths)]
+    assert hot_lines(after, paths)[0].line == peak
+    assert [f.name for f in annotated_files(before, paths)] == [f.name for f in annotated_files(after, paths)] == \
+        ["wherelib/kern.py"]
+
+
+def test_diff_of_a_library_imported_from_two_directories(tmp_path: Path) -> None:
+    """The same under a survey: commit 1 imports the library from a site-packages directory, commit 2 from
+    another (its keys file puts each on sys.path) and launches twice the tile. The peak stays on the
+    library's loop line and is said to rise there, not to move to another file; each side's launch site in
+    the library has one name."""
+    site, elsewhere = library_copies(tmp_path / "libs")
+    repo = tmp_path / "proj"
+    (repo / "keys").mkdir(parents=True)
+    (repo / "keys" / "k.py").write_text(LIBRARY_KEYS.format(libs=str(site), block=4096))
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "the library from site-packages")
+    (repo / "keys" / "k.py").write_text(LIBRARY_KEYS.format(libs=str(elsewhere), block=8192))
+    commit_all(repo, "from another directory, twice the block")
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "diff", "HEAD~1", "HEAD", "-q", "--format", "json"],
+                         cwd=repo, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")})
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)["rows"]
+    kern = site / "wherelib" / "kern.py"
+    loop = f"wherelib/kern.py:{marked(kern, 'LOOP')}"
+    (sentence,) = row["where"]
+    assert sentence.startswith(f"the VGPR peak at {loop} rose from "), sentence
+    assert row["hot_lines"]["before"][0]["line"] == row["hot_lines"]["after"][0]["line"] == loop
+    for side in ("before", "after"):
+        assert row[side]["where"] == f"wherelib/kern.py:{marked(kern, 'LAUNCH')}"
+        assert row[side]["project_where"] == f"keys/k.py:{marked(repo / 'keys' / 'k.py', 'CALL')}"
