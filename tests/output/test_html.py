@@ -409,6 +409,9 @@ def test_a_report_where_nothing_changed(browser: Chromium, layer: Survey, tmp_pa
                          ) == [0, True, True, False]
     assert page.evaluate("document.getElementById('unlisted').textContent") == (
         "not listed: 40 unchanged builds of the 4 kinds × targets where nothing changed")
+    # Their count is said, and is no button: it would filter to an empty table.
+    assert page.evaluate("Array.from(document.querySelectorAll('#counts .badge')).map(b => [b.tagName, b.textContent,"
+                         " b.title])") == [["SPAN", "40unchanged", "not listed: in the kinds folded below"]]
     page.screenshot(tmp_path / "same.png")
 
 
@@ -470,6 +473,9 @@ def test_keys_by_axes_and_the_change_column(browser: Chromium, layer: Survey, tm
     assert page.errors() == []
     assert page.evaluate("document.images.length + document.querySelectorAll('[src], link[href^=http]').length") == 0
     assert page.evaluate("document.getElementById('counts').textContent") == "2worse1mixed37unchanged"
+    # Some unchanged builds are listed (those of kinds where another changed): each count is a button.
+    buttons = page.evaluate("Array.from(document.querySelectorAll('#counts .badge')).map(b => b.tagName)")
+    assert buttons == ["BUTTON"] * 3
     # A grid per kind and target where a key moved: attn's tp × width down, cache across; coloured by the
     # spills. The two where nothing moved are named in a fold, closed, with their counts.
     grids = page.evaluate("Array.from(document.querySelectorAll('#grids .kgrid')).map(g => [g.querySelector('h3')"
