@@ -1,6 +1,7 @@
 """Comparing two surveys build by build: the engine behind ``diff``, ``stack`` and ``check``.
 
-Rows are matched by target and :attr:`Row.row_id` (key, launch, autotune config); a key a kind body
+Rows are matched by target and :attr:`Row.row_id` (key, launch, autotune config), the builds of an
+autotuned launch by what their config built them with first (:func:`matched_builds`); a key a kind body
 skipped (``rs.skip``) is no build: it is left out of the matching and listed apart. Each matched pair
 gets a :class:`FigureDelta` per figure, a :class:`LintChange` (the kernarg lint's findings on both
 sides, as the surveys recorded them) and one :class:`Mark`, as ``asv compare`` marks its rows. The
@@ -11,6 +12,8 @@ compiling, no reading objects, no linting).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
 
 from ..model.comparison import (
     BuildChange,
@@ -120,8 +123,8 @@ _BUILD_OPTIONS = ("num_warps", "num_stages")
 def build_changes(before: Row | None, after: Row | None) -> tuple[BuildChange, ...]:
     """What the two sides' builds were made with that differs: ``num_warps``, ``num_stages``, then each
     constexpr (in the head's argument order) where both surveys recorded them. Nothing for a build only
-    one side has. (The autotune config index is part of the row id: matched builds share it, and its
-    kwargs are constexprs.)"""
+    one side has. (An autotune config's kwargs are constexprs; its index is no part of what a build is
+    made with: :func:`matched_builds` pairs a config that moved in the list with itself, at no change.)"""
     if before is None or after is None:
         return ()
     changes = [BuildChange(name, getattr(before, name), getattr(after, name)) for name in _BUILD_OPTIONS
@@ -135,33 +138,89 @@ def build_changes(before: Row | None, after: Row | None) -> tuple[BuildChange, .
     return tuple(changes)
 
 
+def _config_values(row: Row) -> tuple[Any, ...] | None:
+    """What an autotuned build was built with, to find its config on the other side whatever its index:
+    the key and target, the kernel and the kind body's name for the launch, the launch options and every
+    constexpr the build recorded (the config's kwargs, heuristics' values). None for a build of no autotune
+    config, or of a survey that did not record its constexprs (schema < 3): paired by its row id only."""
+    if row.config is None or row.build is None:
+        return None
+    return (row.target, row.key, row.kernel, row.name, row.num_warps, row.num_stages, frozenset(row.build.items()))
+
+
+def matched_builds(before: Iterable[Row], after: Iterable[Row]) -> list[tuple[Row | None, Row | None]]:
+    """The builds of two surveys in pairs, a side None where the other survey lacks the build.
+
+    The builds of an autotuned kernel are paired by their config's values first (:func:`_config_values`),
+    wherever the config is in the list: each config is a launch of its own (``key#2@cfg2``), so a config
+    moved in the list, or one inserted before it, is the same build under another launch and config index
+    (fla's ``chunk_fwd_kernel_o`` gained a config in front of its two under Triton 3.9). Builds of equal
+    values pair in launch order (a key launching one autotuned kernel twice). Every other build is paired
+    by its row id, a config whose values changed in place among them: it is a changed build. Pairs by
+    value come first, then the rest in the order of both sides' rows; :func:`compare` sorts them."""
+    before, after = list(before), list(after)
+    waiting: dict[tuple[Any, ...], list[Row]] = {}
+    for row in before:
+        if (values := _config_values(row)) is not None:
+            waiting.setdefault(values, []).append(row)
+    for rows in waiting.values():
+        rows.sort(key=lambda r: r.launch)
+    pairs: list[tuple[Row | None, Row | None]] = []
+    paired: set[int] = set()  # ids of the rows paired by value, of both sides
+    for row in sorted(after, key=lambda r: r.launch):
+        values = _config_values(row)
+        found = waiting.get(values) if values is not None else None
+        if found:
+            match = found.pop(0)
+            pairs.append((match, row))
+            paired.update((id(match), id(row)))
+    rest_before = {(r.target, r.row_id): r for r in before if id(r) not in paired}
+    rest_after = {(r.target, r.row_id): r for r in after if id(r) not in paired}
+    pairs += [(rest_before.get(ref), rest_after.get(ref)) for ref in dict.fromkeys([*rest_before, *rest_after])]
+    return pairs
+
+
+def paired_row_id(before: Row | None, after: Row | None) -> str:
+    """The id of a build on both sides: its row id (the head's where the head has the build); a build the two
+    sides built under different row ids (an autotune config moved in the list), both, the base's first:
+    ``gemm/w2@cfg0->gemm/w2#1@cfg1``, so that no two builds of a comparison share one."""
+    row = after or before
+    assert row is not None
+    if before is not None and after is not None and before.row_id != after.row_id:
+        return f"{before.row_id}{ASCII_ARROW}{after.row_id}"
+    return row.row_id
+
+
 def compare(base: Survey, head: Survey, across_toolchains: bool = False) -> Comparison:
-    """Match the two surveys' rows by target and row id, and mark each pair.
+    """Match the two surveys' builds (:func:`matched_builds`), and mark each pair.
 
     Rows are in key order (the head's, with keys only the base has slotted in after the key that
-    preceded them there), then target, launch and config: the same whether a survey was made now or
-    read back from the store (which keeps one file per target). A backend whose toolchain differs
-    between the surveys makes its rows ``not comparable`` (their figures are still shown), unless
-    ``across_toolchains`` asks to judge what the toolchain changed (``upgrade``, ``diff
-    --across-toolchains``): then they are marked as any others, and the comparison still names every
-    part of the toolchain that differs.
+    preceded them there), then target, launch and config (the head's, where the head has the build):
+    the same whether a survey was made now or read back from the store (which keeps one file per
+    target). A backend whose toolchain differs between the surveys makes its rows ``not comparable``
+    (their figures are still shown), unless ``across_toolchains`` asks to judge what the toolchain
+    changed (``upgrade``, ``diff --across-toolchains``): then they are marked as any others, and the
+    comparison still names every part of the toolchain that differs.
     """
     changes = toolchain_changes(base, head)
     changed_backends = set() if across_toolchains else {c.backend for c in changes}
-    before_rows = {(r.target, r.row_id): r for r in base.rows if not r.skipped}
-    after_rows = {(r.target, r.row_id): r for r in head.rows if not r.skipped}
     skipped_before = {(r.target, r.key): r for r in base.rows if r.skipped}
     skipped_after = {(r.target, r.key): r for r in head.rows if r.skipped}
     key_rank = {k: i for i, k in enumerate(_merged_order(list(dict.fromkeys(r.key for r in base.rows)),
                                                           list(dict.fromkeys(r.key for r in head.rows))))}
     target_rank = {t: i for i, t in enumerate(dict.fromkeys(head.targets + base.targets))}
-    every = {**before_rows, **after_rows}
-    order = sorted(every, key=lambda ref: (key_rank[every[ref].key], target_rank.get(ref[0], len(target_rank)),
-                                           every[ref].launch, -1 if every[ref].config is None else every[ref].config))
-    names = {**build_names(base.rows), **build_names(head.rows)}
+
+    def rank(pair: tuple[Row | None, Row | None]) -> tuple[int, int, int, int, bool]:
+        row = pair[1] or pair[0]
+        assert row is not None
+        return (key_rank[row.key], target_rank.get(row.target, len(target_rank)), row.launch,
+                -1 if row.config is None else row.config, pair[1] is None)
+
+    pairs = sorted(matched_builds([r for r in base.rows if not r.skipped], [r for r in head.rows if not r.skipped]),
+                   key=rank)
+    names_before, names_after = build_names(base.rows), build_names(head.rows)
     rows = []
-    for ref in order:
-        before, after = before_rows.get(ref), after_rows.get(ref)
+    for before, after in pairs:
         row = after or before
         assert row is not None
         figures = _figures(before, after)
@@ -183,12 +242,15 @@ def compare(base: Survey, head: Survey, across_toolchains: bool = False) -> Comp
             skip = (skipped_before if after is not None else skipped_after).get((row.target, row.key))
             if (before is None or after is None) and skip is not None:
                 note = f"skipped on the {'base' if after is not None else 'head'}: {_reason(skip)}"
+        name = names_after[(row.target, row.row_id)] if after is not None else names_before[(row.target, row.row_id)]
+        if before is not None and after is not None and before.config != after.config:
+            name = replace(name, base_config=before.config)
         rows.append(RowComparison(
-            target=row.target, row_id=row.row_id, key=row.key, kind=row.kind, axes=dict(row.axes),
+            target=row.target, row_id=paired_row_id(before, after), key=row.key, kind=row.kind, axes=dict(row.axes),
             kernel=(after.kernel if after is not None and after.kernel else before.kernel if before else None),
             launch=row.launch, config=row.config, mark=mark, figures=figures, before=before, after=after,
             note=note, lint_findings=lint, toolchain_changes=backend_changes,
-            build_changes=build_changes(before, after), name=names[ref], compile_time=compile_time(before, after)))
+            build_changes=build_changes(before, after), name=name, compile_time=compile_time(before, after)))
     skipped = []
     for ref in dict.fromkeys([*skipped_before, *skipped_after]):
         was, now = skipped_before.get(ref), skipped_after.get(ref)
@@ -233,4 +295,5 @@ def stack(surveys: list[Survey], subjects: list[str]) -> Stack:
                  overall=compare(surveys[0], surveys[-1]))
 
 
-__all__ = ["build_changes", "compare", "compile_time", "stack", "toolchain_changes"]
+__all__ = ["build_changes", "compare", "compile_time", "matched_builds", "paired_row_id", "stack",
+           "toolchain_changes"]

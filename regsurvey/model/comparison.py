@@ -182,13 +182,12 @@ class ToolchainChange:
 @dataclass(frozen=True)
 class BuildChange:
     """One thing the build itself was made with that differs between the sides: ``num_warps``,
-    ``num_stages``, the autotune ``config`` index, or a constexpr argument by its name (None: that side
-    has no such value)."""
+    ``num_stages``, or a constexpr argument by its name (None: that side has no such value)."""
 
     name: str
     before: Any
     after: Any
-    constexpr: bool = False  # a constexpr argument (else a compile option or the config index)
+    constexpr: bool = False  # a constexpr argument (else a compile option)
 
     def describe(self, arrow: str = ARROW) -> str:
         """``num_warps 4 → 8``, ``BLOCK_N 64 → 128`` (a side without it: ``-``)."""
@@ -205,12 +204,15 @@ class RowComparison:
     """One build (a row of a key on a target) on both sides."""
 
     target: str
+    # Its row id (the head's where the head has the build), unique within the comparison; a build the sides
+    # built under different row ids (an autotune config moved in the list) has both (diff.core.paired_row_id):
+    # ``gemm/w2@cfg0->gemm/w2#1@cfg1``.
     row_id: str
     key: str
     kind: str
     axes: dict[str, Any]
     kernel: str | None
-    launch: int
+    launch: int  # the launch index and the autotune config index: the head's, where the head has the build
     config: int | None
     mark: Mark
     figures: tuple[FigureDelta, ...]
@@ -232,8 +234,8 @@ class RowComparison:
     # Each side's source, annotated (the HTML report's detail shows it), where ``where`` was computed.
     source_before: tuple[AnnotatedFile, ...] = ()
     source_after: tuple[AnnotatedFile, ...] = ()
-    # What the build was made with that differs between the sides (warps, stages, autotune config,
-    # constexprs), where both sides are there (constexprs only where both surveys recorded them).
+    # What the build was made with that differs between the sides (warps, stages, constexprs), where both
+    # sides are there (constexprs only where both surveys recorded them).
     build_changes: tuple[BuildChange, ...] = ()
     # How every report names the build (model.names.build_names, from the head's survey where the head has
     # it): its key, kernel, and the kind body's name for the launch or its index. Left out: its kernel alone.

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .results import Row
+from .words import ARROW
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class BuildName:
     kernel: str | None  # None: a key's own row (its kind body raised, launched nothing, or skipped the key)
     launch: str | None = None  # the kind body's name for the launch, else ``launch N`` where needed, else None
     config: int | None = None  # the autotune config index
+    # In a comparison, the base's config index where the base lists the same config under another (the
+    # comparison pairs an autotuned launch's builds by what their configs built them with: diff.core).
+    base_config: int | None = None
 
     @property
     def kernel_text(self) -> str:
@@ -37,10 +41,20 @@ class BuildName:
     @property
     def text(self) -> str:
         """The build within its key: ``fused_moe_kernel [down]``, ``axpy [cfg 1]``, ``matmul [launch 2,
-        cfg 0]``, ``matmul``; empty for a key's own row. The kernel column of every table."""
+        cfg 0]``, ``matmul``, a config the base lists under another index ``axpy [cfg 0 → 1]``; empty for a
+        key's own row. The kernel column of every table."""
+        return self.label()
+
+    def label(self, arrow: str = ARROW) -> str:
+        """:attr:`text`, with ``arrow`` between the base's config index and the head's (the JSON's and the
+        CSV's are ASCII)."""
         if self.kernel is None:
             return ""
-        parts = [p for p in (self.launch, None if self.config is None else f"cfg {self.config}") if p]
+        config = None
+        if self.config is not None:
+            moved = self.base_config is not None and self.base_config != self.config
+            config = f"cfg {self.base_config} {arrow} {self.config}" if moved else f"cfg {self.config}"
+        parts = [p for p in (self.launch, config) if p]
         return f"{self.kernel} [{', '.join(parts)}]" if parts else self.kernel
 
     def __str__(self) -> str:

@@ -19,6 +19,7 @@ from ..model.history import History
 from ..model.names import build_names
 from ..model.rebuild import RebuildCheck
 from ..model.results import Row
+from ..model.words import ASCII_ARROW
 from .formats import Style, register
 from .problems import SurveyReport
 
@@ -75,7 +76,7 @@ def _comparison_rows(comparison: Comparison) -> list[tuple[Cell, ...]]:
 
     def cells(r: RowComparison) -> tuple[Cell, ...]:
         stage = r.first_difference.value if r.first_difference is not None else None
-        return (r.target, r.key, r.kind, r.name.text, r.kernel, r.launch, r.config, r.mark.value, stage,
+        return (r.target, r.key, r.kind, r.name.label(ASCII_ARROW), r.kernel, r.launch, r.config, r.mark.value, stage,
                 seconds(r.before), seconds(r.after), ratio(r),
                 *(value for name in FIGURE_NAMES for value in (side(r.before, name), side(r.after, name))))
 

@@ -45,7 +45,7 @@ def _row_dict(r: RowComparison) -> dict[str, Any]:
     return {
         "target": r.target, "row_id": r.row_id, "key": r.key, "kind": r.kind, "axes": r.axes,
         "segments": r.segments, "kernel": r.kernel, "launch": r.launch, "config": r.config,
-        "label": r.name.text, "build_changes": [c.to_dict() for c in r.build_changes],
+        "label": r.name.label(ASCII_ARROW), "build_changes": [c.to_dict() for c in r.build_changes],
         "mark": r.mark.value, "note": r.note, "lint_findings": r.lint_findings.to_dict(),
         "first_difference": r.first_difference.value if r.first_difference is not None else None,
         "where": list(where_sentences(r.where)),

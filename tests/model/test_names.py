@@ -25,6 +25,10 @@ def test_a_names_parts() -> None:
                                                            "gemm/w2 matmul [launch 2, cfg 0]")
     config = BuildName("axpy/w4", "axpy", config=1)
     assert (config.kernel_text, config.text) == ("axpy", "axpy [cfg 1]")
+    # In a comparison, a config the base lists under another index (paired by what it builds: diff.core).
+    moved = BuildName("axpy/w4", "axpy", config=2, base_config=0)
+    assert (moved.kernel_text, moved.text, moved.label("->")) == ("axpy", "axpy [cfg 0 → 2]", "axpy [cfg 0 -> 2]")
+    assert BuildName("axpy/w4", "axpy", config=2, base_config=2).text == "axpy [cfg 2]"
     own = BuildName("gemm/w8", None)  # the key's own row: its kind body raised
     assert (own.kernel_text, own.text, str(own)) == ("", "", "gemm/w8")
 
