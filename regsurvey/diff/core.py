@@ -29,8 +29,9 @@ from ..model.comparison import (
     ToolchainChange,
 )
 from ..model.compile_time import CompileTime
-from ..model.figures import FIGURE_ORDER, OCCUPANCY, figure
+from ..model.figures import FIGURE_ORDER
 from ..model.findings import Finding
+from ..model.launch_limit import stops_launching
 from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import TARGETS
@@ -69,11 +70,6 @@ def _lint_change(before: Row | None, after: Row | None) -> LintChange:
     return LintChange(side(before), side(after))
 
 
-def _cannot_launch(figures: list[FigureDelta]) -> bool:
-    """Whether an occupancy figure fell to 0 from more: the build launched before, and cannot now."""
-    return any(figure(f.name).kind == OCCUPANCY and f.after == 0 and (f.before or 0) > 0 for f in figures)
-
-
 def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta], lint: LintChange) -> Mark:
     if before is None:
         return Mark.ADDED
@@ -91,7 +87,8 @@ def _mark(before: Row | None, after: Row | None, figures: Iterable[FigureDelta],
     if worse:
         # A build whose occupancy fell to 0 can no longer launch (its LDS or registers exceed what the GPU
         # has): nothing it gained makes up for that.
-        return Mark.WORSE if _cannot_launch(figures) or not better else Mark.MIXED
+        no_launch = any(stops_launching(f.name, f.before, f.after) for f in figures)
+        return Mark.WORSE if no_launch or not better else Mark.MIXED
     if better:
         return Mark.BETTER
     if "changed" in verdicts or lint.changed:

@@ -11,8 +11,9 @@ from ..model.history import History, HistoryCommit, Point, Series
 from ..model.results import Row, Survey
 from ..model.targets import get_target
 from .core import compare
+from .ranges import ARROW_GAP
 from .stage_summary import stage_sentences
-from .summary import ARROW_GAP, summarize
+from .summary import summarize
 
 # Drawn when no --figure is given: per vendor, its registers and its spills.
 DEFAULT_FIGURES = ("vgpr", "vgpr_spill", "regs", "spill_store_bytes")

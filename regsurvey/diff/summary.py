@@ -3,10 +3,12 @@
 How lines are made (nothing here knows any project's kinds or axes):
 
 1. Each changed build yields **effects**: a status change (``breaks``, ``fixes``, new or dropped
-   builds), a lint change (a miscompile suspect or a lint note added or removed: kernel arguments
-   loaded and never read) or, per changed figure, ``adds``/``removes`` (a spill-like figure from or to
-   zero) or ``raises``/``lowers``. A companion figure (scratch beside VGPR spills, spill loads beside
-   spill stores, blocks beside warps) rides in its parent's line instead of making its own.
+   builds; a build that can no longer launch: its occupancy fell to 0, told by the figure over its
+   target's limit, ``model.launch_limit``, rather than as lower occupancy), a lint change (a miscompile
+   suspect or a lint note added or removed: kernel arguments loaded and never read) or, per changed
+   figure, ``adds``/``removes`` (a spill-like figure from or to zero) or ``raises``/``lowers``. A
+   companion figure (scratch beside VGPR spills, spill loads beside spill stores, blocks beside warps)
+   rides in its parent's line instead of making its own.
 2. Builds with the same effect are grouped per kind and kernel; groups of different kinds merge when
    each is complete for its own description and the merged group keeps every axis value that
    described either (``tp8 w8`` of ``mla_decode`` and of ``q_b``).
@@ -27,20 +29,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model.comparison import FIGURE_MARKS, Comparison, FigureDelta, Mark, RowComparison
-from ..model.figures import BY_IMPORTANCE, FIGURE_ORDER, REGISTER, SPILL, figure
+from ..model.comparison import FIGURE_MARKS, Comparison, Mark, RowComparison
+from ..model.figures import FIGURE_ORDER, OCCUPANCY, REGISTER, SPILL, figure
 from ..model.words import ARROW, agree, count
+from .ranges import ARROW_GAP, ARROW_MARK, figure_deltas, range_spread, span, span_text, values_text
 from .shared_where import SharedWhere, shared_where
 from .stage_summary import stage_sentences
 
-# Shown beside a companion's values in its parent's line.
-_COMPANION_NOUN = {"scratch_bytes": "scratch", "spill_load_bytes": "loads", "stack_bytes": "stack",
-                   "occupancy_blocks": "", "vgpr_total": "unified"}
-_TOLD_WHEN_DIFFERENT = {"vgpr_total"}  # companions told only where they moved otherwise than their figure
 MAX_BREAKDOWN_PARTS = 4
-# Where a sentence has an arrow (before -> after): SummaryLine keeps the words between, a report draws it.
-_ARROW_MARK = "\x00"
-ARROW_GAP = f" {_ARROW_MARK} "
 MAX_KINDS_NAMED, MAX_BUILD_CHANGES = 5, 3  # kinds, and build changes, named per line
 
 
@@ -83,9 +79,13 @@ class Summary:
 
 @dataclass(frozen=True)
 class _Effect:
-    verb: str  # adds, removes, raises, lowers (figures); breaks, fixes, new, dropped, still fails
-    figure: str | None  # None for a build-status effect
+    # adds, removes, raises, lowers (figures); breaks, cannot launch, fixes, new, dropped, still fails
+    verb: str
+    # None for a build-status effect; a build that can no longer launch: the figure over its target's limit
+    # (model.launch_limit), else its occupancy figure
+    figure: str | None
     tone: str
+    bound: str = ""  # a build that can no longer launch: the limit its figure is above (LaunchLimit.bound)
 
     @property
     def order(self) -> tuple[int, int, int]:
@@ -94,12 +94,13 @@ class _Effect:
         tone = {"worse": 0, "better": 1}.get(self.tone, 2)
         if self.verb in _LINT_VERBS:
             return (tone, 1, _LINT_VERBS.index(self.verb))
-        if self.figure is None:
+        if self.verb in _STATUS_ORDER:
             return (tone, 0, _STATUS_ORDER.index(self.verb))
-        return (tone, 2, FIGURE_ORDER.get(self.figure, len(FIGURE_ORDER)))
+        return (tone, 2, FIGURE_ORDER.get(self.figure or "", len(FIGURE_ORDER)))
 
 
-_STATUS_ORDER = ("breaks", "fixes", "still fails", "new", "dropped")
+_NO_LAUNCH = "cannot launch"
+_STATUS_ORDER = ("breaks", _NO_LAUNCH, "fixes", "still fails", "new", "dropped")
 # Lint effects: a new or fixed miscompile suspect (severity error), or lint note.
 _LINT_VERBS = ("adds suspect", "removes suspect", "adds note", "removes note")
 _LINT_EFFECTS = {
@@ -134,11 +135,13 @@ def _effects(row: RowComparison) -> list[_Effect]:
     if row.mark not in FIGURE_MARKS:
         return lint
     changed = {f.name: f for f in row.changed_figures}
-    effects = []
+    effects = [_no_launch_effect(row)] if row.no_longer_launches else []
     for f in changed.values():
         fig = figure(f.name)
         if fig.companion_of is not None and fig.companion_of in changed:
             continue  # told in the parent's line
+        if fig.kind == OCCUPANCY and row.no_longer_launches:
+            continue  # told as the build that can no longer launch
         assert f.before is not None and f.after is not None
         if fig.spill and f.before == 0:
             verb = "adds"
@@ -148,6 +151,17 @@ def _effects(row: RowComparison) -> list[_Effect]:
             verb = "raises" if f.after > f.before else "lowers"
         effects.append(_Effect(verb, f.name, {"worse": "worse", "better": "better"}.get(f.verdict, "neutral")))
     return effects + lint
+
+
+def _no_launch_effect(row: RowComparison) -> _Effect:
+    """A build that can no longer launch: by the figure over its target's limit, where its figures show
+    one, else by its occupancy."""
+    limit = row.launch_limit
+    if limit is not None:
+        return _Effect(_NO_LAUNCH, limit.figure, "worse", limit.bound)
+    fallen = [f.name for f in row.figures if figure(f.name).kind == OCCUPANCY and f.after == 0]
+    # Waves per SIMD or warps per SM, not blocks per SM (which fall with warps).
+    return _Effect(_NO_LAUNCH, next((n for n in fallen if figure(n).worse), fallen[0]), "worse")
 
 
 # ---- describing a group of builds -------------------------------------------------------------
@@ -241,7 +255,7 @@ class _Describer:
 
 def _built_with(rows: list[RowComparison]) -> str:
     """What the line's builds were made with that differs: ``; built with num_warps 4 -> 8 in 2 of 3``."""
-    told = Counter(c.describe(_ARROW_MARK) for r in rows for c in r.build_changes)
+    told = Counter(c.describe(ARROW_MARK) for r in rows for c in r.build_changes)
     parts = [d if n == len(rows) else f"{d} in {n} of {len(rows)}" for d, n in told.most_common(MAX_BUILD_CHANGES)]
     more = f" and {len(told) - MAX_BUILD_CHANGES} more" if len(told) > MAX_BUILD_CHANGES else ""
     return "; built with " + ", ".join(parts) + more if told else ""
@@ -254,48 +268,7 @@ def _comparable(row: RowComparison, name: str) -> bool:
             and f.after is not None)
 
 
-# ---- ranges ---------------------------------------------------------------------------------------
-
-
-def _span(values: list[int]) -> tuple[int, int]:
-    return min(values), max(values)
-
-
-def _fmt_span(span: tuple[int, int]) -> str:
-    return str(span[0]) if span[0] == span[1] else f"{span[0]}-{span[1]}"
-
-
-def _deltas(rows: list[RowComparison], name: str) -> list[FigureDelta]:
-    return [f for r in rows if (f := r.figure(name)) is not None and f.before is not None and f.after is not None]
-
-
-def _arrow(deltas: list[FigureDelta], unit: str) -> str:
-    before = _span([d.before for d in deltas if d.before is not None])
-    after = _span([d.after for d in deltas if d.after is not None])
-    return f"{_fmt_span(before)}{ARROW_GAP}{_fmt_span(after)}{unit}"
-
-
-def _spread(deltas: list[FigureDelta]) -> int:
-    before = _span([d.before for d in deltas if d.before is not None])
-    after = _span([d.after for d in deltas if d.after is not None])
-    return (before[1] - before[0]) + (after[1] - after[0])
-
-
-def _values_text(rows: list[RowComparison], name: str) -> tuple[str, str | None]:
-    """The range of ``name`` and, for the companions that changed too, theirs (``scratch 0 -> 228 B``)."""
-    main_deltas = _deltas(rows, name)
-    main = _arrow(main_deltas, figure(name).unit)
-    told = []
-    for companion in (f for f in BY_IMPORTANCE if f.companion_of == name):
-        deltas = _deltas(rows, companion.name)
-        # The unified VGPRs of a kernel without AGPRs are its VGPRs: moving exactly as they did, they
-        # say nothing more.
-        same = (companion.name in _TOLD_WHEN_DIFFERENT
-                and [(d.before, d.after) for d in deltas] == [(d.before, d.after) for d in main_deltas])
-        if any(d.changed for d in deltas) and not same:
-            noun = _COMPANION_NOUN.get(companion.name, companion.noun)
-            told.append((f"{noun} " if noun else "") + _arrow(deltas, companion.unit))
-    return main, (", ".join(told) or None)
+# ---- ranges split by an axis --------------------------------------------------------------------
 
 
 def _segment_of(axis: str) -> Callable[[RowComparison], str]:
@@ -305,7 +278,7 @@ def _segment_of(axis: str) -> Callable[[RowComparison], str]:
 def _breakdown(rows: list[RowComparison], name: str, describer: _Describer
                ) -> tuple[str, list[tuple[str, list[RowComparison]]]] | None:
     """The varying dimension whose parts have clearly different ranges, with the parts; or None."""
-    whole = _spread(_deltas(rows, name))
+    whole = range_spread(figure_deltas(rows, name))
     if whole == 0:
         return None
     constants = _constants(rows)
@@ -321,10 +294,10 @@ def _breakdown(rows: list[RowComparison], name: str, describer: _Describer
             parts.setdefault(value_of(row), []).append(row)
         if not 2 <= len(parts) <= MAX_BREAKDOWN_PARTS:
             continue
-        texts = [_values_text(p, name) for p in parts.values()]
+        texts = [values_text(p, name) for p in parts.values()]
         if len(set(texts)) < len(texts):
             continue  # two parts read the same: the axis does not explain the spread
-        spread = sum(_spread(_deltas(p, name)) for p in parts.values())
+        spread = sum(range_spread(figure_deltas(p, name)) for p in parts.values())
         if spread * 2 > whole:
             continue
         if dim == _TARGET:
@@ -353,7 +326,7 @@ def _figure_sentence(rows: list[RowComparison], effect: _Effect, describer: _Des
     split = _breakdown(rows, effect.figure, describer)
     if split is None:
         subject, coverage = describer.subject(rows, effect)
-        told = "; ".join(t for t in (*_values_text(rows, effect.figure), coverage) if t)
+        told = "; ".join(t for t in (*values_text(rows, effect.figure), coverage) if t)
         return f"{verb} {noun} {prep} {subject} ({told})"
     dim, parts = split
     subject, coverage = describer.subject(rows, effect, omit=dim if dim != "\0kind" else None)
@@ -363,7 +336,7 @@ def _figure_sentence(rows: list[RowComparison], effect: _Effect, describer: _Des
         # A part is named by its value of the axis, plus whatever else all its builds share.
         own = _constants(part)
         extra = [own[a] for a in _axis_order(part) if a in own and a not in shared and a != dim]
-        main, companion = _values_text(part, effect.figure)
+        main, companion = values_text(part, effect.figure)
         described.append(" ".join([label, *extra, main]) + (f" ({companion})" if companion else ""))
     return f"{verb} {noun} {prep} {subject}{f' ({coverage})' if coverage else ''}: {', '.join(described)}"
 
@@ -395,6 +368,20 @@ def _status_sentence(rows: list[RowComparison], effect: _Effect, describer: _Des
     if effect.verb == "new":
         return f"adds {builds}: {subject}"
     return f"drops {builds}: {subject}"
+
+
+def _no_launch_sentence(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> str:
+    """``2 of 6 builds of mm bf16 on gfx950 can no longer launch (LDS 168880-236976 B, above the CU's
+    163840 B)``; where the figures show no limit, its occupancy: ``(occupancy 2-6 -> 0 waves/SIMD)``."""
+    assert effect.figure is not None
+    subject, coverage = describer.subject(rows, effect)
+    builds = coverage or count(len(rows), "build")
+    limits = [limit for r in rows if (limit := r.launch_limit) is not None]
+    if effect.bound and limits:
+        told = limits[0].describe(span_text(span([limit.value for limit in limits])))
+    else:
+        told = f"{figure(effect.figure).noun} {values_text(rows, effect.figure)[0]}"
+    return f"{builds} of {subject} can no longer launch ({told})"
 
 
 def _lint_sentence(rows: list[RowComparison], effect: _Effect, describer: _Describer) -> str:
@@ -449,12 +436,15 @@ def summarize(comparison: Comparison) -> Summary:
         for group in _groups(by_effect[effect], effect, describer):
             if effect.verb in _LINT_VERBS:
                 text = _lint_sentence(group, effect, describer)
+            elif effect.verb == _NO_LAUNCH:
+                text = _no_launch_sentence(group, effect, describer) + _built_with(group)
             elif effect.figure is None:
                 text = _status_sentence(group, effect, describer)
             else:
                 text = _figure_sentence(group, effect, describer) + _built_with(group)
             line = SummaryLine.of(text, effect.tone, tuple(r.ref for r in group))
-            if effect.figure is not None and figure(effect.figure).kind in (REGISTER, SPILL):
+            if (effect.figure is not None and effect.verb not in _STATUS_ORDER
+                    and figure(effect.figure).kind in (REGISTER, SPILL)):
                 line = replace(line, where=shared_where(group, effect.figure))
             lines.append(line)
     lines += [SummaryLine.of(text, "neutral", rows) for text, rows in stage_sentences(comparison)]
@@ -487,7 +477,7 @@ def _closing_lines(comparison: Comparison) -> list[SummaryLine]:
     not_comparable = comparison.with_mark(Mark.NOT_COMPARABLE)
     if not_comparable:
         n, targets = len(not_comparable), _join(sorted({r.target for r in not_comparable}))
-        why = "; ".join(c.describe(_ARROW_MARK) for c in comparison.toolchain_changes)
+        why = "; ".join(c.describe(ARROW_MARK) for c in comparison.toolchain_changes)
         lines.append(SummaryLine.of(
             f"{count(n, 'build')} on {targets} {agree(n, 'is')} not comparable: the toolchain differs ({why})",
             "neutral", tuple(r.ref for r in not_comparable)))

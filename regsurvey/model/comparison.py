@@ -15,6 +15,7 @@ from .compile_time import CompileTime
 from .enums import TextEnum
 from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
 from .findings import Finding
+from .launch_limit import LaunchLimit, launch_limit, stops_launching
 from .names import BuildName
 from .results import Row, Survey
 from .stages import Stage
@@ -261,6 +262,19 @@ class RowComparison:
     def changed_figures(self) -> tuple[FigureDelta, ...]:
         """Figures present on both sides whose values differ."""
         return tuple(f for f in self.figures if f.changed)
+
+    @property
+    def no_longer_launches(self) -> bool:
+        """True when the build launched on the base and cannot on the head: its occupancy fell to 0
+        (:func:`~.launch_limit.stops_launching`). Such a build is ``worse``, whatever it gained."""
+        return (self.after is not None and self.after.ok
+                and any(stops_launching(f.name, f.before, f.after) for f in self.figures))
+
+    @property
+    def launch_limit(self) -> LaunchLimit | None:
+        """What keeps a build that no longer launches from launching, where the head's figures say it (its
+        LDS or shared memory, else its registers, above the target's limit); None otherwise."""
+        return launch_limit(self.after) if self.no_longer_launches and self.after is not None else None
 
     def figure(self, name: str) -> FigureDelta | None:
         """The delta of figure ``name``, if either side has it."""

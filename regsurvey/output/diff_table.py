@@ -27,6 +27,7 @@ from .figure_text import (
     launch_text,
     lint_change_text,
     lint_counts_text,
+    no_launch_text,
     rebuild_difference,
     rebuild_verdict,
     stage_text,
@@ -78,8 +79,8 @@ def mark_table(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: s
     """One group for a terminal of ``width`` columns: its builds, each a row. A column per figure that
     moved among them where they all fit, else one column listing each build's own figures that moved;
     what the lint found, what the build was made with and the first compiler stage that differs in columns
-    of text (under the row where the width runs short); an error, or why a build is not comparable, a line
-    under its row; an ``[Other]`` line past ``limit``."""
+    of text (under the row where the width runs short); an error, why a build is not comparable, or that it
+    can no longer launch, a line under its row; an ``[Other]`` line past ``limit``."""
     names = [] if mark in _STATUS_MARKS else changed_names(rows)
     grid = _group_grid(rows, mark, limit, title, names)
     if names and not grid.fits(width):
@@ -118,6 +119,8 @@ def _group_grid(rows: tuple[RowComparison, ...], mark: Mark, limit: int, title: 
         if stages:
             cells.append(stage_text(r))
         status = _status_line(r, mark) if mark in _STATUS_MARKS or mark is Mark.NOT_COMPARABLE else None
+        if status is None and r.no_longer_launches:
+            status = Text(no_launch_text(r), style="red")
         grid.add_row(*cells, under=[status] if status is not None else [])
     if len(rows) > len(shown):
         grid.footer.append(Text(f"[Other] {len(rows) - len(shown)} more", style="dim"))

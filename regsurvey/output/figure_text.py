@@ -54,12 +54,24 @@ def figures_text(r: RowComparison, arrow: str = ARROW) -> str:
     return ", ".join(f"{figure(f.name).label} {change_text(f, arrow)}" for f in r.changed_figures)
 
 
+def no_launch_text(r: RowComparison) -> str:
+    """``can no longer launch: LDS 205744 B, above the CU's 163840 B`` for a build whose occupancy fell to 0
+    (``can no longer launch`` where its figures show no limit: ``RowComparison.launch_limit``); empty for
+    any other."""
+    if not r.no_longer_launches:
+        return ""
+    limit = r.launch_limit
+    return "can no longer launch" + (f": {limit.describe()}" if limit is not None else "")
+
+
 def row_change_text(r: RowComparison, arrow: str = ARROW) -> str:
-    """A build's change column: the figures that changed (or its status), the lint's change, and what its
-    build was made with that differs (``built with num_warps 4 → 8; warps/SM unchanged at 48``)."""
+    """A build's change column: that it can no longer launch, the figures that changed (or its status), the
+    lint's change, and what its build was made with that differs (``built with num_warps 4 → 8; warps/SM
+    unchanged at 48``)."""
     text = figures_text(r, arrow) if r.mark in FIGURE_MARKS else status_text(r, arrow)
     build = build_text(r, arrow)
-    return "; ".join(t for t in (text, lint_change_text(r), f"built with {build}" if build else "") if t)
+    return "; ".join(t for t in (no_launch_text(r), text, lint_change_text(r), f"built with {build}" if build else "")
+                     if t)
 
 
 def launch_text(r: RowComparison) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..check.gate import COMPILE_SLOWDOWN, KERNARG_NEVER_READ, NEWLY_FAILING, Problem
+from ..check.gate import COMPILE_SLOWDOWN, KERNARG_NEVER_READ, NEWLY_FAILING, OCCUPANCY_DROP, Problem
 from ..model.comparison import FigureDelta, RowComparison
 from ..model.figures import figure
 from ..model.results import error_line
 from ..model.words import ARROW, agree
 from .compile_text import compile_time_text
-from .figure_text import finding_text
+from .figure_text import finding_text, no_launch_text
 
 
 def build_subject(row: RowComparison) -> str:
@@ -40,6 +40,8 @@ def problem_message(problem: Problem, arrow: str = ARROW) -> str:
         rule = "; ".join(problem.limits)
         return f"{subject}: {compile_time_text(problem.row.compile_time, arrow)}" + (f"; {rule}" if rule else "")
     told = ", ".join(figure_change(f, arrow) for f in problem.figures)
+    if problem.rule is OCCUPANCY_DROP and problem.row.no_longer_launches:
+        told += f" ({no_launch_text(problem.row)})"
     allowed = "; " + "; ".join(problem.limits) if problem.limits else "; no baseline entry allows it"
     return f"{subject}: {told}{allowed}"
 

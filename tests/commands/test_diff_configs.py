@@ -1,8 +1,9 @@
 """``regsurvey stack`` and ``diff`` on a project of three commits (real compiles, about 12 s cold): the second
-inserts a config in front of an autotuned kernel's two and moves one of them (its builds are paired by what
-each config built them with, whatever its index: issue 35's defect 3, fla's ``chunk_fwd_kernel_o`` under
-Triton 3.9); the third changes a config's ``num_warps`` in place (paired by its index: a changed build).
-Every format says the same.
+inserts a config in front of an autotuned kernel's two and moves one of them (its builds are paired by
+what each config built them with, whatever its index: issue 35's defect 3, fla's ``chunk_fwd_kernel_o``
+under Triton 3.9) and widens a GEMM's K tile until its LDS outgrows a gfx950 CU (the build can no longer
+launch: defect 4, flag_gems' ``mm``); the third changes a config's ``num_warps`` in place (paired by its
+index: a changed build). Every format says the same of both.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from typing import Any
 
 import pytest
 
+from regsurvey.model.results import Survey
+
 from ..conftest import commit_all, git
+from ..readings import independent_reading
 from .runner import invoke
 
 OPS = '''"""An autotuned kernel and a GEMM whose K tile is a constexpr."""
@@ -81,7 +85,8 @@ def gemm(k):
     ops.gemm(rs.tensor((256, k), "bf16"), rs.tensor((k, 256), "bf16"))
 '''
 
-# The second commit: a config (BLOCK 512) in front, the two after it in the other order.
+# The second commit: a config (BLOCK 512) in front, the two after it in the other order; a 256-wide K tile,
+# whose two stages of 128x256 and 256x128 bf16 tiles take more LDS than a CU has.
 INSERTED = ('CONFIGS = [triton.Config({"BLOCK": 512}, num_warps=8), triton.Config({"BLOCK": 128}, num_warps=2),\n'
             '           triton.Config({"BLOCK": 256}, num_warps=4)]')
 # The third: the last config's num_warps changed in place.
@@ -109,7 +114,8 @@ def tiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     git(repo, "init", "-q", "-b", "main")
     commit_all(repo, "axpy and gemm")
     edit(repo, OPS.splitlines()[6], INSERTED)
-    commit_all(repo, "a config in front")
+    edit(repo, "BLOCK_K = 64", "BLOCK_K = 256")
+    commit_all(repo, "a config in front, a wider K tile")
     edit(repo, INSERTED, IN_PLACE)
     commit_all(repo, "8 warps for 256-wide blocks")
     common = ("-C", repo, "--store", root / "store", "-q")
@@ -122,6 +128,11 @@ def tiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def rows(comparison: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str, list[Any]]]:
     """(target, row id) -> (mark, label, what the build was made with that differs)."""
     return {(r["target"], r["row_id"]): (r["mark"], r["label"], r["build_changes"]) for r in comparison["rows"]}
+
+
+def head_row(tiles: dict[str, Any], sha: str, key: str, target: str) -> dict[str, Any]:
+    survey = Survey.from_json((tiles["store"] / "surveys" / sha / f"{target}.json").read_text())
+    return next(r.to_dict() for r in survey.rows if r.key == key)
 
 
 def test_configs_are_paired_by_what_they_build_not_by_their_place(tiles: dict[str, Any]) -> None:
@@ -149,16 +160,47 @@ def test_configs_are_paired_by_what_they_build_not_by_their_place(tiles: dict[st
     assert tiles["data"]["overall"]["counts"]["added"] == 2  # the range's ends: the same pairing
 
 
+def test_a_gemm_that_outgrows_the_cu_can_no_longer_launch(tiles: dict[str, Any]) -> None:
+    inserted = tiles["data"]["steps"][0]["comparison"]
+    # Its figures as read without regsurvey: the LDS of the TTGIR's buffers, allocated again; LLVM's occupancy
+    # told that LDS (none: it is above the CU's 160 KiB).
+    read = independent_reading(tiles["store"], head_row(tiles, tiles["shas"][1], "gemm/k1024", "gfx950"))
+    lds = read["lds_bytes"]
+    assert lds > 163840 and read["occupancy"] == 0
+    assert rows(inserted)[("gfx950", "gemm/k1024")][0] == "worse"
+    line = next(line for line in inserted["summary"] if "can no longer launch" in line["text"])
+    assert (line["text"], line["tone"], line["rows"]) == (
+        f"1 build of gemm k1024 on gfx950 can no longer launch (LDS {lds} B, above the CU's 163840 B); built "
+        "with BLOCK_K 64 -> 256", "worse", ["gfx950:gemm/k1024"])
+    assert inserted["summary"][0] == line  # the first of the worse lines
+    assert not any(line["text"].startswith("lowers occupancy") for line in inserted["summary"])
+
+
 @pytest.mark.parametrize("form", ["markdown", "table", "html", "csv"])
 def test_every_format_says_the_same(tiles: dict[str, Any], form: str, tmp_path: Path) -> None:
     out = tmp_path / f"diff.{form}"
     result = invoke("diff", "HEAD~2", "HEAD~1", *tiles["common"], "--format", form, "--columns", "200", "-o", out)
     assert result.exit_code == 0, result.stderr
     text = out.read_text()
+    lds = head_row(tiles, tiles["shas"][1], "gemm/k1024", "gfx950")["resources"]["lds_bytes"]
+    said = f"can no longer launch (LDS {lds} B, above the CU's 163840 B)"
     if form == "csv":
         assert text.count("axpy_kernel [cfg 0 -> 2],axpy_kernel,2,2,unchanged,") == 2
         return
+    escaped = said.replace("'", "\\u0027") if form == "html" else said
+    assert escaped in text or said in text
+    assert "can no longer launch: LDS" in text  # the build's own change, under its row or in its column
     # No config is said to be remade; the moved one is listed only where unchanged builds are (HTML).
     arrow = "\\u2192" if form == "html" else "→"
     assert f"num_warps 4 {arrow} 8" not in text and f"BLOCK 256 {arrow} 512" not in text
     assert (f"axpy_kernel [cfg 0 {arrow} 2]" in text) == (form == "html")
+
+
+def test_the_gate_says_the_build_can_no_longer_launch(tiles: dict[str, Any]) -> None:
+    result = invoke("check", "--base", "HEAD~2", "--head", "HEAD~1", *tiles["common"])
+    assert result.exit_code == 1, result.stderr
+    lds = head_row(tiles, tiles["shas"][1], "gemm/k1024", "gfx950")["resources"]["lds_bytes"]
+    problems = [line for line in result.stdout.splitlines() if line.startswith("- gemm/k1024")]
+    assert problems == [f"- gemm/k1024 on gfx950 (matmul): occupancy 2 → 0 waves/SIMD (can no longer launch: LDS "
+                        f"{lds} B, above the CU's 163840 B); no baseline entry allows it"]
+    assert "axpy" not in result.stdout.split("### Registers")[0]  # the moved configs fail nothing

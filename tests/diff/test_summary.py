@@ -161,3 +161,37 @@ def test_a_summary_line_keeps_its_arrows_apart(layer: Survey, layer_readings: Re
     assert len(line.segments) == 2 and not any("->" in s or "\x00" in s for s in line.segments)
     assert line.text == line.render("→") and f"{vgpr} → {vgpr + 58}" in line.text  # as a person reads it
     assert f"{vgpr} -> {vgpr + 58}" in line.render("->")  # the JSON's
+
+
+def test_builds_that_can_no_longer_launch_say_what_is_over_the_limit(layer: Survey, layer_readings: Readings) -> None:
+    # flag_gems' gfx950 mm configs under Triton 3.9 (tests/realworld/RESULTS.md, issue 35's defect 4): their LDS
+    # outgrew the CU's 160 KiB, occupancy fell to 0, and the summary said only "lowers occupancy". Here attn's
+    # GEMM at tp4 w8 (both caches) takes more LDS than a CU has; at w2 bf16 it only loses a wave; proj tp4 w2's
+    # shared memory on sm90 outgrows what a block may use; proj tp8 w2's occupancy falls to 0 with no figure
+    # over a limit (as a register count the kernel descriptor raised would).
+    gemm = layer_readings[("attn/tp4/w8/bf16", AMD)]
+    proj, other = layer_readings[("proj/tp4/w2", NV)], layer_readings[("proj/tp8/w2", NV)]
+    assert gemm["lds_bytes"] < 163840 and gemm["occupancy"] > 1 and proj["shared_bytes"] < 232448
+    head = edited(layer, {
+        ("attn/tp4/w8/bf16", AMD): {"lds_bytes": 168880, "occupancy": 0},
+        ("attn/tp4/w8/e4m3", AMD): {"lds_bytes": 236976, "occupancy": 0},
+        ("attn/tp4/w2/bf16", AMD): {"occupancy": gemm["occupancy"] - 1},
+        ("proj/tp4/w2", NV): {"shared_bytes": 240000, "occupancy_warps": 0, "occupancy_blocks": 0},
+        ("proj/tp8/w2", NV): {"occupancy_warps": 0, "occupancy_blocks": 0},
+    })
+    summary = summarize(compare(layer, head))
+    assert [(line.text, line.tone) for line in summary.lines][:5] == [
+        ("2 builds of attn (matmul) tp4 w8 on gfx950 can no longer launch (LDS 168880-236976 B, above the "
+         "CU's 163840 B)", "worse"),
+        ("1 build of proj tp4 w2 on sm90 can no longer launch (shared memory 240000 B, above the 232448 B a "
+         "block may use)", "worse"),
+        (f"1 build of proj tp8 w2 on sm90 can no longer launch (occupancy {other['occupancy_warps']} → 0 "
+         "warps/SM)", "worse"),
+        (f"lowers occupancy of attn (matmul) tp4 w2 bf16 on gfx950 ({gemm['occupancy']} → {gemm['occupancy'] - 1} "
+         "waves/SIMD)", "worse"),
+        (f"raises LDS of attn (matmul) tp4 w8 on gfx950: bf16 {gemm['lds_bytes']} → 168880 B, e4m3 "
+         f"{gemm['lds_bytes']} → 236976 B", "worse"),
+    ]
+    assert summary.lines[0].rows == (f"{AMD}:attn/tp4/w8/bf16", f"{AMD}:attn/tp4/w8/e4m3")
+    assert summary.lines[2].render("->") == (f"1 build of proj tp8 w2 on sm90 can no longer launch (occupancy "
+                                             f"{other['occupancy_warps']} -> 0 warps/SM)")
