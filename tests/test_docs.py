@@ -446,3 +446,22 @@ def test_the_csv_columns_the_docs_state_are_the_codes() -> None:
         "rebuild check": list(csv_format.REBUILD_COLUMNS),
     }
     assert csv_format.STACK_COLUMNS == ("commit", "subject", *csv_format.COMPARISON_COLUMNS)
+
+
+def test_the_prune_table_json_example_names_every_field_the_code_writes() -> None:
+    from regsurvey.model.prune import PRUNE_SCHEMA_VERSION, PrunedBuild, PrunedConfig, PruneTable, Reason
+
+    (example,) = json_examples("The prune table JSON")
+    build = PrunedBuild(key="gemm/w2", figures={"regs": 255}, compile_s=1.0, spill_bytes=96)
+    config = PrunedConfig(kernel="matmul", num_warps=8, num_stages=3, constexprs={"BLOCK": 64}, reason=Reason.SPILLS,
+                          builds=(build,), config=0)
+    written = json.loads(PruneTable(commit=None, label="x", toolchain={}, spill_above=64,
+                                    configs={"sm90": (config,)}).to_json())
+    assert example[()] == set(written)
+    assert example[("targets", "gfx950")] == set(written["targets"]["sm90"][0])
+    assert example[("targets", "gfx950", "builds")] == set(written["targets"]["sm90"][0]["builds"][0])
+    text = "\n".join(doc.read_text() for doc in DOCS)
+    stated = re.findall(r"prune table JSON \(schema version (\d+)\)", text)
+    assert stated and {int(v) for v in stated} == {PRUNE_SCHEMA_VERSION}
+    (block,) = [b.text for b in blocks((ROOT / "docs" / "schemas.md").read_text()) if '"prune-table"' in b.text]
+    assert re.findall(r'"schema_version": (\d+)', block) == [str(PRUNE_SCHEMA_VERSION)]

@@ -33,7 +33,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "regsurvey"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("model", "errors", "processes", "secret_vars", "source_names"),
     ("keys", "objects", "store", "diff", "check"),
-    ("compile", "lint", "pressure", "repo", "output", "__init__"),
+    ("compile", "lint", "pressure", "repo", "output", "tuning", "__init__"),
     ("capture", "analysis", "kept_pressure"),
     ("replay", "linting", "where", "first_stage"),
     ("engine",),
@@ -60,6 +60,7 @@ ALLOWED: dict[str, set[str]] = {
     "pressure": {"model", "errors", "objects"},
     "repo": {"model", "errors", "processes", "store", "source_names"},
     "output": {"model", "diff", "check", "source_names"},
+    "tuning": {"model", "keys"},  # the run-time helper: light, nothing of the compile side
     "__init__": {"model", "keys"},
     "capture": {"model", "keys", "compile"},
     "analysis": {"model", "objects", "compile", "lint"},
@@ -72,7 +73,7 @@ ALLOWED: dict[str, set[str]] = {
                "analysis", "linting", "kept_pressure"},
     "revisions": {"model", "errors", "objects", "store", "diff", "repo", "compile", "__init__", "engine"},
     "commands": {"model", "errors", "secret_vars", "store", "diff", "check", "repo", "lint", "output", "capture",
-                 "kept_pressure", "linting", "where", "first_stage", "engine", "revisions"},
+                 "tuning", "kept_pressure", "linting", "where", "first_stage", "engine", "revisions"},
     "cli": {"model", "commands"},
     "__main__": {"cli"},
 }

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "lint": "lint",
     "explain": "explain",
     "check": "check",
+    "prune": "prune",
     "server": "server",
 }
 

@@ -31,6 +31,7 @@ HELP = {
     "lint": ("Usage: regsurvey lint [OPTIONS] [FILES]...", "Find kernel arguments that are loaded into"),
     "explain": ("Usage: regsurvey explain [OPTIONS] KEY", "Where KEY's registers go: the live registers"),
     "check": ("Usage: regsurvey check [OPTIONS]", "Judge HEAD against BASE as a pre-merge gate"),
+    "prune": ("Usage: regsurvey prune [OPTIONS]", "Write the prune table: per target, the autotune configs"),
     "server": ("Usage: regsurvey server [OPTIONS] COMMAND [ARGS]...", "A worker server kept warm between"),
     "server start": ("Usage: regsurvey server start [OPTIONS]", "Start the server, or say that it runs."),
     "server stop": ("Usage: regsurvey server stop [OPTIONS]", "Stop the server."),
@@ -44,7 +45,7 @@ def test_the_group_lists_every_command_in_order() -> None:
     listed = result.stdout.split("\nCommands:\n")[1].split("\n\n")[0].splitlines()  # then the examples
     assert [line.split()[0] for line in listed] == [
         "run", "capture", "diff", "upgrade", "stack", "history", "bisect", "rebuild-check", "demo", "lint", "explain",
-        "check", "server"]
+        "check", "prune", "server"]
     assert result.stdout.startswith("Usage: regsurvey [OPTIONS] COMMAND [ARGS]...\n")
 
 
