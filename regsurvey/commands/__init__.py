@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "explain": "explain",
     "check": "check",
     "prune": "prune",
+    "coverage": "coverage",
     "server": "server",
 }
 

@@ -1,5 +1,5 @@
 """The one registry of report formats: every result a command shows (a survey, a lint run, a comparison, a
-stack, a history, an explanation, a rebuild check, a bisect result) is rendered through it, and every
+stack, a history, an explanation, a rebuild check, a bisect result, a coverage) is rendered through it, and every
 command takes its ``--format`` choices from it (pip-audit keeps one format enum for its whole CLI).
 
 A format is a renderer registered for a result type under a name: ``render(result, style) -> str``, a pure
@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..model.bisect import BisectResult
 from ..model.comparison import Comparison, Stack
+from ..model.coverage import Coverage
 from ..model.findings import LintReport
 from ..model.history import History
 from ..model.rebuild import RebuildCheck
@@ -255,6 +256,18 @@ def _rebuild_table(check: RebuildCheck, style: Style) -> str:
 @register(RebuildCheck, "json", "the same, for programs")
 def _rebuild_json(check: RebuildCheck, style: Style) -> str:
     return json.dumps(check.to_dict(), indent=1)
+
+
+@register(Coverage, "table", "per kernel: the real launches the keys miss, and the keys no launch used")
+def _coverage_table(result: Coverage, style: Style) -> str:
+    from .coverage import coverage_text
+
+    return coverage_text(result)
+
+
+@register(Coverage, "json", "the same, with each side's specializations, for programs")
+def _coverage_json(result: Coverage, style: Style) -> str:
+    return result.to_json()
 
 
 @register(BisectResult, "table", "the found commit, then its diff against its parent as tables")
