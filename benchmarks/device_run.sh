@@ -162,3 +162,24 @@ if want hosts15; then
   timeout "${HOSTS15_TIMEOUT:-400}" python3 benchmarks/ray_scaling.py --project "${HOSTS15_PROJECT:-tests/realworld/flag_gems}" \
     --cpus 16 --nodes "${HOSTS15_NODES:-4}" --hosts 2>&1 | grep -v "^\s*$\|INFO\|WARNING" | tee "$OUT/hosts15.txt"
 fi
+if want prune38 || want prune38-table || want prune38-gfx950; then
+  # Issue 38: what a prune table saves torchao's 48-config blockwise fp8 GEMM (q_a: K 7168, N 1536) when Triton
+  # tunes it on the H200 from cold caches (benchmarks/prune_tuning.py; torchao's wheel in .whl/). prune38-table:
+  # the table regsurvey makes here for sm90 (the device's Triton), and the tuning with and without it;
+  # prune38-gfx950: the gfx950 table of tests/fixtures/prune (7 configs that spill or cannot launch on an
+  # MI355X) read on the H200, timing what those configs cost to benchmark here (not a pruning sm90 would make).
+  if want prune38 || want prune38-table; then
+    echo "== prune: torchao q_a, sm90 table"
+    rm -rf /tmp/torchao && cp -r tests/realworld/torchao /tmp/torchao && git -C /tmp/torchao init -q
+    timeout 240 python3 -m regsurvey prune -C /tmp/torchao --target sm90 --key 'fp8_linear/q_a/*' -j 16 \
+      -o "$OUT/prune-sm90.json"
+    timeout 330 python3 benchmarks/prune_tuning.py --table "$OUT/prune-sm90.json" --tokens "${PRUNE38_TOKENS:-4}" \
+      --out "$OUT/prune-tuning-sm90.json"
+  fi
+  if want prune38 || want prune38-gfx950; then
+    echo "== prune: torchao q_a, the gfx950 table read on the H200"
+    timeout 60 python3 -m regsurvey prune --commit tests/fixtures/prune/torchao_gfx950.json -o "$OUT/prune-gfx950.json"
+    timeout 500 python3 benchmarks/prune_tuning.py --table "$OUT/prune-gfx950.json" --table-target gfx950 \
+      --tokens "${PRUNE38_TOKENS:-4}" --out "$OUT/prune-tuning-gfx950.json"
+  fi
+fi

@@ -98,7 +98,7 @@ def run_child(table: str | None, table_target: str | None, tokens: int, rep: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--table", required=True, help="a regsurvey prune table (JSON)")
+    parser.add_argument("--table", help="a regsurvey prune table (JSON; a child for the full set has none)")
     parser.add_argument("--table-target", help="read this target's entries (default: the running GPU's)")
     parser.add_argument("--tokens", default="4,64", help="token counts (comma-separated)")
     parser.add_argument("--rep", type=int, default=200, help="do_bench's rep (ms) for the winner's kernel time")
@@ -106,6 +106,8 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     tokens = [int(t) for t in args.tokens.split(",")]
+    if not args.child and not args.table:
+        parser.error("--table is required")
     if args.child:
         print(json.dumps(child(args.table, args.table_target, tokens[0], args.rep)))
         return
