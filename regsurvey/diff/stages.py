@@ -108,7 +108,7 @@ _ALIAS_USE = re.compile(r"#[A-Za-z_][\w$.-]*")
 _CONSTANT = re.compile(r"\s*(%[\w$.-]+) = arith\.constant (.*)")
 _FUNC = re.compile(r"\s*tt\.func\b")
 _OLD_CACHE = re.compile(r" (cacheModifier|evictionPolicy) = (\w+)")
-_BUFFER_POINTER = re.compile(r" : !tt\.ptr<[^>]*> -> ")
+_BUFFER_POINTER = re.compile(r" : !tt\.ptr<[^>]*> -[>] ")  # MLIR's arrow (a class: no report's ASCII arrow here)
 _DEFAULT_MODULE_ATTRIBUTES = re.compile(r'"ttng\.two-ctas" = false(, )?|, "ttng\.two-ctas" = false')
 
 
