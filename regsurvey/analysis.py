@@ -5,8 +5,8 @@ reader revision (:data:`regsurvey.model.version.READER_REVISION`), and on each r
 
 When it lints: an AMD object always (its amdgcn text is at hand: milliseconds). An NVIDIA object needs
 its SASS, and one nvdisasm run costs more than many compiles: :func:`analyze` lints a cubin when its
-SASS is read anyway (a stack frame whose spills are counted there, when the compile's ptxas log did
-not give them) or when told to; the survey lints
+SASS is read anyway (a kernel that spills: its spills are placed in its loops there, and counted there
+when the compile's ptxas log did not give them) or when told to; the survey lints
 the other cubins in batches while keys still compile (:mod:`regsurvey.engine.deferred_lint`, one nvdisasm
 run over many), so that every build is linted, as ``regsurvey lint`` lints it.
 """

@@ -104,6 +104,25 @@ def matmul_kernel(
 
 
 @triton.jit
+def nested_loops_kernel(x_ptr, y_ptr, out_ptr, n_outer, n_inner, BLOCK: tl.constexpr):
+    """A tile kept across two nested loops (of trip counts known only at launch) that accumulate two more.
+
+    With BLOCK=16384 on one 64-lane wave gfx950 spills before the loops, in the outer loop and in the
+    inner one (depths 0, 1 and 2); with BLOCK=4096 on one 32-thread warp sm90 spills before the loops and
+    in the outer one. ``maxnreg`` squeezes a smaller tile into spills in the inner loop as well.
+    """
+    offs = tl.arange(0, BLOCK)
+    keep = tl.load(x_ptr + offs)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for j in range(n_outer):  # OUTER
+        part = tl.zeros((BLOCK,), dtype=tl.float32)
+        for i in range(n_inner):  # INNER
+            part += tl.exp(tl.load(y_ptr + (j * n_inner + i) * BLOCK + offs))
+        acc += part * tl.load(x_ptr + j * BLOCK + offs)
+    tl.store(out_ptr + offs, acc * keep)
+
+
+@triton.jit
 def tma_scale_kernel(desc, out_ptr, n, scale, BLOCK: tl.constexpr):
     """Loads a tile through a host TMA descriptor passed first, by value (a ``__grid_constant__`` CUtensorMap,
     64-byte aligned, then its shape and strides), and scales it: every later parameter is placed by that
@@ -125,6 +144,8 @@ SIGNATURES: dict[str, dict[str, str]] = {
         **{name: "i32" for name in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")},
         **{name: "constexpr" for name in ("BM", "BN", "BK")},
     },
+    "nested_loops_kernel": {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_outer": "i32", "n_inner": "i32",
+                            "BLOCK": "constexpr"},
     "tma_scale_kernel": {"desc": "tensordesc<bf16[64, 64]>", "out_ptr": "*bf16", "n": "i32", "scale": "fp32",
                          "BLOCK": "constexpr"},
 }

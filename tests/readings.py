@@ -8,6 +8,8 @@ the compile's TTGIR, its buffers allocated again and sized here from their types
 the workgroup's size.
 NVIDIA: the bundled ptxas re-run with ``-v`` on the stored PTX, and the cubin's own ``.nv.info.<kernel>``
 walked here with struct.
+The spills inside loops: on AMD from LLVM's own loop comments on the amdgcn text's blocks; on NVIDIA from
+the SASS's backward branches (:func:`sass_loop_depths`), read here.
 Both: Triton's own record of the kernel (the metadata JSON in its cache: the LDS or shared memory it
 allocates at launch, its warps per block), read from Triton's file rather than through regsurvey, with
 each vendor's occupancy rules written here (:func:`independent_reading`: every figure of a row).
@@ -328,6 +330,7 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "lds_bytes": lds,
         "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"]),
+        **amd_loop_spill_reading(text),
     }
     # The note in the binary says the same as the text.
     assert note[".vgpr_count"] == reading["vgpr_total"]
@@ -461,7 +464,17 @@ def independent_reading(store: Path, row: dict[str, Any], cache: Path | None = N
     reading = ptxas_reading(store, row, smem=True)
     shared += reading.pop("smem")  # Triton's dynamic shared memory and the kernel's static
     blocks = cuda_blocks_per_sm(regs=reading["regs"], shared=shared, warps=warps)
-    return {**reading, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps}
+    return {**reading, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps,
+            **nvidia_loop_spill_reading(nvdisasm_text(obj))}
+
+
+def nvdisasm_text(cubin: bytes) -> str:
+    """``nvdisasm -c`` of a cubin: the bundled tool run here."""
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        return subprocess.run([str(tool), "-c", str(path)], capture_output=True, text=True, check=True).stdout
 
 
 def spills_by_line(text: str) -> dict[tuple[str, int], tuple[int, int]]:
@@ -482,3 +495,88 @@ def spills_by_line(text: str) -> dict[tuple[str, int], tuple[int, int]]:
             stores, reloads = counts.get(where, (0, 0))
             counts[where] = (stores + bool(store), reloads + bool(reload))
     return counts
+
+
+# -- spills inside loops ----------------------------------------------------------------------------------
+
+# LLVM's loop comments on a block's label (and the comment lines under it): "; =>This Loop Header: Depth=1",
+# "; =>  This Inner Loop Header: Depth=2", ";   in Loop: Header=BB0_4 Depth=1" (not "Parent Loop"/"Child Loop").
+_LLVM_BLOCK = re.compile(r"^\s*(?:\.LBB\d+_\d+:|; %bb\.\d+:)")
+_LLVM_DEPTH = re.compile(r"(?:in Loop: Header=\S+|Loop Header:) Depth=(\d+)")
+
+
+def llvm_loop_depths(text: str) -> dict[int, int]:
+    """LLVM's own loop depth of each instruction line (from 1) of an amdgcn text: the ``Depth=`` its
+    LoopInfo printed on the block the line is in (0 where it printed none)."""
+    depths: dict[int, int] = {}
+    depth, heading = 0, False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if _LLVM_BLOCK.match(line):
+            found = _LLVM_DEPTH.search(line)
+            depth, heading = (int(found[1]) if found else 0), True
+        elif heading and stripped.startswith(";"):
+            found = _LLVM_DEPTH.search(line)
+            depth = int(found[1]) if found else depth
+        elif stripped and not stripped.startswith((";", ".")) and not stripped.endswith(":"):
+            heading = False
+            depths[number] = depth
+    return depths
+
+
+def amd_spill_lines(text: str) -> dict[int, str]:
+    """The spill instructions of an amdgcn text by line: ``store`` or ``reload``. Scratch (``Folded Spill``,
+    ``Folded Reload``), AGPR copies (``Reload Reuse``: an accvgpr write stores, a read reloads) and SGPRs to
+    VGPR lanes (``v_writelane_b32 vN, sM, K``; ``v_readlane_b32 sM, vN, K`` from a VGPR that such a write
+    fills)."""
+    lines = text.splitlines()
+    lane = re.compile(r"^\s*v_writelane_b32 v(\d+), (?:s\d+|vcc_lo|vcc_hi), \d+\b")
+    lane_vgprs = {m[1] for line in lines if (m := lane.match(line))}
+    read = re.compile(r"^\s*v_readlane_b32 (?:s\d+|vcc_lo|vcc_hi), v(\d+), \d+\b")
+    out: dict[int, str] = {}
+    for number, line in enumerate(lines, start=1):
+        if re.search(r"Folded Spill|v_accvgpr_write\S* .*Reload Reuse", line) or lane.match(line):
+            out[number] = "store"
+        elif re.search(r"Folded Reload|v_accvgpr_read\S* .*Reload Reuse", line) or (
+                (m := read.match(line)) and m[1] in lane_vgprs):
+            out[number] = "reload"
+    return out
+
+
+def amd_loop_spill_reading(text: str) -> dict[str, int]:
+    """``loop_spill_ops`` and ``loop_spill_depth`` of an amdgcn text from LLVM's own loop comments."""
+    depths = llvm_loop_depths(text)
+    looped = [depths[n] for n in amd_spill_lines(text) if depths.get(n, 0)]
+    return {"loop_spill_ops": len(looped), "loop_spill_depth": max(looped, default=0)}
+
+
+def sass_loop_depths(sass: str) -> list[tuple[int, str, int]]:
+    """(address, instruction, depth) of each instruction of ``nvdisasm -c`` output, the depth read here as
+    the number of backward branches (a ``BRA`` to a label at or before it) whose span of addresses holds the
+    instruction: how a compiler lays out a structured loop, body between its head and its back branch."""
+    labels: dict[str, int] = {}
+    rows: list[tuple[int, str]] = []
+    pending: list[str] = []
+    for line in sass.splitlines():
+        label = re.match(r"^(\.L_\w+):", line)
+        if label:
+            pending.append(label[1])
+            continue
+        found = re.match(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;", line)
+        if found:
+            address = int(found[1], 16)
+            labels.update(dict.fromkeys(pending, address))
+            pending = []
+            rows.append((address, found[2]))
+    # A branch to itself is the trap ptxas pads the code with after EXIT, no loop (nothing reaches it).
+    spans = [(labels[m[1]], address) for address, text in rows
+             if (m := re.search(r"\bBRA\b.*`\((\.L_\w+)\)", text)) and labels.get(m[1], address) < address]
+    return [(address, text, sum(lo <= address <= hi for lo, hi in spans)) for address, text in rows]
+
+
+def nvidia_loop_spill_reading(sass: str) -> dict[str, int]:
+    """``loop_spill_ops`` and ``loop_spill_depth`` of ``nvdisasm -c`` output: its STL and LDL at the depths
+    :func:`sass_loop_depths` reads."""
+    looped = [depth for _, text, depth in sass_loop_depths(sass)
+              if depth and re.match(r"^(?:@!?U?P\w+\s+)?(?:STL|LDL)\b", text)]
+    return {"loop_spill_ops": len(looped), "loop_spill_depth": max(looped, default=0)}

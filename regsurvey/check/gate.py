@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
-from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, figure
+from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, SPILL, figure
 from ..model.findings import Finding
 from .baseline import Allowance, Baseline, parse_baseline, updated_baseline_text
 
@@ -142,7 +142,7 @@ def _worse_figures(row: RowComparison, baseline: Baseline) -> dict[Rule, list[Fi
         fig = figure(f.name)
         if f.after is None:
             continue
-        if fig.spill and rules.spill_increase:
+        if fig.kind == SPILL and rules.spill_increase:
             # Spill-like figures of a build without a base are measured from zero.
             before = f.before if based else None
             if f.after > (before or 0):

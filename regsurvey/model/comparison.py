@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .compile_time import CompileTime
 from .enums import TextEnum
-from .figures import BY_IMPORTANCE, SPILL_FIGURES, verdict
+from .figures import BY_IMPORTANCE, SPILL, SPILL_FIGURES, verdict
 from .findings import Finding
 from .launch_limit import LaunchLimit, launch_limit, stops_launching
 from .names import BuildName
@@ -412,10 +412,11 @@ class Comparison:
 
     @property
     def spill_totals(self) -> tuple[FigureTotal, ...]:
-        """Each spill figure summed over all builds of each side (vendors with no build are left out)."""
+        """Each spill figure summed over all builds of each side (vendors with no build are left out); not
+        the spills in loops (a depth sums to nothing), which each build's line tells."""
         totals = []
         for f in BY_IMPORTANCE:
-            if not f.spill:
+            if f.kind != SPILL:
                 continue
             before = [r.before.resources[f.name] for r in self.rows
                       if r.before is not None and f.name in r.before.resources]

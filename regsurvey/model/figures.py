@@ -2,8 +2,8 @@
 vendor has it, what kind of figure it is and which way it gets worse.
 
 Everything that names figures derives from :data:`FIGURES`: the object readers' records and a row's
-figures (:class:`Figures`: the registry's names of one vendor, in its order), the survey table's columns and
-highlighting, the comparison's spill totals and the summary's nouns, the gate's rules (a *spill*
+figures (:class:`Figures`: the registry's names of one vendor and those of both, in its order), the survey
+table's columns and highlighting, the comparison's spill totals and the summary's nouns, the gate's rules (a *spill*
 figure up is ``new-spill``, an *occupancy* figure down ``occupancy-drop``, a *register* figure up
 ``register-increase``) and the HTML report's data.
 
@@ -14,6 +14,10 @@ Kinds:
 - ``spill``: memory a kernel spends on spilled or private data: VGPR and SGPR spills, scratch (AMD);
   spill stores and loads, the stack frame (NVIDIA). "Spill" means these six everywhere: the table's
   red cells, the spill totals, the builds that spill, the gate's ``new-spill`` rule.
+- ``loop spill``: the spill instructions inside loops of the machine code (``loop_spill_ops``) and the
+  deepest loop that holds one (``loop_spill_depth``), of both vendors: where a spill is paid on every
+  trip. Red in the table and summed in the spill totals like spills, judged by a rule of their own
+  (``loop-spill``), so that a baseline may allow a kernel's spills and still fail new ones in its loops.
 - ``memory``: LDS, shared memory.
 - ``occupancy``: waves per SIMD (AMD), warps and blocks per SM (NVIDIA).
 - ``argument``: the kernel argument segment's size (a new argument is a design choice, not a regression).
@@ -40,10 +44,12 @@ MEMORY = "memory"
 OCCUPANCY = "occupancy"
 ARGUMENT = "argument"
 TIME = "time"
-KINDS = (REGISTER, SPILL, MEMORY, OCCUPANCY, ARGUMENT, TIME)
+LOOP_SPILL = "loop spill"
+KINDS = (REGISTER, SPILL, LOOP_SPILL, MEMORY, OCCUPANCY, ARGUMENT, TIME)
 
 AMD = "AMD"
 NVIDIA = "NVIDIA"
+BOTH = ""  # a figure of both vendors
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class Figure:
     noun: str  # in a sentence: "VGPRs", "spill stores"
     unit: str  # appended to values in prose: "" or " B", " waves/SIMD"
     worse: int  # +1: more is worse, -1: less is worse, 0: neither
-    vendor: str  # AMD or NVIDIA; "" for a figure of both (compile time)
+    vendor: str  # AMD or NVIDIA; BOTH ("") for a figure of both (spills in loops, compile time)
     kind: str  # one of KINDS
     # Moves with another figure (scratch with VGPR spills): told in that figure's line when both change,
     # and not judged on its own by a rule of its kind where it only restates that figure.
@@ -64,36 +70,43 @@ class Figure:
 
     @property
     def spill(self) -> bool:
-        """A spill figure: 0 -> n "adds", n -> 0 "removes", and a build new on the head is measured from 0."""
-        return self.kind == SPILL
+        """A spill figure, in loops or anywhere: 0 -> n "adds", n -> 0 "removes", and a build new on the head
+        is measured from 0."""
+        return self.kind in (SPILL, LOOP_SPILL)
 
 
 # In the readers' record order per vendor, which is also the survey table's column order. ``rank`` is
 # the order of importance: spills first, then occupancy, then the register counts that explain them,
 # then memory.
 FIGURES: tuple[Figure, ...] = (
-    Figure("vgpr", "VGPR", "VGPRs", "", +1, AMD, REGISTER, rank=9),
-    Figure("agpr", "AGPR", "AGPRs", "", +1, AMD, REGISTER, rank=10),
-    Figure("sgpr", "SGPR", "SGPRs", "", +1, AMD, REGISTER, rank=12),
+    Figure("vgpr", "VGPR", "VGPRs", "", +1, AMD, REGISTER, rank=11),
+    Figure("agpr", "AGPR", "AGPRs", "", +1, AMD, REGISTER, rank=12),
+    Figure("sgpr", "SGPR", "SGPRs", "", +1, AMD, REGISTER, rank=14),
     Figure("vgpr_spill", "Vspill", "VGPR spills", "", +1, AMD, SPILL, rank=0),
     Figure("sgpr_spill", "Sspill", "SGPR spills", "", +1, AMD, SPILL, rank=1),
     Figure("scratch_bytes", "scratch", "scratch", " B", +1, AMD, SPILL, companion_of="vgpr_spill", rank=2),
-    Figure("lds_bytes", "LDS", "LDS", " B", +1, AMD, MEMORY, rank=14),
-    Figure("occupancy", "waves", "occupancy", " waves/SIMD", -1, AMD, OCCUPANCY, rank=6),
-    Figure("kernarg_bytes", "kernarg", "kernel arguments", " B", 0, AMD, ARGUMENT, rank=16),
+    Figure("lds_bytes", "LDS", "LDS", " B", +1, AMD, MEMORY, rank=16),
+    Figure("occupancy", "waves", "occupancy", " waves/SIMD", -1, AMD, OCCUPANCY, rank=8),
+    Figure("kernarg_bytes", "kernarg", "kernel arguments", " B", 0, AMD, ARGUMENT, rank=18),
     # The unified VGPR+AGPR count (AGPRs aligned to 4): what occupancy depends on.
-    Figure("vgpr_total", "VGPR+AGPR", "unified VGPRs", "", +1, AMD, REGISTER, companion_of="vgpr", rank=11),
-    Figure("regs", "regs", "registers", "", +1, NVIDIA, REGISTER, rank=13),
+    Figure("vgpr_total", "VGPR+AGPR", "unified VGPRs", "", +1, AMD, REGISTER, companion_of="vgpr", rank=13),
+    Figure("regs", "regs", "registers", "", +1, NVIDIA, REGISTER, rank=15),
     Figure("spill_store_bytes", "spill st", "spill stores", " B", +1, NVIDIA, SPILL, rank=3),
     Figure("spill_load_bytes", "spill ld", "spill loads", " B", +1, NVIDIA, SPILL, companion_of="spill_store_bytes",
            rank=4),
     Figure("stack_bytes", "stack", "stack", " B", +1, NVIDIA, SPILL, companion_of="spill_store_bytes", rank=5),
-    Figure("shared_bytes", "smem", "shared memory", " B", +1, NVIDIA, MEMORY, rank=15),
+    Figure("shared_bytes", "smem", "shared memory", " B", +1, NVIDIA, MEMORY, rank=17),
     # NVIDIA occupancy is resident warps per SM; blocks per SM follow from it and the block size (a
     # change of num_warps moves them apart), so they are told beside warps and judge nothing.
     Figure("occupancy_blocks", "blocks", "blocks per SM", " blocks/SM", 0, NVIDIA, OCCUPANCY,
-           companion_of="occupancy_warps", rank=8),
-    Figure("occupancy_warps", "warps", "occupancy", " warps/SM", -1, NVIDIA, OCCUPANCY, rank=7),
+           companion_of="occupancy_warps", rank=10),
+    Figure("occupancy_warps", "warps", "occupancy", " warps/SM", -1, NVIDIA, OCCUPANCY, rank=9),
+    # Both vendors': the spill instructions (stores and reloads, counted one an instruction) inside any loop of
+    # the machine code, and the deepest loop that holds one (objects/loop_spills.py): told after the spills
+    # they are part of (a spill in a loop is paid on every trip), before occupancy.
+    Figure("loop_spill_ops", "loop sp", "spill instructions in loops", "", +1, BOTH, LOOP_SPILL, rank=6),
+    Figure("loop_spill_depth", "depth", "deepest loop with a spill", "", +1, BOTH, LOOP_SPILL,
+           companion_of="loop_spill_ops", rank=7),
 )
 
 # The build's compile time (``Row.compile_s``): drawn by ``history`` like the figures above, told apart by the
@@ -106,8 +119,11 @@ _MEASURED_BY_NAME: dict[str, Figure] = {f.name: f for f in MEASURED_FIGURES}
 # Names in order of importance.
 FIGURE_ORDER: dict[str, int] = {f.name: f.rank for f in FIGURES}
 BY_IMPORTANCE: tuple[Figure, ...] = tuple(sorted(FIGURES, key=lambda f: f.rank))
-AMD_RESOURCES: tuple[str, ...] = tuple(f.name for f in FIGURES if f.vendor == AMD)
-NVIDIA_RESOURCES: tuple[str, ...] = tuple(f.name for f in FIGURES if f.vendor == NVIDIA)
+AMD_RESOURCES: tuple[str, ...] = tuple(f.name for f in FIGURES if f.vendor in (AMD, BOTH))
+NVIDIA_RESOURCES: tuple[str, ...] = tuple(f.name for f in FIGURES if f.vendor in (NVIDIA, BOTH))
+LOOP_SPILL_OPS = "loop_spill_ops"  # the spill instructions inside loops, of both vendors
+# The spill figures (not those of spills in loops, which count instructions where these count registers or
+# bytes, and which a rule of their own judges).
 SPILL_FIGURES: tuple[str, ...] = tuple(f.name for f in BY_IMPORTANCE if f.kind == SPILL)
 # The register counts the gate's register rule judges: not the unified count, which restates them.
 JUDGED_REGISTERS: tuple[str, ...] = tuple(f.name for f in FIGURES if f.kind == REGISTER and f.companion_of is None)
@@ -121,8 +137,9 @@ def figure(name: str) -> Figure:
 
 
 def vendor_figures(vendor: str) -> tuple[Figure, ...]:
-    """The figures of ``vendor`` (AMD or NVIDIA), in record and column order."""
-    return tuple(f for f in FIGURES if f.vendor == vendor)
+    """The figures of ``vendor`` (AMD or NVIDIA; those of both vendors among them), in record and column
+    order."""
+    return tuple(f for f in FIGURES if f.vendor in (vendor, BOTH))
 
 
 # Where each figure stands in the registry: the order a Figures iterates in, whatever order it was given.
@@ -148,7 +165,7 @@ class Figures(FrozenMapping[int]):
             known = FIGURE_BY_NAME.get(name)
             if known is None:
                 raise ValueError(f"unknown figure {name!r}")
-            if known.vendor != vendor:
+            if known.vendor not in (vendor, BOTH):
                 raise ValueError(f"figure {name!r} is {known.vendor}'s, not {vendor or 'no vendor'}'s")
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"figure {name} is {value!r}, not a whole number of zero or more")
@@ -172,7 +189,7 @@ class Figures(FrozenMapping[int]):
         unknown = next((name for name in data if name not in FIGURE_BY_NAME), None)
         if unknown is not None:
             raise ValueError(f"unknown figure {unknown!r}")
-        vendors = list(dict.fromkeys(FIGURE_BY_NAME[name].vendor for name in data))
+        vendors = list(dict.fromkeys(FIGURE_BY_NAME[name].vendor for name in data if FIGURE_BY_NAME[name].vendor))
         if len(vendors) > 1:
             raise ValueError(f"figures of {' and '.join(vendors)} together ({', '.join(data)})")
         return cls(vendors[0] if vendors else None, data)

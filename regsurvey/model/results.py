@@ -23,8 +23,11 @@ from .targets import TARGETS
 # happened to run first); older surveys read with none.
 # 5: a built row carries the seconds of each stage of its compile (``stage_s``: null where the survey did not
 # measure one: Triton's own cache had the kernel, or the build failed); older surveys read with none.
-SCHEMA_VERSION = 5
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+# 6: a built row's figures hold the spills inside loops (``loop_spill_ops``, ``loop_spill_depth``, both
+# vendors'); older surveys read without them (a comparison says n/a), and are made by other readers
+# (model.version.READER_REVISION), so that none serves as a stored survey for a new command.
+SCHEMA_VERSION = 6
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 
 class SurveyFormatError(ValueError):

@@ -9,4 +9,5 @@ __version__ = "0.1.0"
 # report1: one analysis per object (resources, findings, linted) cached beside it under this revision
 # lint3: NVIDIA parameters where the cubin records them (a TMA descriptor first moved every later one)
 # names1: a row's kernel is the name it was compiled under
-READER_REVISION = f"{__version__}+readers3+lint3+report1+names1"
+# loops1: the spills inside loops (loop_spill_ops, loop_spill_depth), of both vendors
+READER_REVISION = f"{__version__}+readers3+lint3+report1+names1+loops1"

@@ -32,6 +32,7 @@ from ..errors import CorruptObjectError
 from ..model.figures import AMD, Figures
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
+from .loop_spills import NO_LOOP_SPILLS, amd_loop_spills
 
 # The AMDGPU vendor note that carries the code object V3+ metadata (msgpack).
 _NOTE_NAME = "AMDGPU"
@@ -204,7 +205,9 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
     ``code_text`` is the kernel's code from the same compile (Triton's ``amdgcn`` text, or an
     ``llvm-objdump -d`` of this object). With AGPRs in use the object holds ``NumVgprs`` only rounded
     up to 4 (the AGPR offset); the code gives it exactly: one past the highest VGPR its instructions
-    name. Without it (or if the code does not fit the object) ``vgpr`` is that rounded figure.
+    name. Without it (or if the code does not fit the object) ``vgpr`` is that rounded figure. The
+    spills inside loops (``loop_spill_ops``, ``loop_spill_depth``) come from the code too, from the spill
+    comments of Triton's text (:mod:`regsurvey.objects.loop_spills`); without it they are 0.
     ``info``: ``parse_hsaco(data)`` if the caller has it.
     """
     if not target.is_amd:
@@ -224,6 +227,7 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
     vgpr = total_vgpr - agpr if agpr else total_vgpr
     if agpr and code_text is not None:
         vgpr = _code_vgprs(code_text, accum_offset=vgpr)
+    loops = amd_loop_spills(code_text) if code_text is not None else NO_LOOP_SPILLS
     return Figures.complete(
         AMD,
         vgpr=vgpr,
@@ -242,6 +246,8 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
         ),
         kernarg_bytes=_int(meta, ".kernarg_segment_size"),
         vgpr_total=total_vgpr,
+        loop_spill_ops=loops.in_loops,
+        loop_spill_depth=loops.deepest,
     )
 
 

@@ -1,11 +1,13 @@
-"""Read an NVIDIA cubin (the ELF Triton emits for sm90/sm100): registers, spills, stack, occupancy.
+"""Read an NVIDIA cubin (the ELF Triton emits for sm90/sm100): registers, spills, stack, occupancy, and
+the spills inside loops.
 
 The only module that reads NVIDIA objects. Registers and stack come from the ``.nv.info`` attributes
 ptxas writes (REGCOUNT, FRAME_SIZE). The cubin records no spill count: spill bytes come from the log
 of the ``ptxas -v`` run that made the cubin, when the compile kept it (:func:`logged_spills`), else
 from the SASS, by summing the access widths of the STL/LDL instructions that ``nvdisasm`` prints. The
 two agree (tested), and the log costs nothing where one nvdisasm run of a large kernel costs more
-than a second. The disassembler is the one bundled with Triton, found without importing Triton.
+than a second; only a kernel that spills is disassembled, to place its spills in the loops of its SASS
+(:mod:`regsurvey.objects.loop_spills`). The disassembler is the one bundled with Triton, found without importing Triton.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from ..errors import CorruptObjectError
 from ..model.figures import NVIDIA, Figures
 from ..model.targets import Target
 from .elfcheck import PARSE_ERRORS, check_extent, first_line
+from .loop_spills import NO_LOOP_SPILLS, sass_loop_spills
+from .sass import spill_bytes
 from .tools import check_cubin_for_tool, tool_time_limit
 
 # .nv.info attributes (EIATTR_*): a u8 format, a u8 attribute, then a u16 value or, for the format
@@ -51,10 +55,7 @@ _EIATTR_KPARAM_INFO = 0x17
 # sub-partitions) and shared memory are allocated, and the 1 KiB the driver reserves per block on top of
 # what the kernel asks for.
 
-# One SASS instruction line of `nvdisasm -c`: "/*0080*/  @!P0 STL.64 [R1+0x20], R4 ;".
-_LOCAL_ACCESS = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]+\s+)?(STL|LDL)((?:\.\w+)*)\s", re.M)
-# Access width by suffix; no width suffix means 32 bits.
-_WIDTH_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
 
 
 def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target,
@@ -77,12 +78,14 @@ def read_cubin(data: bytes, *, shared_bytes: int, num_warps: int, target: Target
 
 def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: Target, sass: str | None = None,
                     want_sass: bool = False, ptxas_log: str | None = None) -> tuple[Figures, str | None]:
-    """:func:`read_cubin`, and the SASS it read: disassembled when the kernel has a stack frame (its
-    spills are counted there) or ``want_sass``; otherwise ``sass`` as given (maybe None).
+    """:func:`read_cubin`, and the SASS it read: disassembled when the kernel has a stack frame that the
+    log does not show free of spills, or ``want_sass``; otherwise ``sass`` as given (maybe None).
 
     ``ptxas_log``: what ``ptxas -v`` printed when it made this cubin. A kernel with a stack frame
-    takes its spill bytes from there, without disassembling, when the log names the kernel with the
-    cubin's own frame size; any other log is not this cubin's, and the SASS counts instead."""
+    takes its spill bytes from there when the log names the kernel with the cubin's own frame size; any
+    other log is not this cubin's, and the SASS counts instead. Where it spills, the SASS places its
+    ``STL`` and ``LDL`` in the code's loops (``loop_spill_ops``, ``loop_spill_depth``:
+    :func:`sass_loop_spills`): a frame without spills (a local array) is not disassembled."""
     if not target.is_nvidia:
         raise ValueError(f"read_cubin needs an NVIDIA target, not {target.name}")
     with _readable():
@@ -103,12 +106,14 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
     # Spills go to local memory, which is the stack frame: with no frame there is no STL/LDL to
     # count, and nvdisasm (0.3 s to more than a second a run, more than many compiles) is skipped.
     logged = logged_spills(ptxas_log, kernel, stack) if stack and sass is None and ptxas_log else None
-    if sass is None and ((stack and logged is None) or want_sass):
+    # A kernel that spills is disassembled even where the log gave its bytes: its spills' loops are in the SASS.
+    if sass is None and ((stack and logged != (0, 0)) or want_sass):
         sass = disassemble(data)
     if logged is not None:
         stores, loads = logged
     else:
         stores, loads = spill_bytes(sass) if stack and sass is not None else (0, 0)
+    loops = sass_loop_spills(sass) if (stores or loads) and sass is not None else NO_LOOP_SPILLS
     # What the driver reports as the kernel's shared memory: static (SHARED_SIZE_BYTES) + dynamic.
     shared = shared_bytes + static_shared
     blocks = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=num_warps, target=target)
@@ -121,6 +126,8 @@ def read_cubin_sass(data: bytes, *, shared_bytes: int, num_warps: int, target: T
         shared_bytes=shared,
         occupancy_blocks=blocks,
         occupancy_warps=blocks * num_warps,
+        loop_spill_ops=loops.in_loops,
+        loop_spill_depth=loops.deepest,
     ), sass
 
 
@@ -267,28 +274,6 @@ def disassemble_many(cubins: list[bytes]) -> list[str]:
         if address < start + size:  # not the padding between two kernels
             texts[index].append(f"        /*{address - start:04x}*/{match[2]}")
     return ["\n".join(lines) + "\n" for lines in texts]
-
-
-def spill_bytes(sass: str) -> tuple[int, int]:
-    """Bytes stored and loaded by STL/LDL in ``sass`` (per thread), summed over access widths."""
-    totals = {"STL": 0, "LDL": 0}
-    for op, suffixes in _LOCAL_ACCESS.findall(sass):
-        totals[op] += _access_width(suffixes)
-    return totals["STL"], totals["LDL"]
-
-
-def local_access(instruction: str) -> tuple[str, int] | None:
-    """``("STL", bytes)`` or ``("LDL", bytes)`` for one SASS instruction (``@!P0 STL.64 [R1+0x20], R4``, with
-    or without its ``/*0080*/`` address) that stores or loads local memory; None for any other."""
-    m = _LOCAL_ACCESS.match(instruction if instruction.lstrip().startswith("/*") else f"/*0*/ {instruction} ")
-    return (m[1], _access_width(m[2])) if m else None
-
-
-def _access_width(suffixes: str) -> int:
-    width = 4
-    for suffix in suffixes.split("."):
-        width = _WIDTH_BYTES.get(suffix, width)
-    return width
 
 
 def with_regcount_at_most(data: bytes, limit: int) -> bytes:

@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 from rich.text import Text
 
-from ..model.figures import AMD, NVIDIA, SPILL, SPILL_FIGURES, Figure, figure, vendor_figures
+from ..model.figures import AMD, LOOP_SPILL_OPS, NVIDIA, SPILL_FIGURES, Figure, figure, vendor_figures
 from ..model.names import build_names
 from ..model.results import Row, Survey
 from ..model.targets import get_target
@@ -23,7 +23,7 @@ def _cell(row: Row, fig: Figure) -> Text:
     value = row.resources.get(fig.name)
     if value is None:
         return Text("")
-    style = "bold red" if fig.kind == SPILL and value else ""
+    style = "bold red" if fig.spill and value else ""
     return Text(str(value), style=style)
 
 
@@ -117,16 +117,17 @@ def said_once_text(survey: Survey) -> Text | None:
 
 def summary_line(survey: Survey) -> str:
     """``12 keys on gfx950, sm90: 10 builds (4 ok, 6 failed), 2 keys skipped; VGPR spills in 1 build, SGPR
-    spills in 0 builds, spill stores in 0 builds``: keys on each target, builds (a key's rows; a skipped key
-    is no build), and the builds with each spill figure."""
+    spills in 0 builds, spill stores in 0 builds, spill instructions in loops in 1 build``: keys on each
+    target, builds (a key's rows; a skipped key is no build), and the builds with each spill figure."""
     keys = {(r.key, r.target) for r in survey.rows}
     skipped = {(r.key, r.target) for r in survey.rows if r.skipped}
     builds = [r for r in survey.rows if not r.skipped]
     flaky = sum(r.is_flaky for r in builds)
-    # Builds per spill figure (those that are not another's companion: scratch restates VGPR spills).
+    # Builds per spill figure (those that are not another's companion: scratch restates VGPR spills), and
+    # the builds that spill inside loops, where either vendor's are.
     spills = ", ".join(
         f"{fig.noun} in {count(sum(1 for r in builds if r.resources.get(fig.name)), 'build')}"
-        for fig in (figure(name) for name in SPILL_FIGURES) if fig.companion_of is None)
+        for fig in (figure(name) for name in (*SPILL_FIGURES, LOOP_SPILL_OPS)) if fig.companion_of is None)
     # Every build is linted (docs/commands.md, "The kernarg lint"): say so when one could not be.
     unlinted = sum(1 for r in builds if r.ok and r.lint is None)
     return (f"{count(len(keys), 'key')} on {', '.join(survey.targets)}: {count(len(builds), 'build')} "

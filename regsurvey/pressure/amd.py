@@ -28,7 +28,8 @@ import re
 from pathlib import Path
 
 from ..model.pressure import Frame, Pressure
-from ..objects.amdgcn import SGPR_VALUE_FILES, Function, Instruction, Register, parse_functions
+from ..objects.amd_spills import lane_vgprs, spill_accesses
+from ..objects.amdgcn import Function, Instruction, Register, parse_functions
 from ..objects.amdgcn_effects import defs_and_uses
 from .build import Step, build
 
@@ -38,7 +39,6 @@ _FILE_OF = {"v": 0, "a": 1, "s": 2}
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)[^;]*(?:;(.*))?$")
 _COMMENT_FRAME = re.compile(r"([^\s@\[\]]+):(\d+):\d+")
-_SPILL = re.compile(r";\s*(\d+)-byte Folded (Spill|Reload)")
 
 
 def amd_pressure(text: str, target: str) -> Pressure:
@@ -50,9 +50,8 @@ def amd_pressure(text: str, target: str) -> Pressure:
     function = functions[0]
     raw = text.splitlines()
     frames = _frames_by_line(raw)
-    # VGPRs that SGPR spills write lanes of: a v_readlane_b32 from another VGPR (a reduction's) is no reload.
-    slots = {inst.operand_registers(0)[0].index for inst in function.instructions if _lane_spill(inst)}
-    spills = [_spill(inst, raw[inst.line - 1], slots) for inst in function.instructions]
+    slots = lane_vgprs(function)
+    spills = spill_accesses(function, raw)
     live, demand = _liveness(function, _SpillSlots(function, spills, slots))
     steps = [Step(inst.text, frames.get(inst.line, ()), counts, spill, wanted)
              for inst, counts, spill, wanted in zip(function.instructions, live, spills, demand)]
@@ -99,39 +98,6 @@ def _loc_frames(m: re.Match, files: dict[int, str], by_name: dict[str, str]) -> 
     for name, number in _COMMENT_FRAME.findall(m[4] or "")[1:]:
         frames.append((by_name.get(name, name), int(number)))
     return tuple(frames)
-
-
-# -- spills ---------------------------------------------------------------------------------------------
-
-def _lane_spill(inst: Instruction) -> bool:
-    """``v_writelane_b32 vN, sM, <lane>``: an SGPR value (in an ``s`` register or a half of VCC)
-    spilled to a VGPR lane."""
-    return (inst.mnemonic == "v_writelane_b32" and len(inst.operands) == 3 and _holds_sgpr_value(inst, 1)
-            and inst.operands[2].text.isdigit() and len(inst.operand_registers(0)) == 1)
-
-
-def _spill(inst: Instruction, raw: str, slots: set[int]) -> tuple[str, str, int] | None:
-    m = inst.mnemonic
-    if "Folded" in raw:
-        found = _SPILL.search(raw)
-        if found:
-            return ("store" if found[2] == "Spill" else "reload", "scratch", int(found[1]) // 4)
-    if "Reload Reuse" in raw and m.startswith("v_accvgpr_"):
-        dwords = sum(r.count for r in inst.operand_registers(0))
-        return ("store" if "write" in m else "reload", "agpr", dwords)
-    if _lane_spill(inst):
-        return ("store", "vgpr-lane", 1)
-    if (m == "v_readlane_b32" and len(inst.operands) == 3 and _holds_sgpr_value(inst, 0)
-            and inst.operands[2].text.isdigit()):
-        source = inst.operand_registers(1)
-        if len(source) == 1 and source[0].file == "v" and source[0].index in slots:
-            return ("reload", "vgpr-lane", 1)
-    return None
-
-
-def _holds_sgpr_value(inst: Instruction, index: int) -> bool:
-    regs = inst.operand_registers(index)
-    return len(regs) == 1 and regs[0].count == 1 and regs[0].file in SGPR_VALUE_FILES
 
 
 # -- spill slots ---------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ..errors import CorruptObjectError
 from ..model.pressure import Frame, Pressure
 from ..objects import nvidia_object
 from ..objects.elfcheck import PARSE_ERRORS, first_line
+from ..objects.sass import local_access
 from .build import Step, build
 
 CLASSES = ("gpr", "ugpr")
@@ -118,7 +119,7 @@ def _local_slots(texts: list[str], addresses: list[int], labels: dict[str, int])
     effects: list[tuple[int, int]] = []  # (words stored, words loaded)
     ids: dict[int, int] = {}
     for text in texts:
-        access = nvidia_object.local_access(text)
+        access = local_access(text)
         at = _STACK_SLOT.search(text) if access is not None else None
         if access is None or at is None:
             effects.append((0, 0))
@@ -180,7 +181,7 @@ def _count(cell: str) -> int:
 
 
 def _spill(text: str) -> tuple[str, str, int] | None:
-    access = nvidia_object.local_access(text)
+    access = local_access(text)
     if access is None:
         return None
     op, size = access

@@ -27,7 +27,7 @@ def test_every_surveyed_figure_has_a_direction() -> None:
     worse_when_more = {f.name for f in FIGURES if f.worse == +1}
     assert worse_when_more == {"vgpr", "agpr", "vgpr_total", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes",
                                "lds_bytes", "regs", "spill_store_bytes", "spill_load_bytes", "stack_bytes",
-                               "shared_bytes"}
+                               "shared_bytes", "loop_spill_ops", "loop_spill_depth"}
     assert {f.name for f in FIGURES if f.worse == -1} == {"occupancy", "occupancy_warps"}
     assert {f.name for f in FIGURES if f.worse == 0} == {"kernarg_bytes", "occupancy_blocks"}
     assert verdict("occupancy", 2, 1) == "worse" and verdict("vgpr", 96, 88) == "better"

@@ -16,7 +16,8 @@ from regsurvey.compile.triton_facts import APPENDED_ARGS
 from regsurvey.errors import CorruptObjectError
 from regsurvey.lint import ERROR, lint_nvidia
 from regsurvey.lint.nvidia import lint_ptx_sass, param_bank_base, ptx_params, sass_bank_reads
-from regsurvey.objects.nvidia_object import ParamBank, disassemble, disassemble_many, param_bank, spill_bytes
+from regsurvey.objects.nvidia_object import ParamBank, disassemble, disassemble_many, param_bank
+from regsurvey.objects.sass import spill_bytes
 
 from ..objects_kernels import SIGNATURES, compile_kernel
 from ..readings import nv_info_entries

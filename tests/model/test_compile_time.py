@@ -54,7 +54,7 @@ def test_a_row_carries_its_stage_times_in_the_survey_json_and_older_surveys_read
     assert isinstance(measured.stage_s, StageTimes)  # a plain mapping taken and checked
     survey = Survey(commit="a" * 40, label="HEAD", targets=("gfx942",), toolchain={}, rows=(measured, _row()))
     data = json.loads(survey.to_json())
-    assert data["schema_version"] == SCHEMA_VERSION == 5
+    assert data["schema_version"] == SCHEMA_VERSION == 6
     assert data["rows"][0]["stage_s"] == AMD_STAGES and data["rows"][1]["stage_s"] is None
     assert list(data["rows"][0]).index("stage_s") == list(data["rows"][0]).index("compile_s") + 1
     assert Survey.from_json(survey.to_json()) == survey

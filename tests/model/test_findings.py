@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from regsurvey.model.figures import FIGURES, LOOP_SPILL, Figures
 from regsurvey.model.findings import ERROR, NOTE, Finding, Severity, findings_from_json
 from regsurvey.model.results import ObjectReport, Row, Survey
 
@@ -69,7 +70,12 @@ def test_a_schema_1_survey_is_read() -> None:
     old = Survey.from_json(SCHEMA1.read_text())
     _, head = clean_and_mutated()
     assert json.loads(SCHEMA1.read_text())["schema_version"] == 1
-    assert old.rows == head.rows and old.reader == ""
+    # Without the figures added since (schema 6: the spills in loops), which an older survey reads without.
+    older = {f.name for f in FIGURES if f.kind == LOOP_SPILL}
+    assert all(older.isdisjoint(r.resources) for r in old.rows)
+    assert old.rows == tuple(replace(r, resources=Figures(r.resources.vendor, {n: v for n, v in r.resources.items()
+                                                                                if n not in older}))
+                             for r in head.rows) and old.reader == ""
 
 
 def test_an_object_report_round_trips_and_is_checked() -> None:

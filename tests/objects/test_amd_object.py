@@ -26,6 +26,7 @@ from ..objects_kernels import SIGNATURES, compile_kernel
 from ..readings import (
     TRITON_39_CODEGEN,
     amd_lds_reading,
+    amd_loop_spill_reading,
     amd_occupancy_reading,
     declare_lds,
     llvm_amdgcn,
@@ -140,9 +141,12 @@ def test_resources_match_the_amdgcn_text(case: str) -> None:
     # The reader is given Triton's metadata ``shared``; the TTGIR's buffers, allocated again and sized
     # from their types, are the reading (the object's own static LDS, 0 under Triton, included).
     assert res["lds_bytes"] == amd_lds_reading(ck.asm["ttgir"], ck.asm["hsaco"])
+    # The spills inside loops, against LLVM's own loop comments (tests/objects/test_loop_spills.py: instruction by
+    # instruction, on kernels that spill in nested loops).
+    assert {name: res[name] for name in ("loop_spill_ops", "loop_spill_depth")} == amd_loop_spill_reading(text)
     assert list(res) == [
         "vgpr", "agpr", "sgpr", "vgpr_spill", "sgpr_spill", "scratch_bytes", "lds_bytes", "occupancy",
-        "kernarg_bytes", "vgpr_total",
+        "kernarg_bytes", "vgpr_total", "loop_spill_ops", "loop_spill_depth",
     ]  # fmt: skip
 
 

@@ -28,11 +28,12 @@ from regsurvey.objects.nvidia_object import (
     disassemble,
     nvidia_occupancy_blocks,
     read_cubin,
-    spill_bytes,
     tool_path,
 )
+from regsurvey.objects.sass import spill_bytes
 
 from ..objects_kernels import compile_kernel, static_shared_cubin
+from ..readings import nvidia_loop_spill_reading
 
 MATMUL = {"BM": 128, "BN": 128, "BK": 64}
 
@@ -141,9 +142,11 @@ def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
     # the static arrays.
     assert dump["static_shared"] == (static + DRIVER_RESERVE if res["shared_bytes"] else 0)
     assert res["occupancy_warps"] == res["occupancy_blocks"] * ck.metadata.num_warps
+    assert {name: res[name] for name in ("loop_spill_ops", "loop_spill_depth")} == nvidia_loop_spill_reading(
+        disassemble(ck.asm["cubin"]))
     assert list(res) == [
         "regs", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes", "occupancy_blocks",
-        "occupancy_warps",
+        "occupancy_warps", "loop_spill_ops", "loop_spill_depth",
     ]  # fmt: skip
 
 

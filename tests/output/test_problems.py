@@ -100,13 +100,14 @@ def test_the_summary_line_counts_keys_and_builds_in_agreement(problems: ProblemS
     survey = problems.survey
     # 7 keys (capped on gfx950 only; wide, broken, steady on both), steady skipped on sm90: 6 builds.
     assert len(survey.rows) == 7
-    spilled = {name: sum(1 for fig in readings.values() if fig.get(name)) for name in ("vgpr_spill", "sgpr_spill",
-                                                                                       "spill_store_bytes")}
+    spilled = {name: sum(1 for fig in readings.values() if fig.get(name))
+               for name in ("vgpr_spill", "sgpr_spill", "spill_store_bytes", "loop_spill_ops")}
     ok = len(readings)
     assert summary_line(survey) == (
         f"7 keys on gfx950, sm90: 6 builds ({ok} ok, 2 failed), 1 key skipped; "
         f"VGPR spills in {count(spilled['vgpr_spill'], 'build')}, SGPR spills in "
-        f"{count(spilled['sgpr_spill'], 'build')}, spill stores in {count(spilled['spill_store_bytes'], 'build')}")
+        f"{count(spilled['sgpr_spill'], 'build')}, spill stores in {count(spilled['spill_store_bytes'], 'build')}, "
+        f"spill instructions in loops in {count(spilled['loop_spill_ops'], 'build')}")
 
 
 def test_a_survey_without_problems_says_none(problems: ProblemSurvey) -> None:
