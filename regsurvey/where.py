@@ -15,8 +15,8 @@ from pathlib import Path
 from .errors import CorruptObjectError
 from .kept_pressure import pressure_of
 from .model.comparison import Comparison, RowComparison
-from .model.figures import BY_IMPORTANCE, REGISTER, SPILL
-from .model.pressure import Frame, Pressure, attribution, class_noun
+from .model.figures import BY_IMPORTANCE, LOOP_SPILL, REGISTER, SPILL
+from .model.pressure import NO_LINE, Frame, Pressure, attribution, class_noun
 from .model.results import Row
 from .model.where import AnnotatedFile, HotLine, WhereChange, WhereKind
 from .repo.checkout import repo_root
@@ -24,7 +24,7 @@ from .repo.sources import SourcePaths
 from .store.objectstore import ObjectStore
 
 # The figures whose change is explained on the source lines.
-_EXPLAINED = frozenset(f.name for f in BY_IMPORTANCE if f.kind in (REGISTER, SPILL))
+_EXPLAINED = frozenset(f.name for f in BY_IMPORTANCE if f.kind in (REGISTER, SPILL, LOOP_SPILL))
 MAX_SPILL_LINES = 3  # lines told per build, kind of spill and kind of change (new, more or fewer, gone)
 
 
@@ -100,7 +100,8 @@ def annotated_files(pressure: Pressure, paths: SourcePaths, hot: int = HOT_LINES
             tuple(None if s is None else s.live.get(c, 0) for s in stats),
             tuple(0 if s is None else s.spill_stores + s.inlined_stores for s in stats),
             tuple(0 if s is None else s.spill_reloads + s.inlined_reloads for s in stats),
-            tuple(sorted(n for (f, n) in hottest if f == path and first <= n <= last)), source is not None))
+            tuple(sorted(n for (f, n) in hottest if f == path and first <= n <= last)), source is not None,
+            tuple(0 if s is None else s.depth for s in stats)))
     return tuple(out)
 
 
@@ -139,7 +140,37 @@ def where_changes(before: Pressure, after: Pressure, base: SourcePaths,
                                      was_spills[line], now_spills[line]))
         for line in gone[:MAX_SPILL_LINES]:
             out.append(_spill_change(WhereKind.SPILLS_GONE, line, sgpr, was_spills[line], (0, 0)))
+    out.extend(loop_changes(before, after, base, head))
     return tuple(out)
+
+
+def loop_changes(before: Pressure, after: Pressure, base: SourcePaths, head: SourcePaths) -> list[WhereChange]:
+    """The loops (by source line) whose own spill stores and reloads changed between two pressures of one
+    build, those that changed most first (at most MAX_SPILL_LINES)."""
+    was, now = _loop_spills(before, base), _loop_spills(after, head)
+    empty = (0, 0, 0)
+    changed = [line for line in dict.fromkeys([*now, *was]) if was.get(line, empty)[:2] != now.get(line, empty)[:2]]
+    changed.sort(key=lambda line: -abs(sum(now.get(line, empty)[:2]) - sum(was.get(line, empty)[:2])))
+    out = []
+    for line in changed[:MAX_SPILL_LINES]:
+        (s0, r0, d0), (s1, r1, d1) = was.get(line, empty), now.get(line, empty)
+        what = WhereKind.LOOP_SPILLS_UP if s1 + r1 > s0 + r0 else WhereKind.LOOP_SPILLS_DOWN
+        out.append(WhereChange(what, line, line, stores_before=s0, reloads_before=r0, stores_after=s1,
+                               reloads_after=r1, depth=d1 or d0))
+    return out
+
+
+def _loop_spills(pressure: Pressure, paths: SourcePaths) -> dict[str, tuple[int, int, int]]:
+    """A loop's source line -> (its own spill stores, reloads, its depth); loops on one line (a loop the
+    compiler made twice) counted together, at the deepest's depth."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for loop in pressure.loops:
+        if not loop.stores and not loop.reloads:
+            continue
+        line = paths.where(loop.line) if loop.line is not None else NO_LINE
+        s, r, d = out.get(line, (0, 0, 0))
+        out[line] = (s + loop.stores, r + loop.reloads, max(d, loop.depth))
+    return out
 
 
 def _spill_change(what: WhereKind, line: str, sgpr: bool, was: tuple[int, int], now: tuple[int, int]) -> WhereChange:

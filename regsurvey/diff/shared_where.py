@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ..model.comparison import RowComparison
-from ..model.figures import SPILL_FIGURES
+from ..model.figures import LOOP_SPILL_OPS, SPILL_FIGURES
 from ..model.where import WhereChange, WhereKind
 
 MAX_WHERE = 4  # changes told per summary line
@@ -26,10 +26,13 @@ class SharedWhere:
 
 def shared_where(rows: list[RowComparison], name: str) -> tuple[SharedWhere, ...]:
     """The builds' ``where`` changes about figure ``name`` (spills for a spill figure, SGPR spills for
-    ``sgpr_spill``; the peak for a register count), each told once, most builds first."""
-    if name in SPILL_FIGURES:
+    ``sgpr_spill``; the loops' spills for ``loop_spill_ops``; the peak for a register count), each told once,
+    most builds first."""
+    if name == LOOP_SPILL_OPS:
+        told = [w for r in rows for w in r.where if w.is_loop]
+    elif name in SPILL_FIGURES:
         sgpr = name == "sgpr_spill"
-        told = [w for r in rows for w in r.where if not w.is_peak and w.sgpr == sgpr]
+        told = [w for r in rows for w in r.where if not w.is_peak and not w.is_loop and w.sgpr == sgpr]
     else:
         noun = _PEAK_NOUN.get(name)
         told = [w for r in rows for w in r.where if w.is_peak and noun is not None and w.noun == noun]

@@ -15,8 +15,9 @@ from typing import Any
 
 # Version of the stored JSON and of what it counts; a stored pressure of another version is computed
 # again. 2: AMD SGPR spills to VGPR lanes from VCC's halves counted (before: only from s registers).
-# 3: the demand before spilling (``demand``).
-PRESSURE_VERSION = 3
+# 3: the demand before spilling (``demand``). 4: the loops of the machine code (``loops``), each spill's
+# innermost loop, each line's loop depth.
+PRESSURE_VERSION = 4
 
 Frame = tuple[str, int]  # (path, line)
 NO_LINE = "(no source line)"  # how an instruction the compiler gave no line is named, where lines are named
@@ -53,19 +54,49 @@ class Site:
 class Spill:
     """One spill store or reload: ``kind`` is ``store`` or ``reload``; ``medium`` says where the value
     goes (``scratch``, ``agpr`` or ``vgpr-lane`` on AMD, ``local`` on NVIDIA); ``size`` its dwords (AMD)
-    or bytes (NVIDIA), as the object readers count them."""
+    or bytes (NVIDIA), as the object readers count them; ``loop`` the innermost loop of the machine code
+    that holds it (an index of ``Pressure.loops``; None: in no loop)."""
 
     kind: str
     medium: str
     size: int
     site: Site
+    loop: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "medium": self.medium, "size": self.size, "site": self.site.to_dict()}
+        return {"kind": self.kind, "medium": self.medium, "size": self.size, "site": self.site.to_dict(),
+                "loop": self.loop}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Spill:
-        return cls(str(data["kind"]), str(data["medium"]), int(data["size"]), Site.from_dict(data["site"]))
+        loop = data["loop"]
+        return cls(str(data["kind"]), str(data["medium"]), int(data["size"]), Site.from_dict(data["site"]),
+                   None if loop is None else int(loop))
+
+
+@dataclass(frozen=True)
+class LoopSite:
+    """One natural loop of the machine code (``regsurvey.objects.loops``): its depth (1: outermost), the loop
+    it sits in (an index of ``Pressure.loops``, None for an outermost one), its source line (the ``for``
+    statement's: the first line of the loop's body at the level of frames where the loop's code parts
+    ways; None where the compiler gave its code none) and the spill stores and reloads it holds itself
+    (not those of loops nested in it)."""
+
+    depth: int
+    parent: int | None
+    line: Frame | None
+    stores: int = 0
+    reloads: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"depth": self.depth, "parent": self.parent, "line": list(self.line) if self.line else None,
+                "stores": self.stores, "reloads": self.reloads}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LoopSite:
+        line, parent = data["line"], data["parent"]
+        return cls(int(data["depth"]), None if parent is None else int(parent),
+                   (str(line[0]), int(line[1])) if line else None, int(data["stores"]), int(data["reloads"]))
 
 
 @dataclass
@@ -82,18 +113,19 @@ class LineStats:
     inlined_instructions: int = 0  # of helpers inlined at it (it is a call site)
     inlined_stores: int = 0
     inlined_reloads: int = 0
+    depth: int = 0  # the deepest loop of the machine code that holds one of its instructions (0: none)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.frame[0], "line": self.frame[1], "live": self.live, "instructions": self.instructions,
                 "spill_stores": self.spill_stores, "spill_reloads": self.spill_reloads,
                 "inlined_instructions": self.inlined_instructions, "inlined_stores": self.inlined_stores,
-                "inlined_reloads": self.inlined_reloads}
+                "inlined_reloads": self.inlined_reloads, "depth": self.depth}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LineStats:
         return cls((str(data["path"]), int(data["line"])), {str(k): int(v) for k, v in data["live"].items()},
                    *(int(data[k]) for k in ("instructions", "spill_stores", "spill_reloads", "inlined_instructions",
-                                            "inlined_stores", "inlined_reloads")))
+                                            "inlined_stores", "inlined_reloads", "depth")))
 
 
 @dataclass(frozen=True)
@@ -109,7 +141,9 @@ class Pressure:
     ``live``: the registers the code would want had nothing been spilled.
     ``series``: per class, the live count at every instruction, in code order. ``lines``: per source
     line. ``spills``: every spill store and reload, in code order. ``method``: how the live counts were
-    found (our liveness over the amdgcn CFG; nvdisasm's life ranges).
+    found (our liveness over the amdgcn CFG; nvdisasm's life ranges). ``loops``: the natural loops of the
+    machine code's CFG, each with its source line and its own spills (each spill names its innermost
+    loop, each line its depth).
     """
 
     kernel: str
@@ -123,6 +157,11 @@ class Pressure:
     spills: tuple[Spill, ...]
     files: tuple[str, ...] = ()  # every source file named, innermost frames first seen first
     demand: dict[str, Site] = field(default_factory=dict)
+    loops: tuple[LoopSite, ...] = ()  # the machine code's loops, outer ones before those they hold
+
+    def loop_depth(self, spill: Spill) -> int:
+        """The depth of the innermost loop holding ``spill`` (0: none)."""
+        return self.loops[spill.loop].depth if spill.loop is not None else 0
 
     def demand_peak(self, name: str) -> int | None:
         """The most values of class ``name`` live at once, spilled ones included (None: none spilled, or
@@ -156,7 +195,8 @@ class Pressure:
                 "peaks": {k: v.to_dict() for k, v in self.peaks.items()},
                 "series": {k: list(v) for k, v in self.series.items()},
                 "lines": [line.to_dict() for line in self.lines], "spills": [s.to_dict() for s in self.spills],
-                "files": list(self.files), "demand": {k: v.to_dict() for k, v in self.demand.items()}}
+                "files": list(self.files), "demand": {k: v.to_dict() for k, v in self.demand.items()},
+                "loops": [loop.to_dict() for loop in self.loops]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pressure:
@@ -167,7 +207,8 @@ class Pressure:
                    {k: [int(x) for x in v] for k, v in data["series"].items()},
                    tuple(LineStats.from_dict(x) for x in data["lines"]),
                    tuple(Spill.from_dict(x) for x in data["spills"]), tuple(data.get("files", ())),
-                   {k: Site.from_dict(v) for k, v in data["demand"].items()})
+                   {k: Site.from_dict(v) for k, v in data["demand"].items()},
+                   tuple(LoopSite.from_dict(x) for x in data["loops"]))
 
 
 # Where Triton's own source lies, as a compile's debug lines name it: its language and runtime packages

@@ -20,15 +20,20 @@ class WhereKind(TextEnum):
     MORE_SPILLS = "more_spills"  # a line's spill stores and reloads, more of them in all
     FEWER_SPILLS = "fewer_spills"  # ... fewer in all (or as many, spread otherwise between the two)
     SPILLS_GONE = "spills_gone"  # a line that had spills has none
+    LOOP_SPILLS_UP = "loop_spills_up"  # a loop of the machine code holds more spill instructions in all
+    LOOP_SPILLS_DOWN = "loop_spills_down"  # ... fewer in all (or as many, spread otherwise between the two)
 
 
 PEAK_KINDS = frozenset({WhereKind.PEAK_MOVED, WhereKind.PEAK_CHANGED})
+LOOP_KINDS = frozenset({WhereKind.LOOP_SPILLS_UP, WhereKind.LOOP_SPILLS_DOWN})
 
 
 @dataclass(frozen=True)
 class WhereChange:
     """One thing that moved on a build's source lines: its peak (of the build's first register class,
-    ``noun``) or the spills of one line (SGPR spills, to VGPR lanes, apart: ``sgpr``). Lines are named for
+    ``noun``), the spills of one line (SGPR spills, to VGPR lanes, apart: ``sgpr``) or the spill
+    instructions a loop of the machine code holds itself (the loop named by its source line, at ``depth``,
+    its nested loops' not counted). Lines are named for
     each side's revision ("decode_layer/attention.py:108"), or ``model.pressure.NO_LINE`` where the compiler
     gave the instructions none; a spill's line is the same on both sides. ``output.where_text`` says it."""
 
@@ -43,11 +48,17 @@ class WhereChange:
     reloads_before: int = 0
     stores_after: int = 0
     reloads_after: int = 0
+    depth: int = 0  # the loop's depth (1: outermost), for a loop's spills
 
     @property
     def is_peak(self) -> bool:
-        """Whether it tells of the peak (else of a line's spills)."""
+        """Whether it tells of the peak (else of a line's or a loop's spills)."""
         return self.what in PEAK_KINDS
+
+    @property
+    def is_loop(self) -> bool:
+        """Whether it tells of the spills inside a loop."""
+        return self.what in LOOP_KINDS
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,8 @@ class HotLine:
 class AnnotatedFile:
     """A source file of a build, annotated: from its first to its last line with code, each line's text
     and figures (``live``: the most registers live at its instructions, of the build's first class;
-    None where the line made no instruction), with the lines holding the most registers marked ``hot``."""
+    None where the line made no instruction; ``depth``: the deepest loop of the machine code holding one of
+    them), with the lines holding the most registers marked ``hot``."""
 
     name: str  # "decode_layer/attention.py", or the path the object names where the file was not found
     first: int  # the number of the first line
@@ -80,8 +92,9 @@ class AnnotatedFile:
     reloads: tuple[int, ...]
     hot: tuple[int, ...] = ()  # line numbers
     found: bool = True  # whether the text was read at the revision (else the lines are blank)
+    depth: tuple[int, ...] = ()  # each line's loop depth in the machine code (0 outside loops; () not known)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "first": self.first, "text": list(self.text), "live": list(self.live),
                 "stores": list(self.stores), "reloads": list(self.reloads), "hot": list(self.hot),
-                "found": self.found}
+                "found": self.found, "depth": list(self.depth) or [0] * len(self.text)}

@@ -23,14 +23,15 @@ from .sass import SassCode, local_access, read_sass
 
 @dataclass(frozen=True)
 class LoopSpan:
-    """One loop, in instructions: where its header starts, the branches that close it (the last
-    instruction of each latch: the loop's own compare and branch, on its source line), its depth (1:
-    outermost) and the loop it sits in (an index, None for an outermost one)."""
+    """One loop, in instructions: where its header starts, the last instruction of each block whose back
+    edge closes it, its depth (1: outermost), the loop it sits in (an index, None for an outermost one) and
+    the instructions of its header and latch blocks (where the loop's own step, trip test and branch are)."""
 
     header: int
     latches: tuple[int, ...]
     depth: int
     parent: int | None
+    control: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,8 @@ def _per_instruction(nest: LoopNest, first: list[int], sizes: list[int], unresol
         innermost.extend([nest.innermost[block]] * size)
     last = len(depth) - 1
     spans = tuple(LoopSpan(first[loop.header], tuple(min(first[latch] + max(sizes[latch], 1) - 1, last)
-                                                     for latch in loop.latches), loop.depth, loop.parent)
+                                                     for latch in loop.latches), loop.depth, loop.parent,
+                           tuple(i for block in sorted({loop.header, *loop.latches})
+                                 for i in range(first[block], first[block] + sizes[block])))
                   for loop in nest.loops)
     return InstructionLoops(tuple(depth), tuple(innermost), spans, unresolved)

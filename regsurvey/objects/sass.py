@@ -76,6 +76,20 @@ class SassCode:
                 self._at.setdefault(address, i)
         return self._at
 
+    def instruction_successors(self) -> list[list[int]]:
+        """Each instruction's successors (instruction indices): the next one within a block, the first ones
+        of the block's successors at its end."""
+        out: list[list[int]] = []
+        for block, start in enumerate(self.starts):
+            end = self.starts[block + 1] if block + 1 < len(self.starts) else len(self.texts)
+            out.extend([i + 1] for i in range(start, end - 1))
+            out.append([self.starts[s] for s in self.successors[block]])
+        return out
+
+    def calls(self) -> bool:
+        """Whether the code calls or returns (``CALL``, ``RET``): a callee's frame, not followed here."""
+        return any(text.lstrip("@!PT0123456789U ").startswith(("CALL", "RET")) for text in self.texts)
+
     def block_of(self) -> list[int]:
         """Each instruction's block."""
         out = []

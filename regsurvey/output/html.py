@@ -381,8 +381,8 @@ def _compact_sources(comparisons: list[dict[str, Any]]) -> list[list[str]]:
       comparison of a stack); each file's ``text`` becomes its index in the returned list. On a real
       library this is most of the page: conch's 144 builds embedded 1.26 MB of source text, 111 KB of it
       distinct;
-    - each file's per-line figures (``live``, ``stores``, ``reloads``) as ``lines``, one
-      ``[offset, live, stores, reloads]`` for each line that has any: most lines made no instruction
+    - each file's per-line figures (``live``, ``stores``, ``reloads``, the loop ``depth``) as ``lines``, one
+      ``[offset, live, stores, reloads, depth]`` for each line that has any: most lines made no instruction
       (conch: 17% did, 1% spilled), so the three full arrays were 180 KB of its 795 KB.
 
     The dicts are rewritten in place (the caller builds them for this page alone)."""
@@ -398,7 +398,8 @@ def _compact_sources(comparisons: list[dict[str, Any]]) -> list[list[str]]:
                         pool.append(list(lines))
                     f["text"] = index[lines]
                     live, stores, reloads = f.pop("live"), f.pop("stores"), f.pop("reloads")
-                    f["lines"] = [[i, v, s, r] for i, (v, s, r) in enumerate(zip(live, stores, reloads))
+                    depth = f.pop("depth", None) or [0] * len(live)
+                    f["lines"] = [[i, v, s, r, d] for i, (v, s, r, d) in enumerate(zip(live, stores, reloads, depth))
                                   if v is not None or s or r]
     return pool
 

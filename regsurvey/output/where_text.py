@@ -1,7 +1,7 @@
 """Where a build's registers moved, in words: each :class:`~regsurvey.model.comparison.WhereChange` (made by
 ``regsurvey.where``) as one sentence, the same for every report (the tables, Markdown, HTML, the JSON's
 ``where`` lists): "the VGPR peak moved from attention.py:188 to attention.py:203 (+24 live VGPRs)", "new
-spills at attention.py:203 (4 stores, 0 reloads)"."""
+spills at attention.py:203 (4 stores, 0 reloads)", "adds 24 spill reloads inside the loop at attention.py:110"."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ def where_sentence(change: WhereChange) -> str:
     if change.what is WhereKind.PEAK_CHANGED:
         rose = "rose" if change.live_after > change.live_before else "fell"
         return f"the {noun} peak at {line} {rose} from {change.live_before} to {change.live_after} live {noun}s"
+    if change.is_loop:
+        return _loop_sentence(change)
     spills = "SGPR spills" if change.sgpr else "spills"
     if change.what is WhereKind.NEW_SPILLS:
         return f"new {spills} {_at(line)} ({_counts(change.stores_after, change.reloads_after)})"
@@ -31,6 +33,21 @@ def where_sentence(change: WhereChange) -> str:
     more = "more" if change.what is WhereKind.MORE_SPILLS else "fewer"
     return (f"{more} {spills} {_at(line)} ({change.stores_before} to {count(change.stores_after, 'store')}, "
             f"{change.reloads_before} to {count(change.reloads_after, 'reload')})")
+
+
+def _loop_sentence(change: WhereChange) -> str:
+    """``adds 24 spill reloads inside the loop at attention.py:110``, ``removes 8 spill stores and 8 reloads
+    inside the loop at attention.py:112 (depth 2)``, ``adds 4 spill stores and removes 2 reloads ...``."""
+    stores, reloads = change.stores_after - change.stores_before, change.reloads_after - change.reloads_before
+    moves = [(n, noun) for n, noun in ((stores, "store"), (reloads, "reload")) if n]
+    words = []
+    for k, (n, noun) in enumerate(moves):
+        verb = "adds" if n > 0 else "removes"
+        said = count(abs(n), f"spill {noun}" if k == 0 else noun)
+        words.append(said if k and (n > 0) == (moves[0][0] > 0) else f"{verb} {said}")
+    where = "inside a loop where the compiler gave no source line" if change.after_line == NO_LINE else (
+        f"inside the loop at {change.after_line}")
+    return " and ".join(words) + f" {where}" + (f" (depth {change.depth})" if change.depth > 1 else "")
 
 
 def where_sentences(changes: Iterable[WhereChange]) -> tuple[str, ...]:

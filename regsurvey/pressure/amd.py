@@ -31,6 +31,7 @@ from ..model.pressure import Frame, Pressure
 from ..objects.amd_spills import lane_vgprs, spill_accesses
 from ..objects.amdgcn import Function, Instruction, Register, parse_functions
 from ..objects.amdgcn_effects import defs_and_uses
+from ..objects.loop_spills import amd_function_loops
 from .build import Step, build
 
 CLASSES = ("vgpr", "agpr", "sgpr")
@@ -55,7 +56,7 @@ def amd_pressure(text: str, target: str) -> Pressure:
     live, demand = _liveness(function, _SpillSlots(function, spills, slots))
     steps = [Step(inst.text, frames.get(inst.line, ()), counts, spill, wanted)
              for inst, counts, spill, wanted in zip(function.instructions, live, spills, demand)]
-    return build(function.name, target, "liveness over the amdgcn CFG", CLASSES, steps)
+    return build(function.name, target, "liveness over the amdgcn CFG", CLASSES, steps, amd_function_loops(function))
 
 
 # -- source lines -------------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from ..errors import CorruptObjectError
 from ..model.pressure import Frame, Pressure
 from ..objects import nvidia_object
 from ..objects.elfcheck import PARSE_ERRORS, first_line
-from ..objects.sass import local_access
+from ..objects.loop_spills import sass_loops
+from ..objects.sass import SassCode, local_access, read_sass
 from .build import Step, build
 
 CLASSES = ("gpr", "ugpr")
@@ -42,11 +43,7 @@ _HEADER = re.compile(r"^[ \t]*//[ \t]*\|((?:[ \t]*[A-Z]+[ \t]*\|)+)[ \t]*$", re.
 _PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
 _REGCOUNT_MAX = 254
-_LABEL = re.compile(r"^([.\w$]+):")
-_ADDRESS = re.compile(r"^[ \t]*/\*([0-9a-f]+)\*/")
-_TARGET = re.compile(r"`\(([.\w$]+)\)")
 _STACK_SLOT = re.compile(r"\[R1(?:\+(?:0x)?([0-9a-f]+))?\]")
-_INDIRECT = frozenset({"BRX", "JMX", "JMP", "CALL", "RET", "BRXU", "JMXU"})
 
 
 def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressure:
@@ -61,7 +58,7 @@ def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressu
         raise
     except PARSE_ERRORS as exc:
         raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
-    counted, labels = _life_ranges(cubin)
+    counted, code = _life_ranges(cubin)
     if ptx:
         by_ptx_line = _ptx_frames(ptx)
         frames_of = {address: by_ptx_line.get(line, ()) for address, (_, line) in address_lines.items()}
@@ -69,7 +66,9 @@ def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressu
         frames_of = {address: ((debug_files[f - 1], line),) if 0 < f <= len(debug_files)
                      and line else () for address, (f, line) in address_lines.items()}
     starts = sorted(frames_of)
-    slots = _local_slots([text for _, text, _, _ in counted], [address for address, _, _, _ in counted], labels)
+    # The CFG of the same SASS: its instructions are those with life ranges (else neither is followed).
+    cfg = code if code.addresses == [address for address, _, _, _ in counted] else None
+    slots = _local_slots([text for _, text, _, _ in counted], cfg)
     steps = []
     position = -1
     for i, (address, text, gpr, ugpr) in enumerate(counted):
@@ -78,12 +77,12 @@ def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressu
         frames = frames_of[starts[position]] if position >= 0 else ()
         demand = {"gpr": gpr + slots[i]} if slots is not None else None
         steps.append(Step(text, frames, {"gpr": gpr, "ugpr": ugpr}, _spill(text), demand))
-    return build(kernel, target, "nvdisasm life ranges", CLASSES, steps)
+    return build(kernel, target, "nvdisasm life ranges", CLASSES, steps, sass_loops(cfg) if cfg else None)
 
 
-def _life_ranges(cubin: bytes) -> tuple[list[tuple[int, str, int, int]], dict[str, int]]:
+def _life_ranges(cubin: bytes) -> tuple[list[tuple[int, str, int, int]], SassCode]:
     """(address, instruction, live GPRs, live UGPRs) of each SASS instruction, from nvdisasm; and the
-    address of each label (``.L_x_3``) its branches name."""
+    instructions and CFG of the same text."""
     data = nvidia_object.with_regcount_at_most(cubin, _REGCOUNT_MAX)
     out = nvidia_object.nvdisasm(data, ["-c", "-plr", "-lrm", "count"])
     header = _HEADER.search(out)
@@ -97,25 +96,16 @@ def _life_ranges(cubin: bytes) -> tuple[list[tuple[int, str, int, int]], dict[st
                      _count(cells.get("UGPR", ""))))
     if not rows:
         raise CorruptObjectError("nvdisasm printed no life ranges")
-    # A label names the next instruction's address (one past the last: the end).
-    labels: dict[str, int] = {}
-    pending: list[str] = []
-    for line in out.splitlines():
-        if (label := _LABEL.match(line)) is not None:
-            pending.append(label[1])
-        elif pending and (address := _ADDRESS.match(line)) is not None:
-            labels.update(dict.fromkeys(pending, int(address[1], 16)))
-            pending = []
-    return rows, labels
+    return rows, read_sass(out)
 
 
 # -- local slots: the demand before spilling ------------------------------------------------------------------
 
-def _local_slots(texts: list[str], addresses: list[int], labels: dict[str, int]) -> list[int] | None:
+def _local_slots(texts: list[str], code: SassCode | None) -> list[int] | None:
     """Per instruction, the 32-bit words of spill slots live into it: local memory at ``[R1+offset]`` (R1 is
-    the stack pointer) from an ``STL`` to its last ``LDL``, along a CFG of the SASS (``BRA`` to a label,
-    ``EXIT``; a predicated one falls through too). None when the kernel does not spill, or where that CFG
-    cannot be known (an indirect branch, a call or a return: ``BRX``, ``JMX``, ``CALL``, ``RET``)."""
+    the stack pointer) from an ``STL`` to its last ``LDL``, along the CFG of the SASS (``code``:
+    :mod:`regsurvey.objects.sass`). None when the kernel does not spill, or where that CFG cannot be known
+    (none given, an indirect branch, a call or a return: ``BRX``, ``JMX``, ``CALL``, ``RET``)."""
     effects: list[tuple[int, int]] = []  # (words stored, words loaded)
     ids: dict[int, int] = {}
     for text in texts:
@@ -133,9 +123,9 @@ def _local_slots(texts: list[str], addresses: list[int], labels: dict[str, int])
     for d, _ in effects:
         stored |= d
     effects = [(d, u & stored) for d, u in effects]  # a load of a slot no store writes holds no spilled value
-    successors = _successors(texts, addresses, labels)
-    if successors is None:
+    if code is None or code.unresolved or code.calls():
         return None
+    successors = code.instruction_successors()
     live_in = [0] * len(texts)
     changed = True
     while changed:  # backwards to a fixed point over the instructions (a few thousand: cheap)
@@ -150,29 +140,6 @@ def _local_slots(texts: list[str], addresses: list[int], labels: dict[str, int])
                 live_in[i] = new
                 changed = True
     return [mask.bit_count() for mask in live_in]
-
-
-def _successors(texts: list[str], addresses: list[int], labels: dict[str, int]) -> list[list[int]] | None:
-    """Each instruction's successors (indices), or None for control flow this reading does not follow."""
-    index = {address: i for i, address in enumerate(addresses)}
-    out: list[list[int]] = []
-    for i, text in enumerate(texts):
-        predicated = text.startswith("@") and not text.startswith("@PT ")
-        op = (text.split(None, 1)[1] if text.startswith("@") and " " in text else text).split(" ", 1)[0]
-        name = op.split(".", 1)[0]
-        after = [i + 1] if i + 1 < len(texts) else []
-        if name in _INDIRECT:
-            return None
-        if name == "EXIT":
-            out.append(after if predicated else [])
-        elif name == "BRA":
-            target = _TARGET.search(text)
-            if target is None or labels.get(target[1]) not in index:
-                return None
-            out.append([index[labels[target[1]]], *(after if predicated else [])])
-        else:
-            out.append(after)
-    return out
 
 
 def _count(cell: str) -> int:

@@ -202,4 +202,4 @@ def test_the_source_lines_of_a_build_as_json() -> None:
     data = annotated.to_dict()
     assert json.loads(json.dumps(data)) == data == {
         "name": "decode_layer/attention.py", "first": 107, "text": ["q = tl.load(q_ptr)", "acc = tl.dot(q, k, acc)"],
-        "live": [None, 136], "stores": [0, 2], "reloads": [0, 1], "hot": [108], "found": True}
+        "live": [None, 136], "stores": [0, 2], "reloads": [0, 1], "hot": [108], "found": True, "depth": [0, 0]}

@@ -42,16 +42,16 @@ def pressure() -> Pressure:
 def test_the_json_form_reads_back_equal() -> None:
     p = pressure()
     data = json.loads(json.dumps(p.to_dict()))
-    assert data["version"] == PRESSURE_VERSION == 3
+    assert data["version"] == PRESSURE_VERSION == 4
     assert data["lines"][0] == {"path": USER, "line": 40, "live": {"vgpr": 96}, "instructions": 4, "spill_stores": 0,
                                 "spill_reloads": 0, "inlined_instructions": 12, "inlined_stores": 0,
-                                "inlined_reloads": 0}
+                                "inlined_reloads": 0, "depth": 0}
     assert data["spills"][1]["site"] == {"index": 6, "text": "v_add_f32 v6, v1, v2", "frames": [[USER, 44]],
                                          "live": {"sgpr": 30}}
     assert Pressure.from_dict(data) == p
 
 
-@pytest.mark.parametrize("stored", [2, None, "3"])
+@pytest.mark.parametrize("stored", [3, None, "4"])
 def test_a_pressure_of_another_version_is_computed_again(stored: object) -> None:
     data = pressure().to_dict()
     data["version"] = stored
@@ -59,7 +59,7 @@ def test_a_pressure_of_another_version_is_computed_again(stored: object) -> None
         del data["version"]
     with pytest.raises(ValueError) as raised:
         Pressure.from_dict(data)
-    assert str(raised.value) == f"pressure version {stored!r}, expected 3"
+    assert str(raised.value) == f"pressure version {stored!r}, expected 4"
 
 
 def test_peaks_and_spill_totals() -> None:

@@ -404,7 +404,7 @@ def test_explain_fits(served: WidthSurveys, width: int) -> None:
         heads = [i for i, line in enumerate(lines) if line.split()[:1] == ["line"]]
         labels = [{"vgpr": "VGPR", "agpr": "AGPR", "sgpr": "SGPR", "gpr": "regs", "ugpr": "uniform"}[c]
                   for c in p.classes]
-        assert any(lines[i].split()[1:-3] == labels for i in heads), labels
+        assert any(lines[i].split()[1:-3] == ["loop", *labels] for i in heads), labels
         for stats in p.top_lines(5):
             where = SourcePaths(served.repo, None).where(stats.frame)
             assert any(line.startswith(f"    {where} ") for line in lines), where

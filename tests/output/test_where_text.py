@@ -46,3 +46,18 @@ def test_a_summary_line_says_of_how_many_builds() -> None:
                                           f"no spills left at {A} (were 2 stores, 0 reloads) (1 of 2 builds)")
     assert line_where_sentences(SummaryLine(("x",), "worse", ("gfx950:a",), where=(SharedWhere(gone, 1),))) == \
         (f"no spills left at {A} (were 2 stores, 0 reloads)",)
+
+
+def test_a_loops_spills() -> None:
+    up, down = WhereKind.LOOP_SPILLS_UP, WhereKind.LOOP_SPILLS_DOWN
+    assert where_sentence(WhereChange(up, A, A, reloads_after=24, depth=1)) == \
+        f"adds 24 spill reloads inside the loop at {A}"
+    assert where_sentence(WhereChange(up, A, A, stores_before=2, reloads_before=2, stores_after=10, reloads_after=26,
+                                      depth=2)) == (
+        f"adds 8 spill stores and 24 reloads inside the loop at {A} (depth 2)")
+    assert where_sentence(WhereChange(down, B, B, stores_before=1, reloads_before=3, depth=1)) == \
+        f"removes 1 spill store and 3 reloads inside the loop at {B}"
+    assert where_sentence(WhereChange(up, B, B, stores_before=2, reloads_before=2, stores_after=6, depth=1)) == \
+        f"adds 4 spill stores and removes 2 reloads inside the loop at {B}"
+    assert where_sentence(WhereChange(up, NO_LINE, NO_LINE, stores_after=1, depth=1)) == \
+        "adds 1 spill store inside a loop where the compiler gave no source line"

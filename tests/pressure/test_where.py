@@ -92,11 +92,12 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
         at = pk.marked_line("LOOP") - annotated["first"]
         text = data["texts"][annotated["text"]]  # texts are kept once per page, named by index
         assert text[at] == source[pk.marked_line("LOOP") - 1]
-        # Per-line figures only for the lines that have any: [offset, live, stores, reloads].
+        # Per-line figures only for the lines that have any: [offset, live, stores, reloads, loop depth].
         figures = {x[0]: x[1:] for x in annotated["lines"]}
         assert "live" not in annotated and sorted(figures) == [x[0] for x in annotated["lines"]]
-        assert all(0 <= i < len(text) and (v is not None or st or ld) for i, (v, st, ld) in figures.items())
-        assert figures[at][0] == live == max(v for v, _, _ in figures.values() if v is not None)
+        assert all(0 <= i < len(text) and (v is not None or st or ld) for i, (v, st, ld, _) in figures.items())
+        assert figures[at][0] == live == max(v for v, _, _, _ in figures.values() if v is not None)
+        assert all(d == 0 for _, _, _, d in figures.values())  # the loop is unrolled (tl.static_range): none left
         assert len(figures) < len(text)  # lines with no code (blank, comments) are left out
         assert pk.marked_line("LOOP") in annotated["hot"]
     if Path(CHROMIUM).exists():  # drawn: the detail's annotated tables, the loop's row marked
@@ -111,13 +112,13 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
             assert [r[0] for r in rows] == ["before: kernels.py annotated", "after: kernels.py annotated"]
             # Every line drawn, a live count on exactly the lines the page's data gives one.
             drawn = tab.evaluate("Array.from(document.querySelectorAll('tr.detail details.annotated table')).map(t => "
-                                 "Array.from(t.querySelectorAll('tr')).slice(1).map(tr => tr.cells[1].textContent))")
+                                 "Array.from(t.querySelectorAll('tr')).slice(1).map(tr => tr.cells[2].textContent))")
             for cells, side in zip(drawn, ("before", "after")):
                 (annotated,) = shown["source"][side]
                 assert len(cells) == len(data["texts"][annotated["text"]])
                 assert [i for i, c in enumerate(cells) if c] == [x[0] for x in annotated["lines"] if x[1] is not None]
             for (_, hot), live in zip(rows, (was, now)):
-                assert [str(pk.marked_line("LOOP")), str(live)] in [cells[:2] for cells in hot]
+                assert [str(pk.marked_line("LOOP")), "", str(live)] in [cells[:3] for cells in hot]
                 # The line's text, from the page's pool of texts.
                 loop_row = next(cells for cells in hot if cells[0] == str(pk.marked_line("LOOP")))
                 assert loop_row[-1].strip() == source[pk.marked_line("LOOP") - 1].strip()
