@@ -14,6 +14,7 @@ pattern, each with a reason (``[[allow]]`` entries)::
     kernel = "mla_decode_*"       # optional: glob over kernel names
     vgpr_spill = 64               # any figure of the survey: allowed up to this value
     sgpr_spill = 20
+    loop_spill_ops = 0            # (the default for an entry that does not name it: none more in loops)
     reason = "w8 fp8 attention: the 512-wide accumulator does not fit; tracked in #123"
 
 A figure that is worse when it shrinks (``occupancy``, ``occupancy_warps``) is allowed down to the value.
@@ -71,7 +72,9 @@ class CheckRules:
     """What fails the gate: the baseline's ``[check]`` table, every key optional.
 
     The defaults are what a kernel engineer reviewing a change expects to be stopped by: a build that
-    no longer builds, a new miscompile suspect, any new spill, and any occupancy lost. A register count
+    no longer builds, a new miscompile suspect, any new spill, any new spill inside a loop (judged apart,
+    so that a baseline allowing a kernel's prologue spills still fails new ones in its loops), and any
+    occupancy lost. A register count
     that rises without costing occupancy or spilling is the compiler using what it has; it fails only
     past ``register_increase`` (registers more than the base's by more than this many), which is unset
     by default. Compile time, which a loaded machine moves by tens of percent, fails only a pathological
@@ -82,6 +85,7 @@ class CheckRules:
     newly_failing: bool = True  # a build that built on the base fails on the head (or a new build fails)
     lint_errors: bool = True  # a new kernarg-lint finding of severity error (a miscompile suspect)
     spill_increase: bool = True  # a spill figure higher than the base's (than 0 for a new build)
+    loop_spill_increase: bool = True  # more spill instructions in loops, or in a deeper one, than the base's
     occupancy_drop: bool = True  # fewer waves per SIMD / warps per SM than the base
     register_increase: int | None = None  # VGPR/AGPR/SGPR/regs up by more than this; None: never alone
     compile_slowdown: float | None = SLOWDOWN_FACTOR  # a compile this many times as long ...; None: never

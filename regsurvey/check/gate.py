@@ -10,6 +10,10 @@ The rules (each can be switched in the baseline's ``[check]`` table, see :class:
 - ``regsurvey/new-spill``: a spill figure (VGPR or SGPR spills, scratch; spill stores or loads, stack)
   is higher than on the base; a build new on the head (or one that failed on the base) is measured
   against zero.
+- ``regsurvey/loop-spill``: more spill instructions inside the machine code's loops (``loop_spill_ops``)
+  or a spill in a deeper loop (``loop_spill_depth``) than on the base; a build new on the head is measured
+  against zero. Judged apart from ``new-spill``: an entry allowing a kernel's spills (``vgpr_spill = 64``:
+  its prologue's) does not allow them in its loops unless it names ``loop_spill_ops`` too.
 - ``regsurvey/occupancy-drop``: fewer waves per SIMD (AMD) or warps per SM (NVIDIA) than on the base,
   whatever the cause (registers, LDS, shared memory).
 - ``regsurvey/register-increase``: a register count (VGPR, AGPR, SGPR; NVIDIA registers) up by more
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 
 from ..model.comparison import Comparison, FigureDelta, Mark, RowComparison
 from ..model.figures import JUDGED_REGISTERS, OCCUPANCY, SPILL, figure
+from ..model.figures import LOOP_SPILL as LOOP_SPILL_KIND
 from ..model.findings import Finding
 from .baseline import Allowance, Baseline, parse_baseline, updated_baseline_text
 
@@ -55,6 +60,10 @@ NEW_SPILL = Rule(
     "regsurvey/new-spill", "NewSpill", "spill increase",
     "A spill figure (VGPR or SGPR spills, scratch; spill stores, spill loads, stack) is higher than on "
     "the base (than zero for a new build), past what the baseline allows.")
+LOOP_SPILL = Rule(
+    "regsurvey/loop-spill", "LoopSpill", "spills in loops",
+    "More spill instructions inside the machine code's loops than on the base (than zero for a new build), or "
+    "a spill in a deeper loop, past what the baseline allows: a spill in a loop is paid on every trip.")
 OCCUPANCY_DROP = Rule(
     "regsurvey/occupancy-drop", "OccupancyDrop", "occupancy drop",
     "Occupancy (waves per SIMD on AMD, warps per SM on NVIDIA) is lower than on the base, past what the "
@@ -67,8 +76,8 @@ COMPILE_SLOWDOWN = Rule(
     "regsurvey/compile-slowdown", "CompileSlowdown", "compile-time slowdown",
     "A build's compile took at least [check] compile_slowdown times as long as on the base (10 by default) "
     "and over compile_slowdown_s seconds (30): a pathological slowdown of the toolchain.")
-RULES: tuple[Rule, ...] = (NEWLY_FAILING, KERNARG_NEVER_READ, NEW_SPILL, OCCUPANCY_DROP, REGISTER_INCREASE,
-                           COMPILE_SLOWDOWN)
+RULES: tuple[Rule, ...] = (NEWLY_FAILING, KERNARG_NEVER_READ, NEW_SPILL, LOOP_SPILL, OCCUPANCY_DROP,
+                           REGISTER_INCREASE, COMPILE_SLOWDOWN)
 
 
 @dataclass(frozen=True)
@@ -142,11 +151,15 @@ def _worse_figures(row: RowComparison, baseline: Baseline) -> dict[Rule, list[Fi
         fig = figure(f.name)
         if f.after is None:
             continue
-        if fig.kind == SPILL and rules.spill_increase:
-            # Spill-like figures of a build without a base are measured from zero.
+        if (fig.kind == SPILL and rules.spill_increase) or (fig.kind == LOOP_SPILL_KIND and rules.loop_spill_increase):
+            # Spill-like figures of a build without a base are measured from zero; a base that did not
+            # measure the spills in loops (a survey older than them) is not judged on them.
+            if based and f.before is None and fig.kind == LOOP_SPILL_KIND:
+                continue
             before = f.before if based else None
             if f.after > (before or 0):
-                out.setdefault(NEW_SPILL, []).append(FigureDelta(f.name, before, f.after))
+                out.setdefault(NEW_SPILL if fig.kind == SPILL else LOOP_SPILL, []).append(
+                    FigureDelta(f.name, before, f.after))
         elif not based or f.before is None:
             continue
         elif fig.kind == OCCUPANCY and fig.worse < 0 and rules.occupancy_drop and f.after < f.before:
@@ -220,5 +233,5 @@ def rebaseline(result: GateResult, text: str | None, reason: str,
     return new_text, judge(result.comparison, parse_baseline(new_text, label)), len(needed)
 
 
-__all__ = ["COMPILE_SLOWDOWN", "KERNARG_NEVER_READ", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP",
+__all__ = ["COMPILE_SLOWDOWN", "KERNARG_NEVER_READ", "LOOP_SPILL", "NEWLY_FAILING", "NEW_SPILL", "OCCUPANCY_DROP",
            "REGISTER_INCREASE", "RULES", "Allowed", "GateResult", "Problem", "Rule", "judge", "rebaseline"]

@@ -33,6 +33,9 @@ _RULE_HELP = {
     "regsurvey/new-spill": "Reduce register pressure (tile sizes, num_warps, num_stages), or accept the figures "
                            "with an [[allow]] entry and a reason in regsurvey.baseline.toml "
                            "(`regsurvey check --update-baseline --reason ...`).",
+    "regsurvey/loop-spill": "A spill inside a loop runs on every trip: reduce the loop's live values (tile sizes, "
+                            "num_stages, waves_per_eu or maxnreg), or accept it with an [[allow]] entry naming "
+                            "loop_spill_ops (and loop_spill_depth) and a reason.",
     "regsurvey/occupancy-drop": "Registers, LDS or shared memory grew past an occupancy step; accept it with an "
                                 "[[allow]] entry (e.g. occupancy = 2) and a reason if intended.",
     "regsurvey/register-increase": "Registers grew past the baseline's [check] register_increase; accept the "

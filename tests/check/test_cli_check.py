@@ -68,6 +68,8 @@ def capped_gemm(toy: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
     assert after["regs"] <= 32 < before["regs"]
     assert after["occupancy_warps"] >= before["occupancy_warps"]
     assert [before[f] for f in SPILL_FIGURES] == [0, 0, 0] and all(after[f] for f in SPILL_FIGURES), after
+    # ptxas spills inside the K loop too (the second reading: the SASS's backward branches).
+    assert before["loop_spill_ops"] == 0 and after["loop_spill_ops"] > 0 and after["loop_spill_depth"] == 1
     return before, after
 
 
@@ -111,13 +113,18 @@ def test_spills_fail_the_gate_with_sarif_and_step_summary(toy: dict[str, Any]) -
     head, base = git(repo, "rev-parse", "HEAD"), git(repo, "rev-parse", "HEAD~1")
     before, after = capped_gemm(toy)
     lines = out.stdout.splitlines()
-    assert lines[0] == f"### regsurvey check failed, 2 problems: `HEAD` ({head[:10]}) against `HEAD~1` ({base[:10]})"
+    assert lines[0] == f"### regsurvey check failed, 4 problems: `HEAD` ({head[:10]}) against `HEAD~1` ({base[:10]})"
     # The figures ptxas gives the GEMM capped at 32 registers.
     assert lines[2:5] == [
         "**spill increase** (`regsurvey/new-spill`)",
         f"- gemm/w2 on sm90 (matmul): {spill_text(before, after)}; no baseline entry allows it",
         f"- gemm/w8 on sm90 (matmul): {spill_text(before, after)}; no baseline entry allows it",
     ]
+    # And, by a rule of their own, the spills inside its loop.
+    looped = (f"spill instructions in loops 0 → {after['loop_spill_ops']}, deepest loop with a spill 0 → "
+              f"{after['loop_spill_depth']}; no baseline entry allows it")
+    at = lines.index("**spills in loops** (`regsurvey/loop-spill`)")
+    assert lines[at + 1:at + 3] == [f"- gemm/w2 on sm90 (matmul): {looped}", f"- gemm/w8 on sm90 (matmul): {looped}"]
     stores, loads, stack = (f"{before[f]} → {after[f]} B" for f in SPILL_FIGURES)
     assert f"- adds spill stores to gemm on sm90 ({stores}; loads {loads}, stack {stack})" in lines
     assert summary.read_text() == "earlier step\n" + out.stdout + "\n"
@@ -129,13 +136,14 @@ def test_spills_fail_the_gate_with_sarif_and_step_summary(toy: dict[str, Any]) -
     assert driver["name"] == "regsurvey"
     rules = [r["id"] for r in driver["rules"]]
     assert rules == ["regsurvey/newly-failing", "regsurvey/kernarg-never-read", "regsurvey/new-spill",
-                     "regsurvey/occupancy-drop", "regsurvey/register-increase", "regsurvey/compile-slowdown"]
+                     "regsurvey/loop-spill", "regsurvey/occupancy-drop", "regsurvey/register-increase",
+                     "regsurvey/compile-slowdown"]
     assert all(r["shortDescription"]["text"] and r["defaultConfiguration"]["level"] == "error"
                for r in driver["rules"])
-    assert len(run["results"]) == 2
+    assert [r["ruleId"] for r in run["results"]] == ["regsurvey/new-spill"] * 2 + ["regsurvey/loop-spill"] * 2
     launch_line = next(i for i, line in enumerate((repo / "toykernels" / "ops.py").read_text().splitlines(), 1)
                        if line.lstrip().startswith("matmul[grid]("))
-    for result, key in zip(run["results"], ("gemm/w2", "gemm/w8")):
+    for result, key in zip(run["results"][:2], ("gemm/w2", "gemm/w8")):
         assert result["ruleId"] == "regsurvey/new-spill" and rules[result["ruleIndex"]] == result["ruleId"]
         assert result["level"] == "error"
         assert result["message"]["text"].startswith(
@@ -146,7 +154,7 @@ def test_spills_fail_the_gate_with_sarif_and_step_summary(toy: dict[str, Any]) -
         assert result["properties"]["figures"]["spill_store_bytes"] == {"before": before["spill_store_bytes"],
                                                                         "after": after["spill_store_bytes"]}
     fingerprints = {r["partialFingerprints"]["regsurveyBuild/v1"] for r in run["results"]}
-    assert len(fingerprints) == 2
+    assert len(fingerprints) == 4
 
 
 def test_update_baseline_round_trip(toy: dict[str, Any]) -> None:
@@ -169,6 +177,8 @@ target = "sm90"
 spill_store_bytes = {stores}
 spill_load_bytes = {after["spill_load_bytes"]}
 stack_bytes = {after["stack_bytes"]}
+loop_spill_ops = {after["loop_spill_ops"]}
+loop_spill_depth = {after["loop_spill_depth"]}
 reason = "{reason}"
 ''' in text
     head = git(repo, "rev-parse", "HEAD")

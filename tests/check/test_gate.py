@@ -8,6 +8,7 @@ from dataclasses import replace
 from regsurvey.check.baseline import Baseline, CheckRules, parse_baseline, updated_baseline_text
 from regsurvey.check.gate import (
     KERNARG_NEVER_READ,
+    LOOP_SPILL,
     NEW_SPILL,
     NEWLY_FAILING,
     OCCUPANCY_DROP,
@@ -204,3 +205,38 @@ def test_rebaseline_allows_every_failing_figure_and_judges_again(layer: Survey) 
     assert judge(failing.comparison, parse_baseline(text, "b.toml")).passed  # the text alone allows them
     # Nothing to allow: the baseline is left as it was.
     assert rebaseline(judged, text, "again", "b.toml") == (None, judged, 0)
+
+
+def test_a_baseline_allows_a_kernels_spills_and_still_fails_new_ones_in_its_loops(layer: Survey) -> None:
+    # The base spills 24 VGPRs, none in a loop (the prologue's), and the baseline allows them; the head spills
+    # as many, 4 of their instructions now inside the K loop.
+    key = ("attn/tp4/w8/e4m3", AMD)
+    spilled = {"vgpr_spill": 24, "scratch_bytes": 96}
+    base = edited(layer, {key: {**spilled, "loop_spill_ops": 0, "loop_spill_depth": 0}})
+    head = edited(layer, {key: {**spilled, "loop_spill_ops": 4, "loop_spill_depth": 1}})
+    prologue = '''
+[[allow]]
+key = "attn/tp4/w8/*"
+vgpr_spill = 24
+reason = "the w8 tile's prologue spills; measured, harmless"
+'''
+    c = compare(base, head)
+    result = judge(c, parse_baseline(prologue))
+    assert problems(result) == [(LOOP_SPILL.id, "attn/tp4/w8/e4m3", AMD, ("loop_spill_ops", "loop_spill_depth"))]
+    assert problem_message(result.problems[0]) == (
+        "attn/tp4/w8/e4m3 on gfx950 (matmul): spill instructions in loops 0 → 4, deepest loop with a spill 0 → 1; "
+        "no baseline entry allows it")
+    # A new build that spills: both rules, each from zero; --update-baseline names the loop figures too.
+    fresh = judge(compare(without(layer, {key}), head), Baseline())
+    assert [p[0] for p in problems(fresh) if p[1] == key[0]] == [NEW_SPILL.id, LOOP_SPILL.id]
+    (needed,) = [a for a in fresh.needed_allowances() if a.key == key[0]]
+    assert dict(needed.figures) == {**spilled, "loop_spill_ops": 4, "loop_spill_depth": 1}
+    # Allowed by name (the depth rides with it), or the rule switched off.
+    assert judge(c, parse_baseline(prologue.replace("vgpr_spill = 24", "vgpr_spill = 24\nloop_spill_ops = 4"))).passed
+    assert judge(c, Baseline(rules=CheckRules(loop_spill_increase=False))).passed
+    assert judge(c, parse_baseline("[check]\nloop_spill_increase = false\n" + prologue)).passed
+    # Fewer spills in loops pass; a base surveyed before the figures existed judges none of them.
+    assert judge(compare(head, base), Baseline()).passed
+    old = replace(base, rows=tuple(replace(r, resources={n: v for n, v in r.resources.items()
+                                                         if not n.startswith("loop_")}) for r in base.rows))
+    assert judge(compare(old, head), parse_baseline(prologue)).passed
