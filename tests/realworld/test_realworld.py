@@ -55,12 +55,15 @@ from regsurvey.model.results import Row
 
 from ..readings import (
     amd_lds_reading,
+    amd_loop_spill_reading,
     amd_occupancy_reading,
     asm_comment,
     asm_metadata,
     note_metadata,
     note_waves,
     nv_info_entries,
+    nvdisasm_text,
+    nvidia_loop_spill_reading,
     ptxas_reading,
     stored_text,
     vgpr_spills,
@@ -312,6 +315,7 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "lds_bytes": lds,
         "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"]),
+        **amd_loop_spill_reading(text),  # LLVM's own loop comments
     }
     # The object's own note says what the text says (else the stored text is not this object's).
     assert note[".vgpr_count"] == asm_comment(text, "TotalNumVgprs"), row["key"]
@@ -367,7 +371,11 @@ def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     smem_per_block = -(-(shared + _CUDA_SM["smem_reserved"]) // _CUDA_SM["smem_unit"]) * _CUDA_SM["smem_unit"]
     blocks = min(_CUDA_SM["blocks"], _CUDA_SM["warps"] // warps, warps_by_regs // warps,
                  _CUDA_SM["smem"] // smem_per_block)
-    return {**ptxas, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps}
+    # The spills in loops: the SASS's backward branches, where ptxas spilled at all.
+    spilled = ptxas["spill_store_bytes"] or ptxas["spill_load_bytes"]
+    loops = (nvidia_loop_spill_reading(nvdisasm_text((corpus.store / row["object"]["path"]).read_bytes()))
+             if spilled else {"loop_spill_ops": 0, "loop_spill_depth": 0})
+    return {**ptxas, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps, **loops}
 
 
 def test_register_pressure_is_within_what_was_allocated(corpus: Corpus) -> None:
