@@ -42,11 +42,10 @@ def start() -> None:
     def record(fn: Any, args: tuple, kwargs: dict, grid: Any, specialization: str | None) -> None:
         out.write(json.dumps(describe_launch(fn, args, kwargs, specialization)) + "\n")
 
+    if offline:  # the device is the target's, as under a survey: torch.cuda's questions, NVML, AMD SMI, the smi
+        # commands (FlagGems' launchers enter torch.cuda.device(x.device), which a meta tensor has not)
+        _KEPT.enter_context(toolchain.device_as(get_target(offline)))
     toolchain.install_launch_recorder(record, get_target(offline) if offline else None)
-    if offline:  # NVML, AMD SMI and the smi commands answer as the target's GPU, as under a survey
-        from ..compile import management
-
-        _KEPT.enter_context(management.standing_in(get_target(offline)))
 
 
 _KEPT = contextlib.ExitStack()  # what stands in for the offline target's GPU, for the program's whole life

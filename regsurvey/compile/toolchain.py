@@ -1006,6 +1006,14 @@ def ptxas_codegen_flags() -> list[str]:
     return ["--regAllocOptLevel=2"] if "'--regAllocOptLevel=2'" in source or '"--regAllocOptLevel=2"' in source else []
 
 
+class _NotLaunched:
+    """What an offline capture's launch returns for the kernel it did not compile: launching it again does
+    nothing."""
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
+
+
 def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None], None],
                             offline_target: Target | None = None) -> None:
     """Make every ``JITFunction.run`` of this process report its launch to ``record``.
@@ -1033,9 +1041,14 @@ def install_launch_recorder(record: Callable[[Any, tuple, dict, Any, str | None]
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         compiled.clear()
         try:
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            kernel = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         finally:
             record(self, args, dict(kwargs), grid, compiled[-1] if compiled else None)
+        # Offline, the launch was skipped and Triton returns None where a GPU returns the kernel it launched;
+        # a launcher that keeps it and launches it again itself (FlagGems' LibEntry: kernel[grid](*args))
+        # gets one that launches nothing, as that launch, bypassing JITFunction.run, is not recorded on a
+        # GPU either.
+        return _NotLaunched() if kernel is None and offline_target is not None and not warmup else kernel
 
     if offline_target is not None:
         driver.set_active(StubDriver(offline_target))

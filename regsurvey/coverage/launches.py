@@ -82,8 +82,15 @@ def key_launches(root: Path, target: Target, kinds: tuple[str, ...] = (), keys: 
             continue
         except Exception as exc:  # the project's code may raise anything; its launches before count
             found.problems.append(f"{key.id}: {one_line(exc)}")
+        launches = [launch.kernel for launch in session.launches]
+        seen: dict[str, int] = {}
         for launch in session.launches:
-            found.add(launch, target, key.id, count=0)
+            # A key that launches one kernel more than once names each launch as a survey's rows do: the kind
+            # body's name for it, else its place among that kernel's launches.
+            seen[launch.kernel] = seen.get(launch.kernel, 0) + 1
+            several = launches.count(launch.kernel) > 1
+            source = key.id + (f" [{launch.name or f'launch {seen[launch.kernel]}'}]" if several else "")
+            found.add(launch, target, source, count=0)
     return found
 
 

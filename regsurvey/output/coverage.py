@@ -36,7 +36,8 @@ def _told(word: str, unmatched: tuple[Unmatched, ...], key_side: bool) -> list[s
         spec = item.launch
         what = spec.source + (f" ({count(spec.launches, 'launch')})" if not key_side and spec.launches > 1 else "")
         if item.nearest is None:
-            lines.append(f"  {word}: {what}: the {'capture' if key_side else 'keys'} never launch this kernel")
+            lines.append(f"  {word}: {what}: " + ("the capture never launches this kernel" if key_side
+                                                   else "the keys never launch this kernel"))
             continue
         said = "; ".join(difference_text(d) for d in item.differences) or "the same arguments (another source?)"
         lines.append(f"  {word}: {what}, nearest {item.nearest.source}: {said}")
