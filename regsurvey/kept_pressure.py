@@ -24,11 +24,13 @@ from .store.objectstore import ObjectStore
 TEXT_NAME = "pressure"
 
 
-def pressure_of(row: Row, objects: ObjectStore) -> Pressure:
-    """The pressure of ``row``'s object (a build that built): stored, or computed and stored.
+def pressure_of(row: Row, objects: ObjectStore, nvdisasm: str | None = None) -> Pressure:
+    """The pressure of ``row``'s object (a build that built): stored, or computed and stored; a cubin's with
+    ``nvdisasm``, the one of the toolchain that built it where that is another environment's.
 
     CorruptObjectError when the object or the text it is read from is missing or damaged (the caller
-    may survey again), ValueError when the text holds no kernel."""
+    may survey again), ValueError when the text holds no kernel, or this nvdisasm reads no life ranges
+    of the cubin (one of another CUDA release's ptxas)."""
     if row.object is None:
         raise ValueError(f"{row.row_id} ({row.target}) has no object: it did not build")
     rel = row.object.path
@@ -48,9 +50,16 @@ def pressure_of(row: Row, objects: ObjectStore) -> Pressure:
     else:
         from .pressure.nvidia import nvidia_pressure
 
-        pressure = nvidia_pressure(objects.get(rel, row.object.sha256), target.name, objects.text(rel, PTX))
+        pressure = nvidia_pressure(objects.get(rel, row.object.sha256), target.name, objects.text(rel, PTX),
+                                   nvdisasm)
     _keep(objects, rel, pressure)
     return pressure
+
+
+def is_kept(row: Row, objects: ObjectStore) -> bool:
+    """Whether ``row``'s object has its pressure kept beside it (:func:`pressure_of` reads it back, unless
+    it is damaged), without reading it."""
+    return row.object is not None and objects.has_text(row.object.path, TEXT_NAME)
 
 
 def keep_pressure(objects: ObjectStore, rel: str, target_name: str, amdgcn: str | None) -> bool:

@@ -13,12 +13,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from .errors import CorruptObjectError
-from .kept_pressure import pressure_of
+from .kept_pressure import is_kept, pressure_of
 from .model.comparison import Comparison, RowComparison
 from .model.figures import BY_IMPORTANCE, LOOP_SPILL, REGISTER, SPILL
 from .model.pressure import NO_LINE, Frame, Pressure, attribution, class_noun
+from .model.progress import Progress
 from .model.results import Row
+from .model.targets import get_target
 from .model.where import AnnotatedFile, HotLine, WhereChange, WhereKind
+from .model.words import count
 from .repo.checkout import repo_root
 from .repo.sources import SourcePaths
 from .store.objectstore import ObjectStore
@@ -28,25 +31,23 @@ _EXPLAINED = frozenset(f.name for f in BY_IMPORTANCE if f.kind in (REGISTER, SPI
 MAX_SPILL_LINES = 3  # lines told per build, kind of spill and kind of change (new, more or fewer, gone)
 
 
-def where_changed(comparison: Comparison, objects: ObjectStore, start: Path, jobs: int = 1) -> Comparison:
+def where_changed(comparison: Comparison, objects: ObjectStore, start: Path, jobs: int = 1,
+                  progress: Progress | None = None,
+                  nvdisasm: tuple[str | None, str | None] = (None, None)) -> Comparison:
     """``comparison`` with the ``where`` of every build whose registers or spills changed: where the peak
     moved, which source lines gained or lost spills. A build whose objects the store does not hold (a
-    survey read from a file made elsewhere) is left without."""
+    survey read from a file made elsewhere) is left without.
+
+    Each side's pressure is computed where none is kept (:mod:`.kept_pressure`: a cubin's at first need,
+    one nvdisasm run each), ``jobs`` at a time, said to ``progress`` (``on_work``, ``on_item``); a side's
+    cubins with ``nvdisasm``'s entry for it, the nvdisasm of the toolchain that built them (None: this
+    Triton's)."""
     chosen = [r for r in comparison.rows if _explained(r)]
     if not chosen:
         return comparison
     root = repo_root(start)
     base_paths, head_paths = SourcePaths(root, comparison.base.commit), SourcePaths(root, comparison.head.commit)
-    rows = {r.object.sha256: r for c in chosen for r in (c.before, c.after) if r is not None and r.object is not None}
-
-    def compute(row: Row) -> Pressure | None:
-        try:
-            return pressure_of(row, objects)
-        except (CorruptObjectError, ValueError):
-            return None
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        pressures = dict(zip(rows, pool.map(compute, rows.values())))
+    pressures = _pressures(chosen, objects, jobs, progress or Progress(), nvdisasm)
     out = []
     for r in comparison.rows:
         if r in chosen:
@@ -59,6 +60,39 @@ def where_changed(comparison: Comparison, objects: ObjectStore, start: Path, job
                             source_after=annotated_files(after, head_paths))
         out.append(r)
     return replace(comparison, rows=tuple(out))
+
+
+def _pressures(chosen: list[RowComparison], objects: ObjectStore, jobs: int, progress: Progress,
+               nvdisasm: tuple[str | None, str | None]) -> dict[str, Pressure | None]:
+    """The pressure of each object of both sides of the ``chosen`` builds, by sha256 (None: it cannot be
+    had), ``jobs`` at a time; those not kept, which take a computation, counted on ``progress``."""
+    sides: dict[str, tuple[Row, str | None]] = {}  # each object once, with its side's nvdisasm
+    for c in chosen:
+        for row, tool in ((c.before, nvdisasm[0]), (c.after, nvdisasm[1])):
+            if row is not None and row.object is not None:
+                sides.setdefault(row.object.sha256, (row, tool))
+    missing = {sha for sha, (row, _) in sides.items() if not is_kept(row, objects)}
+    if missing:
+        builds = sum(1 for c in chosen if {_sha(c.before), _sha(c.after)} & missing)
+        noun = "cubin" if all(get_target(sides[sha][0].target).is_nvidia for sha in missing) else "object"
+        progress.on_work(f"source-line pressure of {count(builds, 'changed build')}", noun, len(missing))
+
+    def compute(sha: str) -> Pressure | None:
+        row, tool = sides[sha]
+        try:
+            return pressure_of(row, objects, tool)
+        except (CorruptObjectError, ValueError):
+            return None
+        finally:
+            if sha in missing:
+                progress.on_item()
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(zip(sides, pool.map(compute, sides)))
+
+
+def _sha(row: Row | None) -> str | None:
+    return row.object.sha256 if row is not None and row.object is not None else None
 
 
 HOT_LINES = 5  # per side of a changed build, in the HTML report's detail and the JSON

@@ -11,8 +11,10 @@ from pathlib import Path
 import click
 
 from ..engine.errors import SurveyError
+from ..engine.other_toolchain import nvdisasm_of
 from ..first_stage import first_differences
 from ..model.comparison import Comparison
+from ..model.progress import Progress
 from ..model.targets import UnknownTargetError
 from ..repo.checkout import CheckoutError
 from ..store.files import WriteError
@@ -69,8 +71,12 @@ def command_errors(*bad_input: type[BaseException]) -> Iterator[None]:
         sys.exit(130)
 
 
-def explained(comparison: Comparison, objects: ObjectStore, start: Path, jobs: int) -> Comparison:
+def explained(comparison: Comparison, objects: ObjectStore, start: Path, jobs: int, progress: Progress | None = None,
+              toolchains: tuple[str | None, str | None] = (None, None)) -> Comparison:
     """``comparison`` with what its reports say beyond the figures, from the stored objects: where each
-    changed build's registers moved (``where_changed``), and the first compiler stage each build differs at
+    changed build's registers moved (``where_changed``: the source-line pressure of each side, ``jobs`` at a
+    time, on ``progress``; a side's cubins read by the nvdisasm of its toolchain, ``toolchains``' interpreter
+    for it, None for this environment's), and the first compiler stage each build differs at
     (``first_differences``)."""
-    return first_differences(where_changed(comparison, objects, start, jobs), objects)
+    tools = (nvdisasm_of(toolchains[0]), nvdisasm_of(toolchains[1]))
+    return first_differences(where_changed(comparison, objects, start, jobs, progress, tools), objects)

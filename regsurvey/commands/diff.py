@@ -69,7 +69,7 @@ def diff(base: str, head: str | None, targets: tuple[str, ...], kinds: tuple[str
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             before, after = obtain_surveys(start, [base, head], used, options, progress)
             comparison = explained(compare(before, after, across_toolchains=across), used.objects, start,
-                                   options.jobs)
+                                   options.jobs, progress, (options.toolchain, options.toolchain))
             if rebuild:
                 check = rebuild_check(start, head, used, replace(options, targets=after.targets), progress)
                 comparison = replace(comparison, rebuild=check)

@@ -59,7 +59,8 @@ def stack(commits: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: 
             # Where each step's registers moved, and the first compiler stage each build differs at, from the
             # objects (while a selection's own store exists).
             def enriched(comparison: Comparison) -> Comparison:
-                return explained(comparison, used.objects, start, options.jobs)
+                return explained(comparison, used.objects, start, options.jobs, progress,
+                                 (options.toolchain, options.toolchain))
             result = replace(result, overall=enriched(result.overall),
                              steps=tuple(replace(step, comparison=enriched(step.comparison)) for step in result.steps))
     text = render(result, fmt, report_style(columns, terminal=output is None, limit=limit))

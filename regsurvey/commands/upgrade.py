@@ -75,7 +75,8 @@ def upgrade(rev: str | None, from_toolchain: str, to_toolchain: str, targets: tu
         store = open_store(store_dir, start)
         with survey_store(store, options) as used, survey_progress(enabled=not quiet) as progress:
             old, new = upgrade_surveys(start, rev, used, options, (before, after), progress)
-            comparison = explained(compare(old, new, across_toolchains=True), used.objects, start, options.jobs)
+            comparison = explained(compare(old, new, across_toolchains=True), used.objects, start, options.jobs,
+                                   progress, (before, after))
     text = render(comparison, fmt, report_style(columns, terminal=output is None, limit=limit))
     name = (f"upgrade.{filename_part(rev, comparison.head.commit)}.{filename_part(toolchain_name(before))}.."
             f"{filename_part(toolchain_name(after))}.html")

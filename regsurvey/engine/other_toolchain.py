@@ -87,6 +87,11 @@ try:
     blocks = {backend: toolchain.toolchain_info(backend) for backend in ("hip", "cuda")}
 except BaseException as exc:
     done(silent="%s: %s" % (type(exc).__name__, exc))
+try:
+    from regsurvey.objects.nvidia_object import tool_path
+    found["nvdisasm"] = tool_path("nvdisasm")
+except BaseException:
+    pass
 done(toolchain=blocks)
 """
 
@@ -112,6 +117,9 @@ class OtherToolchain:
     torch: str
     toolchain: dict[str, dict[str, Any]]  # backend -> block, as compile.toolchain.toolchain_info there says
     extra_path: tuple[str, ...] = ()
+    # The nvdisasm its Triton bundles (None: none): the one that reads its ptxas' cubins whole (CUDA 13's
+    # computes no life ranges of a CUDA 12 cubin), for their source-line pressure.
+    nvdisasm: str | None = None
 
     @property
     def name(self) -> str:
@@ -202,7 +210,8 @@ def _checked(python: str, found: dict[str, Any]) -> OtherToolchain:
         raise SurveyError(f"its Triton {found['triton']} does not say what it compiles with "
                           f"({_one_line(found['silent'])})")
     return OtherToolchain(python=python, python_version=version, triton=found["triton"], torch=found["torch"],
-                          toolchain=found["toolchain"], extra_path=tuple(dependency_path(found["lacking"])))
+                          toolchain=found["toolchain"], extra_path=tuple(dependency_path(found["lacking"])),
+                          nvdisasm=found.get("nvdisasm"))
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -237,6 +246,11 @@ def toolchain_name(python: str | None) -> str:
     import triton
 
     return f"triton {triton.__version__}"
+
+
+def nvdisasm_of(python: str | None) -> str | None:
+    """The nvdisasm that reads the cubins ``python``'s toolchain makes (None: this environment's own)."""
+    return probed(python).nvdisasm if python is not None else None
 
 
 def local_only(ray: str | None, python: str | None) -> None:

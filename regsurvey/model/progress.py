@@ -1,4 +1,5 @@
-"""Progress events of a survey: the callbacks a front end gives to follow it."""
+"""Progress events of a survey, and of the work a command does after its surveys: the callbacks a front end
+gives to follow them."""
 
 from __future__ import annotations
 
@@ -15,11 +16,18 @@ class Progress:
     are listed), with the name of what it surveys (a revision's label: ``HEAD~1 (abc1234567)``, ``working
     tree``); ``on_start`` once its keys are listed, with how many; ``on_key`` as each key finishes. A command
     that surveys several revisions gives one ``Progress`` to all of them: each survey says ``on_survey``
-    first."""
+    first.
+
+    Work after the surveys that takes a while before anything is shown (the changed builds' source-line
+    pressure, an nvdisasm run per cubin): ``on_work`` as it begins, with what it does (``source-line
+    pressure of 98 changed builds``), what it counts and how many (``cubin``, 196); ``on_item`` as each is
+    done."""
 
     on_start: Callable[[int], None] = lambda total: None
     on_key: Callable[[Key, list[Row]], None] = lambda key, rows: None
     on_survey: Callable[[str], None] = lambda label: None
+    on_work: Callable[[str, str, int], None] = lambda what, noun, total: None
+    on_item: Callable[[], None] = lambda: None
     # The name its surveys are announced by, whatever the checkout's own (``named``); None: the checkout's.
     label: str | None = None
 

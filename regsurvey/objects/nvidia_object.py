@@ -208,14 +208,15 @@ def disassemble(data: bytes) -> str:
     return nvdisasm(data, ["-c"])
 
 
-def nvdisasm(data: bytes, options: list[str]) -> str:
-    """nvdisasm's output for the cubin ``data`` with ``options``; CorruptObjectError for a damaged cubin."""
+def nvdisasm(data: bytes, options: list[str], program: str | None = None) -> str:
+    """nvdisasm's output for the cubin ``data`` with ``options``; CorruptObjectError for a damaged cubin.
+    ``program``: the nvdisasm to run (another toolchain's), else the one bundled with this Triton."""
     check_cubin_for_tool(data)
     with tempfile.TemporaryDirectory(prefix="regsurvey-") as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(data)
-        return run_tool("nvdisasm", [*options, path], path)
+        return run_tool("nvdisasm", [*options, path], path, program)
 
 
 # One instruction line of nvdisasm's output, its address and what follows it.
@@ -313,17 +314,22 @@ def tool_path(name: str) -> str:
     return path
 
 
-def run_tool(name: str, args: list[str], path: str) -> str:
-    """Run a bundled tool on the object at ``path``; its failure becomes a CorruptObjectError."""
+def run_tool(name: str, args: list[str], path: str, program: str | None = None) -> str:
+    """Run a bundled tool (``program``, where another toolchain's is given) on the object at ``path``; its
+    failure becomes a CorruptObjectError."""
     limit = tool_time_limit(os.path.getsize(path))
     try:
         done = subprocess.run(
-            [tool_path(name), *args], capture_output=True, text=True, errors="replace", timeout=limit, check=False,
+            [program or tool_path(name), *args], capture_output=True, text=True, errors="replace", timeout=limit,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise CorruptObjectError(f"{name} did not finish within {limit:.0f} s (a damaged object?)") from None
     if done.returncode != 0:
-        message = first_line(done.stderr or done.stdout or f"exit status {done.returncode}")
+        said = done.stderr or done.stdout or f"exit status {done.returncode}"
+        # Its error, not the warnings before it (nvdisasm 13 warns of a CUDA 12 cubin's format, then refuses).
+        errors = [line for line in said.splitlines() if re.match(rf"\s*{re.escape(name)} error\b", line)]
+        message = first_line(errors[0] if errors else said)
         raise CorruptObjectError(f"{name} rejected the cubin: {message.replace(path, 'the cubin')}")
     return done.stdout
 

@@ -1,12 +1,15 @@
 """Survey progress on stderr: what is surveyed (the revision's label), keys done of its total, builds compiled
-and reused, failures, elapsed time and an estimate of what is left.
+and reused, failures, elapsed time and an estimate of what is left; then the work a command does after its
+surveys, where it takes a while (the changed builds' source-line pressure): what it does, items done of its
+total, the time.
 
 In a terminal, a rich bar per survey: a command that surveys several revisions (``diff``, ``stack``,
 ``history``, ``bisect``, ``rebuild-check``, ``demo``) shows one bar for each, named after its revision, each
-counting to its own total. Elsewhere (a CI log, a pipe), plain lines that read on their own in a log: one as
-a survey starts, one as its keys are listed, then one every :data:`LOG_INTERVAL_S` seconds while keys finish
-(every :data:`QUIET_INTERVAL_S` when none did: the survey is alive, compiling long keys), and one as it ends;
-no carriage return, no colour. ``--quiet``: neither.
+counting to its own total, and one for the work after them. Elsewhere (a CI log, a pipe), plain lines that
+read on their own in a log: one as a survey starts, one as its keys are listed, then one every
+:data:`LOG_INTERVAL_S` seconds while keys finish (every :data:`QUIET_INTERVAL_S` when none did: the survey is
+alive, compiling long keys), and one as it ends; the work after them alike. No carriage return, no colour.
+``--quiet``: neither.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TextIO
 from ..model.keys import Key
 from ..model.progress import Progress
 from ..model.results import Row
-from ..model.words import count
+from ..model.words import count, plural
 from . import progress_lines
 
 LOG_INTERVAL_S = 10.0  # the most often a line is printed while keys finish
@@ -58,6 +61,11 @@ class SurveyCount:
         """Every key is done."""
         return self.total is not None and self.keys >= self.total
 
+    @property
+    def done(self) -> int:
+        """Keys finished (what a log line's progress is counted in)."""
+        return self.keys
+
     def builds_text(self) -> str:
         """``30 builds compiled, 22 reused, 1 failed``."""
         return f"{count(self.compiled, 'build')} compiled, {self.reused} reused, {self.failed} failed"
@@ -81,6 +89,39 @@ class SurveyCount:
         left = self.left_s(now)
         estimate = f", about {clock(left)} left" if left is not None else ""
         return progress_lines.finished_keys(self.label, done, f"{clock(now - self.began)} elapsed{estimate}")
+
+
+@dataclass
+class WorkCount:
+    """The work after the surveys (``Progress.on_work``) so far: what it does (``source-line pressure of 98
+    changed builds``), its items (``cubin``) done of their total."""
+
+    what: str
+    noun: str
+    total: int
+    began: float = field(default_factory=time.monotonic)
+    done: int = 0
+
+    @property
+    def finished(self) -> bool:
+        """Every item is done."""
+        return self.done >= self.total
+
+    def first_line(self) -> str:
+        """The line as it begins: what it does, and how much."""
+        return progress_lines.working(self.what, count(self.total, self.noun))
+
+    def line(self, now: float) -> str:
+        """One self-contained line for a log: what it does, items done, the time (and an estimate of what is
+        left, at the rate items were done so far)."""
+        done = f"{self.done}/{count(self.total, self.noun)}"
+        if self.finished:
+            return progress_lines.finished_items(self.what, done, f"done in {clock(now - self.began)}")
+        estimate = ""
+        if self.done:
+            estimate = f", about {clock((now - self.began) / self.done * (self.total - self.done))} left"
+        return progress_lines.finished_items(self.what, done, f"{clock(now - self.began)} elapsed{estimate}")
+
 
 def clock(seconds: float) -> str:
     """``42s``, ``3m05s``, ``1h02m``."""
@@ -120,32 +161,33 @@ class LogLines:
         self.out = out
         self.interval = interval
         self.quiet_interval = max(interval, QUIET_INTERVAL_S)
-        self.current: SurveyCount | None = None
+        self.current: SurveyCount | WorkCount | None = None
         self._lock = threading.Lock()
         self._said_at = 0.0  # when the last line was printed
-        self._said_keys = -1  # the current survey's keys done then
+        self._said_done = -1  # the current survey's keys (or the work's items) done then
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="regsurvey-progress", daemon=True)
         self._ticker.start()
 
     def progress(self) -> Progress:
         """The callbacks that feed these lines."""
-        return Progress(on_start=self._listed, on_key=self._key_done, on_survey=self._began)
+        return Progress(on_start=self._listed, on_key=self._key_done, on_survey=self._began, on_work=self._work,
+                        on_item=self._item_done)
 
     def close(self) -> None:
         """Stop the ticker (a survey cut short says no more)."""
         self._stop.set()
         self._ticker.join()
 
-    def _say(self, count: SurveyCount) -> None:
+    def _say(self, count: SurveyCount | WorkCount) -> None:
         # (under the lock)
         now = time.monotonic()
         print(count.line(now), file=self.out, flush=True)
-        self._said_at, self._said_keys = now, count.keys
+        self._said_at, self._said_done = now, count.done
 
     def _survey(self) -> SurveyCount:
         # A survey whose start nobody announced (the scheduler driven by itself) still counts.
-        if self.current is None:
+        if not isinstance(self.current, SurveyCount):
             self.current = SurveyCount("survey")
         return self.current
 
@@ -153,7 +195,7 @@ class LogLines:
         with self._lock:
             self.current = SurveyCount(label)
             print(progress_lines.surveying(label), file=self.out, flush=True)
-            self._said_at, self._said_keys = time.monotonic(), -1
+            self._said_at, self._said_done = time.monotonic(), -1
 
     def _listed(self, total: int) -> None:
         with self._lock:
@@ -169,6 +211,22 @@ class LogLines:
                 self._say(count)
                 self.current = None
 
+    def _work(self, what: str, noun: str, total: int) -> None:
+        with self._lock:
+            work = self.current = WorkCount(what, noun, total)
+            print(work.first_line(), file=self.out, flush=True)
+            self._said_at, self._said_done = time.monotonic(), 0
+
+    def _item_done(self) -> None:
+        with self._lock:
+            work = self.current
+            if not isinstance(work, WorkCount):
+                return
+            work.done += 1
+            if work.finished:
+                self._say(work)
+                self.current = None
+
     def _tick(self) -> None:
         while not self._stop.wait(min(self.interval, 1.0)):
             with self._lock:
@@ -176,7 +234,7 @@ class LogLines:
                 if count is None:
                     continue
                 since = time.monotonic() - self._said_at
-                if (since >= self.interval and count.keys != self._said_keys) or since >= self.quiet_interval:
+                if (since >= self.interval and count.done != self._said_done) or since >= self.quiet_interval:
                     self._say(count)
 
 
@@ -215,4 +273,13 @@ def _bars(out: TextIO) -> Iterator[Progress]:
             count.add(rows)
             bar.update(task(), completed=count.keys, builds=count.builds_text(), last=key.id)
 
-        yield Progress(on_start=on_start, on_key=on_key, on_survey=began)
+        work: list[TaskID] = []  # the bar of the work after the surveys
+
+        def on_work(what: str, noun: str, total: int) -> None:
+            work[:] = [bar.add_task(what, total=total, builds=plural(noun), last="")]
+
+        def on_item() -> None:
+            if work:
+                bar.advance(work[0])
+
+        yield Progress(on_start=on_start, on_key=on_key, on_survey=began, on_work=on_work, on_item=on_item)

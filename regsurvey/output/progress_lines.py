@@ -31,9 +31,21 @@ def finished_keys(label: str, done: str, tail: str) -> str:
     return f"{PREFIX}{label}: {done}; {tail}"
 
 
+def working(what: str, total: str) -> str:
+    """``regsurvey: source-line pressure of 98 changed builds (196 cubins)``: work after the surveys begins
+    (``what``, no colon in it), ``total`` what it counts (``196 cubins``)."""
+    return f"{PREFIX}{what} ({total})"
+
+
+def finished_items(what: str, done: str, tail: str) -> str:
+    """That work's items done (``done``: ``80/196 cubins``) and the time (``tail``, as :func:`finished_keys`'s)."""
+    return f"{PREFIX}{what}: {done}; {tail}"
+
+
 _LINE = re.compile(
     rf"{re.escape(PREFIX)}(surveying .*|.*: (listing keys; .* elapsed|\d+ keys? to survey; .* elapsed"
-    r"|\d+/\d+ keys?, .*; (.* elapsed.*|done in .*)))\n?")
+    r"|\d+/\d+ keys?, .*; (.* elapsed.*|done in .*))"
+    r"|[^:\n]+ \(\d+ [\w -]+\)|[^:\n]+: \d+/\d+ [\w -]+; (.* elapsed.*|done in .*))\n?")
 
 
 def is_progress_line(line: str) -> bool:

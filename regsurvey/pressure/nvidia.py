@@ -43,12 +43,15 @@ _HEADER = re.compile(r"^[ \t]*//[ \t]*\|((?:[ \t]*[A-Z]+[ \t]*\|)+)[ \t]*$", re.
 _PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
 _REGCOUNT_MAX = 254
+# What nvdisasm says where it reads a cubin without flow analysis (one of another CUDA release's ptxas).
+_NO_FLOW_ANALYSIS = "flow analysis is disabled"
 _STACK_SLOT = re.compile(r"\[R1(?:\+(?:0x)?([0-9a-f]+))?\]")
 
 
-def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressure:
+def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None, nvdisasm: str | None = None) -> Pressure:
     """The pressure of the kernel in ``cubin``; CorruptObjectError for an object nvdisasm or the ELF
-    reader rejects."""
+    reader rejects, ValueError where this nvdisasm reads no life ranges of it (:func:`_life_ranges`).
+    ``nvdisasm``: the one of the toolchain that built it (another environment's), else this Triton's."""
     try:
         elf = ELFFile(io.BytesIO(cubin))
         kernel, _ = nvidia_object.kernel_symbol(elf)
@@ -58,7 +61,7 @@ def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressu
         raise
     except PARSE_ERRORS as exc:
         raise CorruptObjectError(f"not a readable cubin: {first_line(exc)}") from None
-    counted, code = _life_ranges(cubin)
+    counted, code = _life_ranges(cubin, nvdisasm)
     if ptx:
         by_ptx_line = _ptx_frames(ptx)
         frames_of = {address: by_ptx_line.get(line, ()) for address, (_, line) in address_lines.items()}
@@ -80,11 +83,21 @@ def nvidia_pressure(cubin: bytes, target: str, ptx: str | None = None) -> Pressu
     return build(kernel, target, "nvdisasm life ranges", CLASSES, steps, sass_loops(cfg) if cfg else None)
 
 
-def _life_ranges(cubin: bytes) -> tuple[list[tuple[int, str, int, int]], SassCode]:
-    """(address, instruction, live GPRs, live UGPRs) of each SASS instruction, from nvdisasm; and the
-    instructions and CFG of the same text."""
+def _life_ranges(cubin: bytes, program: str | None = None) -> tuple[list[tuple[int, str, int, int]], SassCode]:
+    """(address, instruction, live GPRs, live UGPRs) of each SASS instruction, from nvdisasm (``program``,
+    else this Triton's); and the instructions and CFG of the same text.
+
+    ValueError where that nvdisasm computes no life ranges of the cubin: CUDA 13's reads a CUDA 12 ptxas'
+    cubin (Triton 3.6's on sm90) only in its old format, without flow analysis; the nvdisasm bundled with
+    the Triton that built it does."""
     data = nvidia_object.with_regcount_at_most(cubin, _REGCOUNT_MAX)
-    out = nvidia_object.nvdisasm(data, ["-c", "-plr", "-lrm", "count"])
+    try:
+        out = nvidia_object.nvdisasm(data, ["-c", "-plr", "-lrm", "count"], program)
+    except CorruptObjectError as exc:
+        if _NO_FLOW_ANALYSIS not in str(exc):
+            raise
+        raise ValueError(f"{exc} (the cubin is of another CUDA release's ptxas: the nvdisasm of the toolchain "
+                         "that built it reads its life ranges)") from None
     header = _HEADER.search(out)
     if header is None:
         raise CorruptObjectError("nvdisasm printed no life ranges")

@@ -128,6 +128,14 @@ class ObjectStore:
                     continue
         return out
 
+    def has_text(self, rel: str, name: str) -> bool:
+        """Whether a text ``name`` is kept beside the object ``rel`` (whole or not: :meth:`text` checks it)."""
+        try:
+            path = self._place(rel)
+        except CorruptObjectError:
+            return False
+        return path.with_name(f"{path.stem}.{_checked_name(name)}.gz").is_file()
+
     def text(self, rel: str, name: str) -> str | None:
         """An IR text stored beside an object (``amdgcn``, ``ptx``, ``llir``), or None when there is none.
         CorruptObjectError when it is damaged, or is not this object's (another object's text, or one

@@ -7,6 +7,7 @@ CI's Triton 3.6 venv), made once for the module."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,39 @@ def test_upgrade_names_both_tritons_and_judges_every_build(upgraded: dict[str, A
         worse, better = "worse" in verdicts, "better" in verdicts
         assert r["mark"] == ("mixed" if worse and better else "worse" if worse else "better" if better
                              else "changed" if "changed" in verdicts else "unchanged"), r
+
+
+def test_the_old_toolchains_cubins_are_read_by_its_own_nvdisasm(upgraded: dict[str, Any]) -> None:
+    """Each side's source-line pressure (``where``) is read by the nvdisasm of the toolchain that built its
+    cubins: CUDA 13's computes no life ranges of a CUDA 12 ptxas' cubin (Triton 3.6's on sm90), which its
+    own Triton's nvdisasm reads whole. Every sm90 build of the old side has its pressure kept."""
+    from regsurvey.engine.other_toolchain import nvdisasm_of, probed
+    from regsurvey.kept_pressure import is_kept
+    from regsurvey.model.results import Row
+    from regsurvey.objects.nvidia_object import tool_path
+    from regsurvey.pressure.nvidia import nvidia_pressure
+    from regsurvey.store.store import Store
+
+    tool = nvdisasm_of(upgraded["python"])
+    theirs = subprocess.run([upgraded["python"], "-c", "import os, triton; print(os.path.dirname(triton.__file__))"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert tool == os.path.join(theirs, "backends", "nvidia", "bin", "nvdisasm") != tool_path("nvdisasm")
+    store = Store(Path(upgraded["common"][upgraded["common"].index("--store") + 1]))
+    old = [Row.from_dict(r["before"]) for r in upgraded["data"]["rows"] if r["target"] == "sm90"]
+    assert old and all(row.object is not None for row in old)
+    for row in old:
+        assert row.object is not None
+        cubin, ptx = store.objects.get(row.object.path, row.object.sha256), store.objects.text(row.object.path, "ptx")
+        assert nvidia_pressure(cubin, "sm90", ptx, tool).peaks["gpr"].live["gpr"] > 0
+        ours = probed(upgraded["python"]).toolchain["cuda"]["ptxas"]["sm90"]
+        if "cuda_12." in ours:  # this environment's CUDA 13 nvdisasm cannot, and says which can
+            with pytest.raises(ValueError, match="the nvdisasm of the toolchain that built it"):
+                nvidia_pressure(cubin, "sm90", ptx)
+    # The upgrade kept the pressure of both sides of every sm90 build whose registers changed, and said where.
+    changed = [r for r in upgraded["data"]["rows"] if r["target"] == "sm90"
+               and any(f["name"] == "regs" and f["before"] != f["after"] for f in r["figures"])]
+    assert changed and all(r["hot_lines"]["before"] and r["hot_lines"]["after"] for r in changed)
+    assert all(is_kept(Row.from_dict(r[side]), store.objects) for r in changed for side in ("before", "after"))
 
 
 def test_upgrade_is_the_diff_of_the_two_surveys_judged_across_toolchains(upgraded: dict[str, Any]) -> None:

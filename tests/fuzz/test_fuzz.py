@@ -238,9 +238,9 @@ def _nvdisasm_runs() -> int:
 def _count_nvdisasm(monkeypatch: pytest.MonkeyPatch) -> None:
     run_tool = nvidia_object.run_tool
 
-    def counted(name: str, args: list[str], path: str) -> str:
+    def counted(name: str, args: list[str], path: str, program: str | None = None) -> str:
         _NVDISASM_RUNS[0] += 1
-        return run_tool(name, args, path)
+        return run_tool(name, args, path, program)
 
     monkeypatch.setattr(nvidia_object, "run_tool", counted)
 

@@ -315,9 +315,9 @@ def test_a_section_claiming_gigabytes_is_refused_before_nvdisasm_runs(monkeypatc
     runs: list[list[str]] = []
     real = nvidia_object.run_tool
 
-    def counted(name: str, args: list[str], path: str) -> str:
+    def counted(name: str, args: list[str], path: str, program: str | None = None) -> str:
         runs.append(args)
-        return real(name, args, path)
+        return real(name, args, path, program)
 
     monkeypatch.setattr(nvidia_object, "run_tool", counted)
     for read in (lambda: disassemble(damaged), lambda: nvidia_pressure(damaged, "sm90", ck.asm["ptx"])):

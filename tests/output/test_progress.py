@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from regsurvey.model.options import SurveyOptions
 from regsurvey.model.results import Row, Survey
 from regsurvey.output import progress_lines
-from regsurvey.output.progress import SurveyCount, clock, survey_progress
+from regsurvey.output.progress import SurveyCount, WorkCount, clock, survey_progress
 from regsurvey.output.progress_lines import is_progress_line
 from regsurvey.revisions.obtain import open_store
 from regsurvey.revisions.range import obtain_surveys, survey_store
@@ -128,3 +129,46 @@ def test_every_line_shape_is_recognised_and_nothing_else() -> None:
                   "regsurvey: error: unknown target 'gfx1100'", "regsurvey: surveying", "Traceback (most recent "
                   "call last):", "regsurvey: HEAD: 3 keys failed to build"):
         assert not is_progress_line(other), other
+
+
+def test_the_work_after_the_surveys_is_counted_alike() -> None:
+    """What a command does after its surveys before any output (the changed builds' source-line pressure: an
+    nvdisasm run per cubin) says what it does and how far it is, in lines the CI script recognises."""
+    work = WorkCount("source-line pressure of 3 changed builds", "cubin", 6, began=0.0)
+    said = [work.first_line(), work.line(5.0)]
+    work.done = 2
+    said.append(work.line(10.0))
+    work.done = 6
+    said.append(work.line(31.0))
+    assert said == ["regsurvey: source-line pressure of 3 changed builds (6 cubins)",
+                    "regsurvey: source-line pressure of 3 changed builds: 0/6 cubins; 5s elapsed",
+                    "regsurvey: source-line pressure of 3 changed builds: 2/6 cubins; 10s elapsed, about 20s left",
+                    "regsurvey: source-line pressure of 3 changed builds: 6/6 cubins; done in 31s"]
+    assert all(is_progress_line(line) and is_progress_line(line + "\n") for line in said)
+    assert not is_progress_line("regsurvey: warning: stored object objects/ab/ab.cubin is missing (2 cubins)")
+
+
+def test_the_work_after_the_surveys_in_a_log_and_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = io.StringIO()
+    with survey_progress(stream=log, interval=0.05) as progress:
+        progress.on_work("source-line pressure of 2 changed builds", "cubin", 3)
+        for _ in range(3):
+            time.sleep(0.12)
+            progress.on_item()
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "regsurvey: source-line pressure of 2 changed builds (3 cubins)"
+    assert re.fullmatch(r"regsurvey: source-line pressure of 2 changed builds: 3/3 cubins; done in \ds", lines[-1])
+    between = lines[1:-1]
+    assert between and all(re.fullmatch(r"regsurvey: source-line pressure of 2 changed builds: [12]/3 cubins; "
+                                        r"\ds elapsed, about \ds left", line) for line in between), lines
+    assert all(is_progress_line(line) for line in lines)
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setenv("TERM", "xterm")
+    terminal = Terminal()
+    with survey_progress(stream=terminal) as progress:
+        progress.on_work("source-line pressure of 2 changed builds", "cubin", 3)
+        for _ in range(3):
+            progress.on_item()
+            time.sleep(0.1)  # a frame drawn
+    drawn = ANSI.sub("", terminal.getvalue())
+    assert re.search(r"source-line pressure of 2 changed builds .* 3/3 cubins", drawn), drawn[-2000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,47 @@ def test_diff_says_where_the_peak_went(project: Path) -> None:
             assert tab.errors() == []
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def nvidia_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two commits on sm90, where a build's pressure is computed at first need (an nvdisasm run per cubin),
+    after the surveys: the kernel on a tile of 1024, then of 2048 (registers rise; smaller tiles than the
+    AMD project's, so that ptxas takes seconds)."""
+    repo = tmp_path_factory.mktemp("where-sm90") / "proj"
+    (repo / "keys").mkdir(parents=True)
+    keys = KEYS.replace('targets=["gfx950"]', 'targets=["sm90"]')
+    (repo / "keys" / "k.py").write_text(keys.replace("BLOCK=4096", "BLOCK=1024"))
+    shutil.copy(pk.__file__, repo / "kernels.py")
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo, "spill kernel")
+    (repo / "keys" / "k.py").write_text(keys.replace("BLOCK=4096", "BLOCK=2048"))
+    commit_all(repo, "twice the block")
+    return repo
+
+
+def test_the_cubins_pressure_after_the_surveys_says_its_progress(nvidia_project: Path) -> None:
+    """The changed build's two cubins are read after both surveys, before any output: said on stderr as the
+    surveys are (a line as it begins, one as it ends: outside a terminal), in lines the CI script knows; a
+    second diff reads the kept pressures back and says nothing of them."""
+    from regsurvey.output.progress_lines import is_progress_line
+
+    def diff() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "regsurvey", "diff", "HEAD~1", "HEAD", "--format", "json"],
+                              cwd=nvidia_project, capture_output=True, text=True, timeout=900)
+
+    first = diff()
+    assert first.returncode == 0, first.stderr
+    lines = first.stderr.splitlines()
+    begins = lines.index("regsurvey: source-line pressure of 1 changed build (2 cubins)")
+    assert begins > max(i for i, line in enumerate(lines) if "revision 2 of 2" in line)  # after both surveys
+    assert re.fullmatch(r"regsurvey: source-line pressure of 1 changed build: 2/2 cubins; done in \d+s", lines[-1])
+    assert all(is_progress_line(line) for line in lines), lines
+    (row,) = json.loads(first.stdout)["rows"]
+    assert row["where"] and row["hot_lines"]["before"] and row["hot_lines"]["after"]
+    again = diff()
+    assert again.returncode == 0 and "source-line pressure" not in again.stderr, again.stderr
+    assert json.loads(again.stdout)["rows"][0]["where"] == row["where"]
 
 
 def test_the_sentences_from_two_pressures() -> None:
