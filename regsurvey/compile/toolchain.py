@@ -36,7 +36,9 @@ import functools
 import importlib
 import io
 import json
+import mmap
 import os
+import re
 import sys
 import time
 import traceback
@@ -950,10 +952,10 @@ def toolchain_info(backend: str) -> dict[str, Any]:
     if backend == "hip":
         from triton.backends.amd import compiler as amd
 
-        # Triton 3.9 builds AMD code with a separately versioned codegen; 3.6 uses its bundled LLVM,
-        # which triton's own version already pins.
+        # Triton 3.9 builds AMD code with a separately versioned codegen, which names its revision; 3.6 to
+        # 3.8 with the LLVM linked into libtriton, whose revision only that library's bytes say.
         revision = getattr(amd, "get_amd_codegen_revision", None)
-        info["amd_codegen_revision"] = revision() if revision else None
+        info["amd_codegen_revision"] = revision() if revision else bundled_llvm_revision()
     else:
         from triton.backends.nvidia import compiler as nv
 
@@ -964,6 +966,30 @@ def toolchain_info(backend: str) -> dict[str, Any]:
             for t in TARGETS.values() if t.is_nvidia
         }
     return info
+
+
+# LLVM's own version line (`llc --version`), with the llvm-project commit it was built from:
+# "LLVM version 22.0.0git (f6ded0be897e2878612dd903f7e8bb85448269e5)".
+_LLVM_VERSION = re.compile(rb"LLVM version \d[\w.]* \(([0-9a-f]{7,40})\)")
+
+
+def bundled_llvm_revision() -> str | None:
+    """The llvm-project commit of the LLVM linked into Triton's own library (``triton/_C/libtriton.so``):
+    its AMD codegen before Triton 3.9. No API of Triton's or LLVM's Python bindings says it; LLVM keeps its
+    ``--version`` line in the library (about 20 MB in, read through a memory map: 10 to 20 ms; the whole
+    half-gigabyte library where it is missing, 0.3 s). None where the library holds no such line (an LLVM
+    built without its revision)."""
+    from triton._C import libtriton
+
+    path = getattr(libtriton, "__file__", None)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            found = _LLVM_VERSION.search(data)
+            return found[1].decode() if found else None  # (read while the map is open)
+    except (OSError, ValueError):
+        return None
 
 
 def _cache_invalidating_env() -> dict[str, str]:

@@ -171,13 +171,19 @@ class ToolchainChange:
 
     def describe(self, arrow: str = ARROW) -> str:
         """``cuda ptxas: 12.8 → 13.4`` (``arrow``: how the report draws one); a part recorded per target
-        (ptxas) by the targets whose entry differs: ``cuda ptxas: sm90 12.8 → 13.4; sm100 12.9 → 13.4``."""
+        (ptxas) by the targets whose entry differs: ``cuda ptxas: sm90 12.8 → 13.4; sm100 12.9 → 13.4``. A
+        side that recorded none (a survey older than the part, a toolchain that cannot say) is
+        ``unknown``."""
         if isinstance(self.before, dict) and isinstance(self.after, dict):
-            moved = [f"{name} {self.before.get(name)} {arrow} {self.after.get(name)}"
+            moved = [f"{name} {_known(self.before.get(name))} {arrow} {_known(self.after.get(name))}"
                      for name in dict.fromkeys([*self.before, *self.after])
                      if self.before.get(name) != self.after.get(name)]
             return f"{self.backend} {self.part}: {'; '.join(moved)}"
-        return f"{self.backend} {self.part}: {self.before} {arrow} {self.after}"
+        return f"{self.backend} {self.part}: {_known(self.before)} {arrow} {_known(self.after)}"
+
+
+def _known(value: Any) -> Any:
+    return "unknown" if value is None else value
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import triton
+from elftools.elf.elffile import ELFFile
 
 from regsurvey.check.baseline import load_baseline
 from regsurvey.check.gate import judge
@@ -64,6 +66,31 @@ def test_upgrade_names_both_tritons_and_judges_every_build(upgraded: dict[str, A
         worse, better = "worse" in verdicts, "better" in verdicts
         assert r["mark"] == ("mixed" if worse and better else "worse" if worse else "better" if better
                              else "changed" if "changed" in verdicts else "unchanged"), r
+
+
+def test_each_toolchain_names_its_amd_codegen_revision(upgraded: dict[str, Any]) -> None:
+    """Triton 3.9's AMD codegen names its own revision; 3.6 to 3.8 build AMD code with the LLVM linked into
+    libtriton, whose llvm-project commit is read from that library: the same commit its LLD writes into
+    every hsaco it links (``.comment``: "Linker: LLD 22.0.0 (https://github.com/llvm/llvm-project f6ded0be...)"),
+    a second reading from the objects. Neither side is unknown, and no report says None."""
+    data = upgraded["data"]
+    revisions = [data[side]["toolchain"]["hip"]["amd_codegen_revision"] for side in ("base", "head")]
+    assert all(re.fullmatch(r"[0-9a-f]{40}(-\d+)?", str(r)) for r in revisions), revisions
+    store = Path(upgraded["common"][upgraded["common"].index("--store") + 1])
+    for side, revision in zip(("before", "after"), revisions):
+        row = next(r[side] for r in data["rows"] if r["target"] == "gfx950" and r[side]["object"])
+        with open(store / row["object"]["path"], "rb") as f:
+            linker = ELFFile(f).get_section_by_name(".comment").data().decode()
+        linked_by = re.search(r"Linker: LLD \S+ \(\S+ ([0-9a-f]{40})\)", linker)
+        assert linked_by, linker
+        if "-" not in revision:  # the LLVM in libtriton (before 3.9): its codegen compiled, its LLD linked
+            assert linked_by[1] == revision, (side, linker, revision)
+    change = next(c for c in data["toolchain_changes"] if c["part"] == "amd_codegen_revision")
+    assert (change["before"], change["after"]) == tuple(revisions)
+    table = invoke("upgrade", "--from", upgraded["python"], *upgraded["common"], "--columns", "200").stdout
+    said = next(line for line in table.splitlines() if line.startswith("toolchain differs: hip amd_codegen_revision"))
+    assert said == f"toolchain differs: hip amd_codegen_revision: {revisions[0]} → {revisions[1]}"
+    assert "None" not in table
 
 
 def test_the_old_toolchains_cubins_are_read_by_its_own_nvdisasm(upgraded: dict[str, Any]) -> None:

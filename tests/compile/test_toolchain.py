@@ -456,3 +456,25 @@ def test_a_warmups_compile_is_timed_for_its_launch(ops: Any) -> None:
     assert launch.stage_s is not None and list(launch.stage_s) == STAGES["hip"]
     assert launch.stage_s.total <= launch.compile_s + 0.01
     assert toolchain.compile_launch(launch, session.target).stage_s == launch.stage_s
+
+
+def test_the_llvm_in_libtriton_is_named_by_the_commit_its_linker_writes() -> None:
+    """``bundled_llvm_revision``: the llvm-project commit of the LLVM linked into libtriton (what compiles AMD
+    code before Triton 3.9, whose toolchain block records it as ``amd_codegen_revision``), read from the
+    library; the same commit its LLD writes into the hsaco it links (``.comment``), a second reading from a
+    real object. Under 3.9 the block keeps the separate AMD codegen's own revision."""
+    import io
+    import re
+
+    from elftools.elf.elffile import ELFFile
+    from triton.backends.amd import compiler as amd
+
+    from ..objects_kernels import compile_kernel
+
+    revision = toolchain.bundled_llvm_revision()
+    assert revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision)
+    hsaco = compile_kernel("add_kernel", "gfx950", BLOCK=256).asm["hsaco"]
+    comment = ELFFile(io.BytesIO(hsaco)).get_section_by_name(".comment").data().decode()
+    assert f"(https://github.com/llvm/llvm-project {revision})" in comment, comment
+    codegen = getattr(amd, "get_amd_codegen_revision", None)
+    assert toolchain.toolchain_info("hip")["amd_codegen_revision"] == (codegen() if codegen else revision)

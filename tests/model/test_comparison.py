@@ -106,6 +106,12 @@ def test_what_a_toolchain_or_build_change_says() -> None:
     # As a survey records it: a version per NVIDIA target, told by the targets whose version moved.
     per_target = ToolchainChange("cuda", "ptxas", {"sm90": "12.8", "sm100": "13.4"}, {"sm90": "13.4", "sm100": "13.4"})
     assert per_target.describe() == "cuda ptxas: sm90 12.8 → 13.4"
+    # A side that recorded none (a survey stored before its toolchain block had the part, a toolchain that
+    # cannot say) is unknown, never "None".
+    unknown = ToolchainChange("hip", "amd_codegen_revision", None, "6bc4aaf6641c56ee104f6200c96a6a571bc77052-1")
+    assert unknown.describe() == "hip amd_codegen_revision: unknown → 6bc4aaf6641c56ee104f6200c96a6a571bc77052-1"
+    assert ToolchainChange("cuda", "ptxas", {"sm90": "12.8"}, {"sm90": "13.4", "sm100": "13.4"}).describe("->") == \
+        "cuda ptxas: sm90 12.8 -> 13.4; sm100 unknown -> 13.4"
     warps = BuildChange("num_warps", 4, 8)
     assert warps.describe() == "num_warps 4 → 8"
     assert BuildChange("BLOCK_N", None, 128, constexpr=True).describe("->") == "BLOCK_N - -> 128"
