@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..diff.summary import summarize
+from ..engine.other_toolchain import toolchain_name
 from ..model.words import count
 from ..output.figure_text import total_line
 from ..output.html import HtmlFormat
@@ -20,7 +21,7 @@ from ..store.files import write_text
 from ..store.store import Store
 from .common import BAD_INPUT, EXIT_OK, explained, fail, split_csv, writing
 from .helptext import examples
-from .options import make_report_dir, make_survey_options, selection_options
+from .options import make_report_dir, make_survey_options, selection_options, toolchain_option
 
 SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
 
@@ -39,13 +40,14 @@ SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
               help="Where to write the HTML report (default: reports/demo.html at the repository root, "
                    "or in the current directory outside git).")
 @click.option("--keep", is_flag=True, help="Keep the throwaway repository (and say where it is).")
+@toolchain_option
 def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None, timeout: float,
-         output: Path | None, keep: bool, quiet: bool) -> None:
+         output: Path | None, keep: bool, quiet: bool, toolchain: str | None) -> None:
     """Show what a diff looks like: the demo suite, a kernel change, and the report.
 
     Builds a throwaway git repository from the demo suite (decode_layer/ and keys/decode_layer.py),
     commits a change to MLA decode attention on top, surveys both commits and writes the diff as
-    reports/demo.html.
+    reports/demo.html. With --toolchain, both commits are surveyed with that environment's Triton.
     """
     from ..output.progress import survey_progress
 
@@ -54,14 +56,18 @@ def demo(targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...]
     workdir = Path(tempfile.mkdtemp(prefix="regsurvey-demo-"))
     finished = False
     try:
-        options = make_survey_options(split_csv(targets) or DEMO_TARGETS, kinds or DEMO_KINDS, keys, jobs, timeout)
+        options = make_survey_options(split_csv(targets) or DEMO_TARGETS, kinds or DEMO_KINDS, keys, jobs, timeout,
+                                      toolchain)
+        with_toolchain = f" with {toolchain_name(options.toolchain)}" if options.toolchain else ""
         click.echo(f"demo: the decode-layer suite, then \"{DEMO_CHANGE.message}\"; surveying "
-                   f"{', '.join(options.kinds)} on {', '.join(options.targets or ())} for both commits", err=True)
+                   f"{', '.join(options.kinds)} on {', '.join(options.targets or ())} for both commits"
+                   f"{with_toolchain}", err=True)
         with survey_progress(enabled=not quiet) as progress:
             comparison = run_demo(workdir, options, progress)
-        repo = workdir / "decode-layer-demo"
-        objects = Store(repo / ".regsurvey").objects
-        comparison = explained(comparison, objects, repo, options.jobs)
+            repo = workdir / "decode-layer-demo"
+            objects = Store(repo / ".regsurvey").objects
+            comparison = explained(comparison, objects, repo, options.jobs, progress,
+                                   (options.toolchain, options.toolchain))
         finished = True
     except (DemoError, *BAD_INPUT) as exc:
         fail(str(exc))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..engine.other_toolchain import nvdisasm_of
 from ..errors import CorruptObjectError
 from ..model.names import BuildName, build_names
 from ..model.results import Row, Survey
@@ -25,6 +26,7 @@ from .options import (
     report_style,
     selection_options,
     store_options,
+    toolchain_option,
     write_report,
 )
 
@@ -51,17 +53,20 @@ from .options import (
 @store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")
+@toolchain_option
 @columns_option
 def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Path | None, top: int,
             targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...], jobs: int | None,
-            timeout: float, quiet: bool, store_dir: Path | None, repo: Path, columns: int | None) -> None:
+            timeout: float, quiet: bool, store_dir: Path | None, repo: Path, columns: int | None,
+            toolchain: str | None) -> None:
     """Where KEY's registers go: the live registers along its code, the peak, every spill store and
     reload, each on the Triton source line it came from (helpers inlined at a call site count there too).
 
     KEY is a key id or a glob over key ids (`mla_decode/tp4/w8/*`); every matching build is explained.
     The figures come from the compiled object alone: on AMD from a liveness analysis of its amdgcn, on
-    NVIDIA from nvdisasm's life ranges; spills as the compiler marked them. Computed once per object and
-    kept beside it in the store.
+    NVIDIA from nvdisasm's life ranges (the nvdisasm of the toolchain that built it); spills as the compiler
+    marked them. Computed once per object and kept beside it in the store. With --toolchain, the build of
+    that environment's Triton (its stored survey reused, as `run --toolchain` stores it, else surveyed).
     """
     from ..output.formats import render
     from ..output.progress import survey_progress
@@ -70,13 +75,14 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
         fail("--kind and --key do not apply: KEY selects the builds")
     start = repo.resolve()
     with command_errors(CorruptObjectError):
-        options = make_survey_options(targets, (), (), jobs, timeout)
+        options = make_survey_options(targets, (), (), jobs, timeout, toolchain)
         store = open_store(store_dir, start)
+        nvdisasm = nvdisasm_of(options.toolchain)  # the one that reads that toolchain's cubins
 
         def explained(survey: Survey) -> tuple[list[Explained], list[Row]]:
             names = build_names(survey.rows)
             built, failed = _chosen(survey, key, kernel, names)
-            return _explained(built, names, store.objects), failed
+            return _explained(built, names, store.objects, nvdisasm), failed
 
         try:
             # (an object damaged since its survey: surveyed again, then explained)
@@ -91,11 +97,13 @@ def explain(key: str, rev: str | None, kernel: str | None, fmt: str, output: Pat
     sys.exit(EXIT_OK)
 
 
-def _explained(built: list[Row], names: dict[tuple[str, str], BuildName], objects: ObjectStore) -> list[Explained]:
-    """The builds chosen, each with its name and pressure."""
+def _explained(built: list[Row], names: dict[tuple[str, str], BuildName], objects: ObjectStore,
+               nvdisasm: str | None) -> list[Explained]:
+    """The builds chosen, each with its name and pressure (a cubin's read by ``nvdisasm``, where not this
+    environment's)."""
     from ..kept_pressure import pressure_of
 
-    return [Explained(row, pressure_of(row, objects), names[(row.target, row.row_id)]) for row in built]
+    return [Explained(row, pressure_of(row, objects, nvdisasm), names[(row.target, row.row_id)]) for row in built]
 
 
 def _chosen(survey: Survey, key: str, kernel: str | None,

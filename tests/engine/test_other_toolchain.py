@@ -102,10 +102,16 @@ def test_a_python_older_than_regsurveys_or_one_it_does_not_import_under_is_one_l
 
 @pytest.mark.parametrize("command", [
     ["run"], ["diff", "HEAD"], ["check", "--base", "HEAD"], ["history", "HEAD~1..HEAD"], ["stack", "HEAD~1.."],
-    ["bisect", "HEAD~1", "HEAD", "--key", "k", "--figure", "vgpr"]])
+    ["bisect", "HEAD~1", "HEAD", "--key", "k", "--figure", "vgpr"], ["explain", "k/*"], ["demo"]])
 def test_every_surveying_command_takes_a_toolchain(command: list[str], tmp_path: Path) -> None:
-    assert_one_line_error(invoke(*command, "-C", tmp_path, "--toolchain", tmp_path / "nope"),
+    where = ("-C", tmp_path) if command != ["demo"] else ()  # the demo makes a repository of its own
+    assert_one_line_error(invoke(*command, *where, "--toolchain", tmp_path / "nope"),
                           f"--toolchain {tmp_path / 'nope'}: no such file or directory")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_one_line_error(invoke(*command, *where, "--toolchain", empty),
+                          f"--toolchain {empty}: a directory without bin/python (expected a Python interpreter or a "
+                          "virtual environment)")
 
 
 def test_another_toolchain_on_ray_is_one_line(tmp_path: Path) -> None:
@@ -190,6 +196,31 @@ def test_a_survey_through_toolchain_is_the_survey_made_inside_that_environment(
 
     assert builds(a) == builds(b)
     assert len(builds(a)) == 4 and all(status == "ok" for status, *_ in builds(a).values())
+
+
+def test_explain_explains_the_build_of_that_toolchain(other_python: str, upgrade_project: tuple[Path, Path]) -> None:
+    """``explain --toolchain``: the build that environment's Triton made (its stored survey reused), its live
+    registers read by that environment's nvdisasm on sm90 (Triton 3.6's CUDA 12 cubin, whose life ranges
+    this environment's CUDA 13 nvdisasm cannot read)."""
+    repo, store = upgrade_project
+    common = ("-C", repo, "--store", store, "-q", "--target", "sm90")
+    theirs = invoke("run", *common, "--toolchain", other_python, "--format", "json")
+    assert theirs.exit_code == 0, theirs.stderr
+    (row,) = [r for r in json.loads(theirs.stdout)["rows"] if r["key"] == "gemm/width2"]
+    result = invoke("explain", "gemm/width2", *common, "--toolchain", other_python, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert "surveying" not in result.stderr  # the run's survey, reused
+    (build,) = json.loads(result.stdout)["builds"]
+    assert (build["key"], build["target"], build["object"]) == ("gemm/width2", "sm90", row["object"]["sha256"])
+    assert build["resources"] == row["resources"]
+    pressure = build["pressure"]
+    assert pressure["method"] == "nvdisasm life ranges"
+    assert 0 < max(pressure["series"]["gpr"]) <= row["resources"]["regs"]
+    ours = invoke("explain", "gemm/width2", *common, "--format", "json")  # this environment's build, another object
+    assert ours.exit_code == 0, ours.stderr
+    assert json.loads(ours.stdout)["builds"][0]["object"] != build["object"]
+    text = invoke("explain", "gemm/width2", *common, "--toolchain", other_python).stdout
+    assert text.startswith("gemm/width2 on sm90: kernel ") and "(nvdisasm life ranges)" in text.splitlines()[0]
 
 
 def _this_triton() -> str:
