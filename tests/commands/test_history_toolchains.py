@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -133,6 +134,13 @@ def test_a_third_toolchain_is_a_third_point(across: dict[str, Any], third_python
     assert [c["toolchain"] for c in data["commits"]] == [f"triton {old}", f"triton {third}", f"triton {new}"]
     assert f"hip triton: {old} -> {third}" in data["commits"][1]["toolchain_changes"]
     assert f"hip triton: {third} -> {new}" in data["commits"][2]["toolchain_changes"]
+    # Before 3.9 each Triton compiles AMD code with the LLVM in its libtriton, named by its llvm-project commit:
+    # the step between two such releases says the LLVM moved, and no step says None or unknown.
+    llvm = [c for c in data["commits"][1]["toolchain_changes"] if c.startswith("hip amd_codegen_revision: ")]
+    assert len(llvm) == 1 and re.fullmatch(r"hip amd_codegen_revision: [0-9a-f]{40} -> [0-9a-f]{40}(-\d+)?",
+                                           llvm[0]), data["commits"][1]["toolchain_changes"]
+    said = [c for point in data["commits"] for c in point["toolchain_changes"]]
+    assert not [c for c in said if "None" in c or "unknown" in c], said
     surveys = [across["surveys"][0], survey_of(across["common"], "--toolchain", third_python), across["surveys"][1]]
     assert_points_are_the_surveys(data, surveys)
 
