@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "explain": "explain",
     "check": "check",
     "prune": "prune",
+    "fix": "fix",
     "coverage": "coverage",
     "server": "server",
 }

@@ -372,12 +372,57 @@ def _surveyed_jit_run(original: Callable[..., Any]) -> Callable[..., Any]:
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         session = capture_mod.current_session()
         before = len(session.launches) if session is not None else 0
+        args, kwargs = _with_variant(self, self.arg_names, args, kwargs)
         kernel = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         if kernel is None and session is not None and len(session.launches) > before:
             return SurveyedKernel(session.launches[-1], session.target)
         return kernel
 
     return run
+
+
+def _varied_kernel(kernel: Any) -> bool:
+    """Whether the variant being surveyed (``regsurvey fix``) changes the launches of ``kernel`` (a JITFunction
+    or a wrapper of one)."""
+    session = capture_mod.current_session()
+    if session is None or session.variant is None:
+        return False
+    try:
+        jit = innermost_jit_function(kernel)
+    except TypeError:
+        return False
+    return getattr(getattr(jit, "fn", None), "__name__", None) == session.variant.kernel
+
+
+def _with_variant(kernel: Any, names: list[str], args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A launch's arguments (``names``: the parameters', in order) with the variant's options and constexprs,
+    where the variant being surveyed changes ``kernel``'s launches: a value passed by position is replaced
+    there, any other is passed by name (a launch option, a constexpr left to its default)."""
+    if not _varied_kernel(kernel):
+        return args, kwargs
+    session = capture_mod.current_session()
+    assert session is not None and session.variant is not None
+    positional, named = list(args), dict(kwargs)
+    for name, value in session.variant.settings:
+        if name in names and names.index(name) < len(positional):
+            positional[names.index(name)] = value
+        else:
+            named[name] = value
+    return tuple(positional), named
+
+
+def _surveyed_heuristics_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Heuristics.run under a survey: a variant's constexprs are in place before the heuristics compute the
+    values that depend on them (an ``EVEN_K`` from a changed ``BLOCK_K``)."""
+    args, kwargs = _with_variant(self, self.arg_names, args, kwargs)
+    return _original_heuristics_run(self, *args, **kwargs)
+
+
+def _pinned(session: CaptureSession, tuner: Any) -> int | None:
+    """The config an autotuner is pinned to: the variant's (``regsurvey fix``), else ``rs.pin_config``'s."""
+    if session.variant is not None and session.variant.config is not None and _varied_kernel(tuner):
+        return session.variant.config
+    return session.pinned_configs.get(id(tuner))
 
 
 def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -389,7 +434,7 @@ def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
     if session is None:
         return _original_autotune_run(self, *args, **kwargs)
     self.nargs = dict(zip(self.arg_names, args))
-    pinned = session.pinned_configs.get(id(self))
+    pinned = _pinned(session, self)
     if pinned is not None:
         candidates = [self.configs[pinned]]
     elif len(self.configs) > 1:
@@ -423,7 +468,7 @@ def _surveyed_bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
     session = capture_mod.current_session()
     if session is None:
         return _original_bench(self, *args, config=config, **meta)
-    pinned = session.pinned_configs.get(id(self))
+    pinned = _pinned(session, self)
     index = _config_index(self.configs, config, len(session.benched))
     if pinned is not None and index != pinned:
         return [float("inf")] * 3
@@ -583,6 +628,7 @@ class _StandInStream:
 
 _original_autotune_run: Any = None
 _original_bench: Any = None
+_original_heuristics_run: Any = None
 
 
 @contextlib.contextmanager
@@ -638,7 +684,7 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
 
     The device looks like ``session.target`` (:func:`device_as`).
     """
-    global _original_autotune_run, _original_bench
+    global _original_autotune_run, _original_bench, _original_heuristics_run
     import triton.testing
     from triton import knobs
     from triton.runtime import autotuner
@@ -647,6 +693,7 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
     if _original_autotune_run is None:
         _original_autotune_run = autotuner.Autotuner.run
         _original_bench = autotuner.Autotuner._bench
+        _original_heuristics_run = autotuner.Heuristics.run
     token = capture_mod.begin(session)
     try:
         with contextlib.ExitStack() as stack:
@@ -658,6 +705,7 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
             stack.enter_context(_patched(JITFunction, "run", _surveyed_jit_run(JITFunction.run)))
             stack.enter_context(_patched(autotuner.Autotuner, "run", _surveyed_autotune_run))
             stack.enter_context(_patched(autotuner.Autotuner, "_bench", _surveyed_bench))
+            stack.enter_context(_patched(autotuner.Heuristics, "run", _surveyed_heuristics_run))
             for tuner_class in _own_run_autotuners():
                 stack.enter_context(_patched(tuner_class, "run", _surveyed_own_run(vars(tuner_class)["run"])))
             stack.enter_context(_patched(triton.testing, "do_bench", _do_bench_once))
@@ -702,6 +750,17 @@ def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
     if stages_hook is not None:
         key += stages_hook()[0]
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def launch_option_names(target: Target) -> frozenset[str]:
+    """The launch options Triton's backend for ``target`` takes (``num_warps``, ``waves_per_eu``, ``maxnreg``
+    ...): the fields of its options (HIPOptions, CUDAOptions)."""
+    import dataclasses as fields_of
+
+    from triton.compiler import make_backend
+
+    options = make_backend(gpu_target(target)).parse_options({})
+    return frozenset(f.name for f in fields_of.fields(options))
 
 
 def constexpr_values(launch: CapturedLaunch) -> dict[str, Any]:

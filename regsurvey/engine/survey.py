@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +44,8 @@ from .transport_local import LocalPool
 IMPORT_TIMEOUT_S = 240.0
 
 W = TypeVar("W", bound=Targeted)
+
+KeysFor = Callable[[list[Key]], list[Key]]  # the keys selected -> the keys to survey
 
 
 class Pool(Transport[W], Protocol[W]):
@@ -90,8 +93,9 @@ class Pool(Transport[W], Protocol[W]):
 
 
 def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOptions,
-                    progress: Progress | None = None) -> Survey:
-    """Survey every selected key of ``checkout``; failing keys are rows, not exceptions."""
+                    progress: Progress | None = None, keys_for: KeysFor | None = None) -> Survey:
+    """Survey every selected key of ``checkout``; failing keys are rows, not exceptions. ``keys_for``: the
+    keys to survey instead, made from those selected (``regsurvey fix``'s variants of them)."""
     progress = progress or Progress()
     if options.targets:
         for t in options.targets:
@@ -104,18 +108,20 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
         from .ray_executor import ray_pool  # Ray's modules: imported only for a survey there
 
         with ray_pool(checkout, objects_dir, options) as on_ray:
-            return surveyed(on_ray, checkout, objects_dir, options, progress)
-    return surveyed(LocalPool(checkout, objects_dir, options), checkout, objects_dir, options, progress)
+            return surveyed(on_ray, checkout, objects_dir, options, progress, keys_for)
+    return surveyed(LocalPool(checkout, objects_dir, options), checkout, objects_dir, options, progress, keys_for)
 
 
 def surveyed(pool: Pool[Any], checkout: Checkout, objects_dir: Path, options: SurveyOptions,
-             progress: Progress) -> Survey:
+             progress: Progress, keys_for: KeysFor | None = None) -> Survey:
     """The survey of ``checkout`` by ``pool``'s workers (which it closes)."""
     costs = KeyCosts(objects_dir.parent / "costs.json")
     deferred: DeferredLint | None = None
     results: dict[tuple[str, str], list[Row]] | None = None
     try:
         listed, keys, toolchain = _listed(pool, checkout, options, costs)
+        if keys_for is not None:
+            keys = keys_for(keys)
         progress.on_start(len(keys))
         listed_at = time.monotonic()
         jobs = pool.capacity()

@@ -330,7 +330,7 @@ class Worker:
         """Run the key's kind body under capture, listening to what it says."""
         # Launch sites inside the project are its own; one in a library is traced back to the project's call.
         session = CaptureSession(target, project_dirs=tuple(dict.fromkeys(
-            [os.path.abspath(self.root), os.path.realpath(self.root)])))
+            [os.path.abspath(self.root), os.path.realpath(self.root)])), variant=key.variant)
         start = time.perf_counter()
         raised: BaseException | None = None
         skipped: str | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.compile_time import StageTimes
+from ..model.fix import Variant
 from ..model.targets import Target
 from ..model.words import count
 
@@ -65,6 +66,9 @@ class CaptureSession:
     one_launch_depth: int = 0
     one_launch_name: str | None = None
     one_launch_named: bool = False
+    # ``regsurvey fix``: the launches of one kernel made with options and constexprs changed (the hooks in
+    # compile.toolchain apply it where the kind body's call reaches Triton).
+    variant: Variant | None = None
 
     def name_launch(self, kernel: str, jit_function: Any) -> str | None:
         """The name of the launch of ``kernel`` (its JITFunction ``jit_function``) being recorded: the next

@@ -4,7 +4,10 @@ an axis value is spelled in a key id."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .fix import Variant
 
 AxisValue = Any  # int, str or bool: whatever the project's axis takes
 
@@ -17,6 +20,9 @@ class Key:
     axes: tuple[tuple[str, AxisValue], ...]  # (axis name, value) in the kind's axis order
     target: str
     id: str  # stable, readable: "mla_decode/tp4/w2/e4m3/stop"
+    # ``regsurvey fix``: the key compiled with a kernel's launch options and constexprs changed (its id
+    # then names them after a "~"); None for every key a survey lists.
+    variant: Variant | None = None
 
     @property
     def axes_dict(self) -> dict[str, AxisValue]:

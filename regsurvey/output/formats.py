@@ -26,6 +26,7 @@ from ..model.bisect import BisectResult
 from ..model.comparison import Comparison, Stack
 from ..model.coverage import Coverage
 from ..model.findings import LintReport
+from ..model.fix import FixReport
 from ..model.history import History
 from ..model.rebuild import RebuildCheck
 from .explain import Explanation
@@ -289,3 +290,15 @@ def _bisect_json(result: BisectResult, style: Style) -> str:
     from .bisect import format_json
 
     return format_json(result)
+
+
+@register(FixReport, "table", "each build's variants ranked, the control's verdict, and the options to use")
+def _fix_table(result: FixReport, style: Style) -> str:
+    from .fix import fix_text
+
+    return fix_text(result)
+
+
+@register(FixReport, "json", "the same, for programs")
+def _fix_json(result: FixReport, style: Style) -> str:
+    return result.to_json()

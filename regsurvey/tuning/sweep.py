@@ -1,0 +1,202 @@
+"""``regsurvey fix``'s variant space and its ranking, pure: a build's row in, the variants to compile out; the
+variants' rows in, a ranking out.
+
+The knobs are those a kernel engineer turns by hand (num_warps, num_stages; on AMD waves_per_eu,
+matrix_instr_nonkdim, kpack and the LLVM scheduler strategy, a function attribute Triton 3.9 passes through
+its ``llvm_fn_attrs`` option; on NVIDIA maxnreg), the block-size constexprs of the kernel's own autotune
+configs, or any constexpr of the kernel with values the user gives. Each knob is tried alone from the base
+build unless the user names knobs, whose values are then combined. A control variant (a launch option that
+changes how a kernel is launched, never its code) proves the "no effect" verdict: its object must equal the
+base's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.figures import AMD, NVIDIA
+from ..model.fix import BuildFix, Effect, Setting, Tried, Variant
+from ..model.results import Row
+from ..model.targets import get_target
+
+# The scheduler strategies of AMDGPU's machine scheduler, set per kernel by the function attribute
+# "amdgpu-sched-strategy" (Triton 3.9's launch option ``llvm_fn_attrs``). An unknown name falls back to
+# the default strategy: the sweep then finds it had no effect.
+SCHED_STRATEGIES = ("max-ilp", "max-memory-clause", "iterative-ilp", "iterative-minreg", "iterative-maxocc")
+SCHED_KNOB = "sched_strategy"
+SCHED_OPTION = "llvm_fn_attrs"
+
+# Knob -> the values tried by default, per vendor. A knob is a Triton launch option of the target, but for
+# ``sched_strategy`` (an LLVM function attribute, passed as ``llvm_fn_attrs``).
+DEFAULT_KNOBS: dict[str, dict[str, tuple[Any, ...]]] = {
+    AMD: {"num_warps": (2, 4, 8), "num_stages": (1, 2, 3), "waves_per_eu": (1, 2, 3, 4),
+          "matrix_instr_nonkdim": (16, 32), "kpack": (1, 2), SCHED_KNOB: SCHED_STRATEGIES},
+    NVIDIA: {"num_warps": (4, 8), "num_stages": (2, 3, 4), "maxnreg": (128, 168, 255)},
+}
+# Knobs a target's Triton takes but ignores: gfx950's backend overwrites kpack with 1 (with a warning).
+IGNORED_KNOBS = {"gfx950": ("kpack",)}
+# A launch option that never reaches the code (how the grid is launched): the control variant.
+CONTROL: Setting = ("launch_cooperative_grid", True)
+BLOCKS_KNOB = "configs"  # the block-size constexprs of the kernel's own autotune configs
+
+
+class SpaceError(ValueError):
+    """The variant space asked for cannot be made (bad input: one line)."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob and the values to try: a launch option (``option``) or a constexpr of the kernel."""
+
+    name: str
+    values: tuple[Any, ...]
+    option: bool
+
+
+def parse_value(text: str) -> Any:
+    """``8`` -> 8, ``true`` -> True, anything else the text."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text.strip()
+
+
+def parse_knob(text: str) -> tuple[str, tuple[Any, ...]]:
+    """``--knob NAME=V1,V2``: the knob's name and values."""
+    name, sep, values = text.partition("=")
+    if not sep or not name.strip() or not values.strip():
+        raise SpaceError(f"--knob {text!r}: expected NAME=VALUE[,VALUE...] (num_warps=4,8)")
+    return name.strip(), tuple(parse_value(v) for v in values.split(",") if v.strip())
+
+
+def knobs_for(row: Row, asked: list[tuple[str, tuple[Any, ...]]], options: frozenset[str]) -> list[Knob]:
+    """The knobs to sweep for the build ``row``: those ``asked`` (each a launch option the target's Triton
+    takes, ``sched_strategy`` on AMD, or a constexpr of the build), else every default knob of its vendor
+    that its Triton takes. ``options``: the target's launch options (compile.toolchain.launch_option_names)."""
+    target = get_target(row.target)
+    ignored = IGNORED_KNOBS.get(target.name, ())
+    constexprs = row.build or {}
+    if not asked:
+        return [Knob(name, values, True) for name, values in DEFAULT_KNOBS[target.vendor].items()
+                if _option_of(name) in options and name not in ignored]
+    knobs = []
+    for name, values in asked:
+        if name in constexprs:
+            knobs.append(Knob(name, values, False))
+        elif name in ignored:
+            raise SpaceError(f"--knob {name}: {target.name}'s Triton ignores it (it compiles kpack=1 whatever is "
+                             f"asked)")
+        elif (name == SCHED_KNOB and target.is_nvidia) or (name != SCHED_KNOB and name not in options):
+            raise SpaceError(f"--knob {name}: {target.name} has no launch option {name}, and it is no constexpr "
+                             f"of {row.kernel}")
+        else:
+            knobs.append(Knob(name, values, True))
+    return knobs
+
+
+def _option_of(knob: str) -> str:
+    return SCHED_OPTION if knob == SCHED_KNOB else knob
+
+
+def _setting(knob: Knob, value: Any) -> Setting:
+    if knob.name == SCHED_KNOB:
+        return SCHED_OPTION, f"amdgpu-sched-strategy={value}"
+    return knob.name, value
+
+
+def config_blocks(row: Row, siblings: Iterable[Row]) -> list[tuple[Setting, ...]]:
+    """The block sizes of the kernel's own autotune configs, as the base build ``row`` would take them: the
+    constexprs whose values differ among the builds of the other configs of the same launch (``siblings``:
+    every row of the survey), each config's set once, the base's own left out."""
+    if row.config is None or row.build is None:
+        return []
+    same = [r for r in siblings if r.key == row.key and r.target == row.target and r.kernel == row.kernel
+            and r.name == row.name and r.config is not None and r.build is not None]
+    varying = sorted({name for r in same for name, value in (r.build or {}).items()
+                      if (row.build or {}).get(name) != value and name in (row.build or {})})
+    sets = []
+    for r in same:
+        setting = tuple((name, (r.build or {})[name]) for name in varying if name in (r.build or {}))
+        if setting and any(row.build.get(n) != v for n, v in setting) and setting not in sets:
+            sets.append(setting)
+    return sets
+
+
+def variants_for(row: Row, kernel: str, knobs: list[Knob], blocks: list[tuple[Setting, ...]],
+                 combine: bool) -> list[Variant]:
+    """The variants of the build ``row`` (launches of the jit function named ``kernel``): with ``combine``,
+    every combination of the knobs' values; else each value of each knob alone, then each config's block
+    sizes. A value equal to the base build's is left out; the control variant comes last."""
+    base_options = {"num_warps": row.num_warps, "num_stages": row.num_stages}
+    base = {**(row.build or {}), **{k: v for k, v in base_options.items() if v is not None}}
+
+    def changed(setting: Setting) -> bool:
+        return base.get(setting[0], object()) != setting[1]
+
+    def variant(settings: Iterable[tuple[Knob, Any]]) -> Variant | None:
+        pairs = [(knob, _setting(knob, value)) for knob, value in settings]
+        if not pairs or not all(changed(s) for _, s in pairs):
+            return None
+        return Variant(kernel, options=tuple(s for k, s in pairs if k.option),
+                       constexprs=tuple(s for k, s in pairs if not k.option), config=row.config)
+
+    found: list[Variant] = []
+    if combine:
+        for values in itertools.product(*(k.values for k in knobs)):
+            found.append(variant(zip(knobs, values)))  # type: ignore[arg-type]
+    else:
+        found += [variant([(knob, value)]) for knob in knobs for value in knob.values]  # type: ignore[misc]
+        found += [Variant(kernel, constexprs=setting, config=row.config) for setting in blocks]
+    unique = list(dict.fromkeys(v for v in found if v is not None))
+    return [*unique, Variant(kernel, options=(CONTROL,), config=row.config, control=True)]
+
+
+# The figures a ranking reads, per vendor: in-loop spills, spills, occupancy (higher is better), registers.
+RANK_FIGURES = {
+    AMD: ("loop_spill_ops", ("vgpr_spill", "sgpr_spill"), "occupancy", "vgpr_total"),
+    NVIDIA: ("loop_spill_ops", ("spill_store_bytes",), "occupancy_warps", "regs"),
+}
+# The figures the table shows, per vendor.
+SHOWN_FIGURES = {
+    AMD: ("loop_spill_ops", "vgpr_spill", "sgpr_spill", "scratch_bytes", "occupancy", "vgpr_total", "sgpr"),
+    NVIDIA: ("loop_spill_ops", "spill_store_bytes", "occupancy_warps", "regs"),
+}
+
+
+def rank_key(row: Row) -> tuple[int, int, int, int, int]:
+    """A build's place in a ranking (smaller is better): built first, then fewer spill instructions in
+    loops, fewer spills, higher occupancy, fewer registers."""
+    if not row.ok:
+        return (1, 0, 0, 0, 0)
+    loops, spills, occupancy, registers = RANK_FIGURES[get_target(row.target).vendor]
+    figures = row.resources
+    return (0, figures.get(loops) or 0, sum(figures.get(s) or 0 for s in spills),
+            -(figures.get(occupancy) or 0), figures.get(registers) or 0)
+
+
+def effect(base: Row, row: Row) -> Effect:
+    """What a variant's build did: no object (failed), the base's object (no effect), or another."""
+    if not row.ok or row.object is None:
+        return Effect.FAILED
+    if base.object is not None and row.object.sha256 == base.object.sha256:
+        return Effect.NO_EFFECT
+    return Effect.CHANGED
+
+
+def ranked(name: str, base: Row, tried: list[tuple[Variant, Row]]) -> BuildFix:
+    """The build's sweep, ranked: the variants that changed the code and the base by :func:`rank_key`
+    (ties keep the order tried, the base before them), then those with no effect, then the failures."""
+    kernel = tried[0][0].kernel if tried else base.kernel or ""
+    entries = [Tried(Variant(kernel, config=base.config), base, Effect.CHANGED)]
+    entries += [Tried(v, row, effect(base, row)) for v, row in tried if not v.control]
+    order = {Effect.CHANGED: 0, Effect.NO_EFFECT: 1, Effect.FAILED: 2}
+    entries.sort(key=lambda t: (order[t.effect], rank_key(t.row)))
+    control = next((Tried(v, row, effect(base, row)) for v, row in tried if v.control), None)
+    improves = entries[0].row is not base and rank_key(entries[0].row) < rank_key(base)
+    return BuildFix(name, base, tuple(entries), control, SHOWN_FIGURES[get_target(base.target).vendor], improves)
