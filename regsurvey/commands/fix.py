@@ -58,7 +58,9 @@ def fix(key: str | None, rev: str | None, kernel: str | None, config: int | None
     from ..output.formats import render
     from ..output.progress import survey_progress
 
-    options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys,
+    # The base survey: of KEY's selection alone where no --key narrows it (a stored survey of every key
+    # serves it too).
+    options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys or ((key,) if key else ()),
                             jobs=jobs or usable_cores(), timeout=timeout)
     start = repo.resolve()
     with command_errors(FixInputError, SpaceError):

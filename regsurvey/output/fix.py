@@ -23,9 +23,10 @@ def _build_text(build: BuildFix) -> str:
     changed = sum(t.effect is Effect.CHANGED for t in build.ranked) - 1
     quiet = sum(t.effect is Effect.NO_EFFECT for t in build.ranked)
     failed = sum(t.effect is Effect.FAILED for t in build.ranked)
+    control = " and the control" if build.control is not None else ""
     lines = [f"{build.name} on {build.base.target} (base: num_warps={build.base.num_warps} "
-             f"num_stages={build.base.num_stages}): {count(len(build.ranked) - 1, 'variant')}, {changed} changed "
-             f"the code, {quiet} no effect, {failed} failed"]
+             f"num_stages={build.base.num_stages}): {count(len(build.ranked) - 1, 'variant')}{control}, "
+             f"{changed} changed the code, {quiet} no effect, {failed} failed"]
     headers = ["#", "variant", *(figure(name).label for name in build.figures), "effect"]
     rows = [[str(i + 1), t.variant.label, *(_value(t, name) for name in build.figures), _effect(t)]
             for i, t in enumerate(build.ranked[:SHOWN_RANKS])]
@@ -33,13 +34,13 @@ def _build_text(build: BuildFix) -> str:
     if len(build.ranked) > SHOWN_RANKS:
         lines.append(f"  ... and {count(len(build.ranked) - SHOWN_RANKS, 'more variant')}")
     if build.control is not None:
-        control = build.control
+        tried = build.control
         verdict = {Effect.NO_EFFECT: "no effect (the base's object, byte for byte): an object that differs "
                                      "is a knob that reached the code",
                    Effect.CHANGED: "CHANGED the object: objects differ without a knob here, and 'changed' proves "
                                    "nothing for this build",
-                   Effect.FAILED: f"failed: {_first_line(control.row.error)}"}[control.effect]
-        lines.append(f"control {control.variant.label}: {verdict}")
+                   Effect.FAILED: f"failed: {_first_line(tried.row.error)}"}[tried.effect]
+        lines.append(f"control {tried.variant.label}: {verdict}")
     lines.append(_verdict(build, base))
     return "\n".join(lines)
 

@@ -122,8 +122,10 @@ def config_blocks(row: Row, siblings: Iterable[Row]) -> list[tuple[Setting, ...]
                       if (row.build or {}).get(name) != value and name in (row.build or {})})
     sets = []
     for r in same:
-        setting = tuple((name, (r.build or {})[name]) for name in varying if name in (r.build or {}))
-        if setting and any(row.build.get(n) != v for n, v in setting) and setting not in sets:
+        # only what differs from the base: the rest it already has
+        setting = tuple((name, (r.build or {})[name]) for name in varying
+                        if name in (r.build or {}) and (r.build or {})[name] != row.build[name])
+        if setting and setting not in sets:
             sets.append(setting)
     return sets
 

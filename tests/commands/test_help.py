@@ -32,6 +32,7 @@ HELP = {
     "explain": ("Usage: regsurvey explain [OPTIONS] KEY", "Where KEY's registers go: the live registers"),
     "check": ("Usage: regsurvey check [OPTIONS]", "Judge HEAD against BASE as a pre-merge gate"),
     "prune": ("Usage: regsurvey prune [OPTIONS]", "Write the prune table: per target, the autotune configs"),
+    "fix": ("Usage: regsurvey fix [OPTIONS] [KEY]", "Compile KEY's builds again with their launch options"),
     "coverage": ("Usage: regsurvey coverage [OPTIONS] CAPTURE", "List the launches in CAPTURE"),
     "server": ("Usage: regsurvey server [OPTIONS] COMMAND [ARGS]...", "A worker server kept warm between"),
     "server start": ("Usage: regsurvey server start [OPTIONS]", "Start the server, or say that it runs."),
@@ -46,7 +47,7 @@ def test_the_group_lists_every_command_in_order() -> None:
     listed = result.stdout.split("\nCommands:\n")[1].split("\n\n")[0].splitlines()  # then the examples
     assert [line.split()[0] for line in listed] == [
         "run", "capture", "diff", "upgrade", "stack", "history", "bisect", "rebuild-check", "demo", "lint", "explain",
-        "check", "prune", "coverage", "server"]
+        "check", "prune", "fix", "coverage", "server"]
     assert result.stdout.startswith("Usage: regsurvey [OPTIONS] COMMAND [ARGS]...\n")
 
 
