@@ -19,6 +19,7 @@ from typing import Any
 
 from ..compile.toolchain import launch_option_names
 from ..engine.survey import survey_checkout
+from ..errors import CorruptObjectError
 from ..model.fix import BuildFix, FixReport, Variant
 from ..model.keys import Key
 from ..model.names import build_names
@@ -27,6 +28,7 @@ from ..model.progress import Progress
 from ..model.results import NO_FIGURES, Row, Status, Survey
 from ..model.targets import get_target
 from ..model.words import count
+from ..objects.object_sections import NOT_ELF, differing_sections, is_debug_section
 from ..repo.checkout import commit_checkout, working_tree
 from ..store.store import Store
 from ..tuning.sweep import SpaceError, config_blocks, knobs_for, ranked, variants_for
@@ -164,8 +166,21 @@ def run_plan(start: Path, rev: str | None, store: Store, options: SurveyOptions,
         for variant in variants:
             key = variant_key(_key_of(base), variant)
             tried.append((variant, _matching(base, by_key.get((key.id, key.target), []))))
-        fixes.append(ranked(name, base, tried))
+        fixes.append(ranked(name, base, tried, lambda a, b: _same_code(store, a, b)))
     return FixReport(label or survey.label, tuple(fixes), the_plan.variants, round(time.monotonic() - began, 1))
+
+
+def _same_code(store: Store, a: Row, b: Row) -> bool:
+    """True when two builds' objects differ in their debug sections only (the paths of the checkouts they were
+    compiled from: Triton's cache, keyed without them, hands an object from another checkout out)."""
+    if a.object is None or b.object is None:
+        return False
+    try:
+        sections = differing_sections(store.objects.get(a.object.path, a.object.sha256),
+                                      store.objects.get(b.object.path, b.object.sha256))
+    except CorruptObjectError:
+        return False
+    return NOT_ELF not in sections and all(is_debug_section(name) for name in sections)
 
 
 def _key_of(row: Row) -> Key:

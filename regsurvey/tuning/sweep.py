@@ -13,7 +13,7 @@ base's.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,23 +182,27 @@ def rank_key(row: Row) -> tuple[int, int, int, int, int]:
             -(figures.get(occupancy) or 0), figures.get(registers) or 0)
 
 
-def effect(base: Row, row: Row) -> Effect:
-    """What a variant's build did: no object (failed), the base's object (no effect), or another."""
+def effect(base: Row, row: Row, same_code: Callable[[Row, Row], bool] | None = None) -> Effect:
+    """What a variant's build did: no object (failed), the base's object (no effect), or another. ``same_code``
+    (where given) says whether two different objects hold the same code: Triton's cache hands out an object
+    compiled from another checkout, whose debug sections name that checkout's paths."""
     if not row.ok or row.object is None:
         return Effect.FAILED
-    if base.object is not None and row.object.sha256 == base.object.sha256:
+    if base.object is not None and (row.object.sha256 == base.object.sha256
+                                    or (same_code is not None and same_code(base, row))):
         return Effect.NO_EFFECT
     return Effect.CHANGED
 
 
-def ranked(name: str, base: Row, tried: list[tuple[Variant, Row]]) -> BuildFix:
+def ranked(name: str, base: Row, tried: list[tuple[Variant, Row]],
+           same_code: Callable[[Row, Row], bool] | None = None) -> BuildFix:
     """The build's sweep, ranked: the variants that changed the code and the base by :func:`rank_key`
     (ties keep the order tried, the base before them), then those with no effect, then the failures."""
     kernel = tried[0][0].kernel if tried else base.kernel or ""
     entries = [Tried(Variant(kernel, config=base.config), base, Effect.CHANGED)]
-    entries += [Tried(v, row, effect(base, row)) for v, row in tried if not v.control]
+    entries += [Tried(v, row, effect(base, row, same_code)) for v, row in tried if not v.control]
     order = {Effect.CHANGED: 0, Effect.NO_EFFECT: 1, Effect.FAILED: 2}
     entries.sort(key=lambda t: (order[t.effect], rank_key(t.row)))
-    control = next((Tried(v, row, effect(base, row)) for v, row in tried if v.control), None)
+    control = next((Tried(v, row, effect(base, row, same_code)) for v, row in tried if v.control), None)
     improves = entries[0].row is not base and rank_key(entries[0].row) < rank_key(base)
     return BuildFix(name, base, tuple(entries), control, SHOWN_FIGURES[get_target(base.target).vendor], improves)
