@@ -22,6 +22,7 @@ from regsurvey.cli import main
 from regsurvey.diff.core import compare
 from regsurvey.model.comparison import DIFF_SCHEMA_VERSION, Mark, ToolchainChange
 from regsurvey.model.figures import AMD_RESOURCES, NVIDIA_RESOURCES
+from regsurvey.model.no_effect import KnobKind, NoEffect
 from regsurvey.model.pressure import PRESSURE_VERSION
 from regsurvey.model.results import READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION, Row, SaidOnce, Survey
 from regsurvey.model.where import HotLine
@@ -386,8 +387,10 @@ def json_examples(heading: str) -> list[dict[tuple[str, ...], set[str]]]:
 def test_the_survey_json_example_names_every_field_the_code_writes() -> None:
     (example,) = json_examples("The survey JSON")
     survey, _ = _surveys()
-    written = json.loads(survey.to_json())
-    assert example[()] == set(written)
+    written = json.loads(survey.to_json(no_effect=()))  # as `run --format json` writes it
+    assert example[()] == set(written) == set(json.loads(survey.to_json())) | {"no_effect"}
+    fact = NoEffect("l2norm", "gfx950", "NB", KnobKind.CONSTEXPR, (1, 2), ("k",), 2, ("rows",))
+    assert example[("no_effect",)] == set(fact.to_dict())
     assert example[("rows",)] == set(written["rows"][0]) == {f.name for f in fields(Row)}
     assert example[("rows", "object")] == {"path", "sha256"}
     assert example[("rows", "resources")] == set(AMD_RESOURCES)  # the example's row is a gfx950 build
@@ -410,6 +413,8 @@ def test_the_comparison_json_example_names_every_field_the_code_writes() -> None
     assert example[("rows", "hot_lines")] == set(row["hot_lines"])
     assert example[("rows", "hot_lines", "before")] == {f.name for f in fields(HotLine)}
     assert example[("toolchain_changes",)] == {f.name for f in fields(ToolchainChange)}
+    fact = NoEffect("l2norm", "gfx950", "NB", KnobKind.CONSTEXPR, (1, 2), ("k",), 2, ("rows",))
+    assert example[("no_effect",)] == set(fact.to_dict()) | {"new", "text"}
 
 
 def test_json_keys_reads_examples_with_gaps() -> None:

@@ -33,6 +33,7 @@ from ..model.figures import FIGURE_ORDER
 from ..model.findings import Finding
 from ..model.launch_limit import stops_launching
 from ..model.names import build_names
+from ..model.no_effect import KnobsWithoutEffect, knobs_without_effect
 from ..model.results import Row, Survey
 from ..model.targets import TARGETS
 from ..model.words import ASCII_ARROW
@@ -255,7 +256,8 @@ def compare(base: Survey, head: Survey, across_toolchains: bool = False) -> Comp
                                   before=_reason(was), after=_reason(now)))
     return Comparison(base=SurveyInfo.of(base), head=SurveyInfo.of(head), rows=tuple(rows),
                       toolchain_changes=changes, skipped=tuple(skipped),
-                      across_toolchains=across_toolchains and bool(changes))
+                      across_toolchains=across_toolchains and bool(changes),
+                      no_effect=KnobsWithoutEffect(knobs_without_effect(head.rows), knobs_without_effect(base.rows)))
 
 
 def _reason(row: Row | None) -> str | None:

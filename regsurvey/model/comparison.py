@@ -17,6 +17,7 @@ from .figures import BY_IMPORTANCE, SPILL, SPILL_FIGURES, verdict
 from .findings import Finding
 from .launch_limit import LaunchLimit, launch_limit, stops_launching
 from .names import BuildName
+from .no_effect import KnobsWithoutEffect
 from .results import Row, Survey
 from .stages import Stage
 from .toolchain_change import ToolchainChange
@@ -337,6 +338,7 @@ class Comparison:
     # The builds of backends whose toolchains differ are judged (marked as any others), not "not comparable":
     # what a toolchain upgrade changed (``upgrade``, ``diff --across-toolchains``).
     across_toolchains: bool = False
+    no_effect: KnobsWithoutEffect = KnobsWithoutEffect()  # the head's knobs that did nothing, and the base's
 
     @property
     def skipped_keys(self) -> tuple[int, int]:
@@ -396,9 +398,7 @@ class Comparison:
         """Each spill figure summed over all builds of each side (vendors with no build are left out); not
         the spills in loops (a depth sums to nothing), which each build's line tells."""
         totals = []
-        for f in BY_IMPORTANCE:
-            if f.kind != SPILL:
-                continue
+        for f in (f for f in BY_IMPORTANCE if f.kind == SPILL):
             before = [r.before.resources[f.name] for r in self.rows
                       if r.before is not None and f.name in r.before.resources]
             after = [r.after.resources[f.name] for r in self.rows

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .compile_time import StageTimes
 from .enums import TextEnum
 from .figures import NO_FIGURES, Figures
 from .findings import Finding, findings_from_json
 from .targets import TARGETS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .no_effect import NoEffect
 
 # 2: rows carry the reader revision's typed findings (Row.lint) and the survey its ``reader``; a version 1
 # survey has the same shape (findings were already Finding.to_dict) and is read, never reused for a new one.
@@ -278,13 +283,19 @@ class Survey:
     said_once: tuple[SaidOnce, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
-    def to_json(self, indent: int | None = 1) -> str:
+    def to_json(self, indent: int | None = 1, no_effect: Sequence[NoEffect] | None = None) -> str:
         """Serialise with a schema version; key order is stable. ``indent=None``: one line (what the
-        store keeps: the C encoder, several times faster than an indented dump)."""
+        store keeps: the C encoder, several times faster than an indented dump). ``no_effect``: the knobs
+        that did nothing (``model.no_effect``), written before ``schema_version`` where given (``run
+        --format json``'s, of the whole survey); derived from the rows, so never stored nor read back."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["targets"] = list(self.targets)
         data["rows"] = [row.to_dict() for row in self.rows]
         data["said_once"] = [said.to_dict() for said in self.said_once]
+        if no_effect is not None:
+            version = data.pop("schema_version")
+            data["no_effect"] = [fact.to_dict() for fact in no_effect]
+            data["schema_version"] = version
         return json.dumps(data, indent=indent, sort_keys=False)
 
     @classmethod

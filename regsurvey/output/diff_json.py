@@ -9,6 +9,7 @@ from typing import Any
 from ..diff.summary import summarize
 from ..model.comparison import Comparison, RowComparison, Stack
 from ..model.words import ASCII_ARROW
+from .no_effect_text import knob_notes
 from .where_text import line_where_sentences, where_sentences
 
 
@@ -38,7 +39,15 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
         "rows": [_row_dict(r) for r in comparison.rows],
         "skipped": [asdict(k) for k in comparison.skipped],
         "rebuild": comparison.rebuild.to_dict() if comparison.rebuild is not None else None,
+        "no_effect": _no_effect(comparison),
     }
+
+
+def _no_effect(comparison: Comparison) -> list[dict[str, Any]]:
+    """The head's knobs that did nothing, each ``new`` where the base did not have it, with its sentence."""
+    new = set(comparison.no_effect.new)
+    told = {f: note.text for note in knob_notes(comparison.no_effect.head) for f in note.facts}
+    return [{**f.to_dict(), "new": f in new, "text": told[f]} for f in comparison.no_effect.head]
 
 
 def _row_dict(r: RowComparison) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from .figure_text import (
     status_text,
     total_line,
 )
+from .no_effect_text import comparison_notes, knob_lines
 from .terminal import NAME, TEXT, Cell, Column, Grid, hanging
 from .where_text import line_where_sentences
 
@@ -207,7 +208,8 @@ class TableFormat:
                           color_system="standard" if self.color else None, highlight=False, emoji=False)
         return console, buffer
 
-    def _render(self, console: Console, comparison: Comparison, title: str | None = None) -> None:
+    def _render(self, console: Console, comparison: Comparison, title: str | None = None,
+                only_new_knobs: bool = False) -> None:
         console.print(Text(title or f"{comparison.base.label} → {comparison.head.label}", style="bold"))
         for change in comparison.toolchain_changes:
             for text in hanging(Text(f"toolchain differs: {change.describe()}", style="yellow"), console.width):
@@ -242,6 +244,9 @@ class TableFormat:
         console.print()
         unchanged = comparison.counts[Mark.UNCHANGED]
         console.print(Text(f"unchanged: {count(unchanged, 'build')}", style="dim"))
+        for k, knob in enumerate(knob_lines(comparison_notes(comparison, only_new_knobs))):
+            for text in hanging(Text(knob, style="dim"), console.width, 4 if k else 2):
+                console.print(text)
         if comparison.rebuild is not None:
             for text in rebuild_lines(comparison.rebuild):
                 console.print(text)
@@ -261,7 +266,8 @@ class TableFormat:
             console.print(line)
         for step in stack.steps:
             console.print()
-            self._render(console, step.comparison, title=f"{step.commit[:10]} {step.subject} (against its parent)")
+            self._render(console, step.comparison, title=f"{step.commit[:10]} {step.subject} (against its parent)",
+                         only_new_knobs=True)
         console.print()
         self._render(console, stack.overall,
                      title=f"{stack.head.short} against {stack.base.short} (the whole range)")

@@ -181,7 +181,10 @@ def _survey_table(report: SurveyReport, style: Style) -> str:
 
 @register(SurveyReport, "json", "the survey itself (diff and check take such a file in place of a revision)")
 def _survey_json(report: SurveyReport, style: Style) -> str:
-    return report.shown.to_json()
+    from ..model.no_effect import knobs_without_effect
+
+    # The knobs that did nothing, of the whole survey: --only narrows the rows, not what was compared.
+    return report.shown.to_json(no_effect=knobs_without_effect(report.survey.rows))
 
 
 @register(LintReport, "table", "the findings and a line counting them")

@@ -57,6 +57,7 @@ from .figure_text import (
     stage_text,
     total_line,
 )
+from .no_effect_text import knob_notice
 from .where_text import line_where_sentences, where_sentences
 
 PAGE_ROWS = 100
@@ -371,6 +372,7 @@ def comparison_data(comparison: Comparison, name: str) -> dict[str, Any]:
         "folded": _folded([g for g in every if not g["moved"]]),
         "rebuild": _rebuild(comparison.rebuild),
         "compile_times": _compile_times(comparison),
+        "knobs": knob_notice(comparison),
     }
 
 

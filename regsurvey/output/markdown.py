@@ -23,6 +23,7 @@ from .figure_text import (
     stage_text,
     total_line,
 )
+from .no_effect_text import HEADING, comparison_notes
 from .where_text import line_where_sentences
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _rows_table(rows: list[RowComparison]) -> list[str]:
     return lines
 
 
-def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
+def _comparison_lines(comparison: Comparison, heading: str, only_new_knobs: bool = False) -> list[str]:
     lines = [heading, ""]
     for change in comparison.toolchain_changes:
         lines.append(f"> toolchain differs: {escape(change.describe())}")
@@ -82,6 +83,7 @@ def _comparison_lines(comparison: Comparison, heading: str) -> list[str]:
         lines += _rows_table(changed)
         lines.append("")
     lines += _compile_time_lines(comparison)
+    lines += _knob_lines(comparison, only_new_knobs)
     if comparison.rebuild is not None:
         check = comparison.rebuild
         if check.deterministic:
@@ -111,6 +113,19 @@ def _compile_time_lines(comparison: Comparison) -> list[str]:
     if len(moved) > MAX_TABLE_ROWS:
         lines.append(f"- {count(len(moved) - MAX_TABLE_ROWS, 'more build')}")
     return [*lines, ""]
+
+
+def _knob_lines(comparison: Comparison, only_new: bool) -> list[str]:
+    """The head's knobs that did nothing, folded (told, never judged: a pull request's comment stays short);
+    ``only_new``: those its base did not have."""
+    notes = comparison_notes(comparison, only_new)
+    if not notes:
+        return []
+    new = sum(note.new for note in notes)
+    told = count(len(notes), "knob") + (f", {new} new" if new and not only_new else "")
+    return ["<details><summary>" + escape(f"{HEADING[0].upper()}{HEADING[1:]}: {told}") + "</summary>", "",
+            *(f"- {escape(note.kind)}: {escape(note.text)}" + (" **(new)**" if note.new else "") for note in notes),
+            "", "</details>", ""]
 
 
 def _name(info: SurveyInfo) -> str:
@@ -144,7 +159,8 @@ class MarkdownFormat:
                          f"| {escape(figure_total_delta(step.comparison))} | {lint} |")
         lines.append("")
         for step in stack.steps:
-            lines += _comparison_lines(step.comparison, f"#### {step.commit[:10]} {escape(step.subject)}")
+            lines += _comparison_lines(step.comparison, f"#### {step.commit[:10]} {escape(step.subject)}",
+                                       only_new_knobs=True)
             lines.append("")
         lines += _comparison_lines(stack.overall, "#### The whole range")
         return "\n".join(lines) + "\n"

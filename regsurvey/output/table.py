@@ -10,9 +10,11 @@ from rich.text import Text
 
 from ..model.figures import AMD, LOOP_SPILL_OPS, NVIDIA, SPILL_FIGURES, Figure, figure, vendor_figures
 from ..model.names import build_names
+from ..model.no_effect import knobs_without_effect
 from ..model.results import Row, Survey
 from ..model.targets import get_target
 from ..model.words import count, listing
+from .no_effect_text import knob_lines, knob_notes
 from .problems import SurveyReport, is_problem, problem_lines
 from .terminal import NAME, UNDER, Column, Grid, hanging
 
@@ -198,4 +200,11 @@ def survey_text(report: SurveyReport, *, color: bool = False, width: int = 120) 
     elif any(is_problem(r) for r in survey.rows):
         said.append("(--only problems shows only these builds)")
     print_lines(console, said)
+    # The knobs that did nothing, of the whole survey (a --only narrowing would compare fewer builds).
+    knobs = knob_lines(knob_notes(knobs_without_effect(survey.rows)))
+    if knobs:
+        console.print(Text(knobs[0]))
+        for line in knobs[1:]:
+            for part in hanging(Text(line), console.width, 4):
+                console.print(part)
     return out.getvalue()
