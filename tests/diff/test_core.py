@@ -144,7 +144,7 @@ def test_json_is_schema_versioned_and_complete(layer: Survey, layer_readings: Re
     assert data["schema_version"] == DIFF_SCHEMA_VERSION == 1
     assert data["report"] == "comparison"
     assert set(data) == {"schema_version", "report", "base", "head", "toolchain_changes", "across_toolchains",
-                         "counts", "totals", "summary", "rows", "skipped", "rebuild"}
+                         "counts", "totals", "summary", "rows", "skipped", "rebuild", "no_effect"}
     assert data["across_toolchains"] is False
     assert data["skipped"] == [] and data["totals"]["skipped_keys"] == {"before": 0, "after": 0}
     assert data["counts"]["worse"] == 1 and data["counts"]["unchanged"] == 39
