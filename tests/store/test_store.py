@@ -224,7 +224,7 @@ def damage_only(path: Path, how: str) -> None:
 @pytest.mark.parametrize(("how", "says"), [
     ("truncated", "not JSON ("),
     ("not text", "'utf-8' codec can't decode byte 0xff in position 0"),
-    ("other schema", "schema version 99 (this regsurvey reads 1, 2, 3, 4, 5)"),
+    ("other schema", "schema version 99 (this regsurvey reads 1, 2, 3, 4, 5, 6)"),
     ("not a survey", "no schema_version: not a regsurvey survey"),
     ("unknown figure", "malformed survey (ValueError: row buffers/w8 (gfx950): unknown figure 'registers')"),
     ("no rows", "malformed survey (KeyError: 'rows')"),
