@@ -155,6 +155,8 @@ TARGETS = {
     "gfx950": GPUTarget("hip", "gfx950", 64),
     "sm90": GPUTarget("cuda", 90, 32),
     "sm100": GPUTarget("cuda", 100, 32),
+    "sm103": GPUTarget("cuda", 103, 32),
+    "sm120": GPUTarget("cuda", 120, 32),
 }
 
 
@@ -183,7 +185,7 @@ def compile_kernel(kernel: str, target: str, *, options: tuple[tuple[str, int], 
 # A kernel with a real static array (Triton never emits one): 4096 bytes of .shared, and dynamic shared
 # memory beside it. ptxas gives .nv.shared.k 5120 bytes (the reserve, then the array at 0x400).
 STATIC_SHARED_PTX = """
-.version 8.7
+.version {version}
 .target {arch}
 .address_size 64
 .extern .shared .align 16 .b8 dyn[];
@@ -214,7 +216,8 @@ def static_shared_cubin(target: str) -> tuple[bytes, dict[str, int]]:
     arch = int(target[2:])
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
-        src.write_text(STATIC_SHARED_PTX.format(arch=f"sm_{arch}a"))
+        # PTX 8.7 is the newest Triton 3.6's ptxas reads; sm_103a needs 8.8.
+        src.write_text(STATIC_SHARED_PTX.format(arch=f"sm_{arch}a", version="8.8" if arch == 103 else "8.7"))
         done = subprocess.run([ptxas_path(arch), "-v", f"--gpu-name=sm_{arch}a", str(src), "-o", str(out)],
                               capture_output=True, text=True, check=True, timeout=120)
         smem = re.search(r"(\d+) bytes smem", done.stdout + done.stderr)

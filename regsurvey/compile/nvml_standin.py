@@ -178,7 +178,8 @@ def _nvml_functions() -> dict[str, Callable[..., Any]]:
         return NVML_SUCCESS
 
     def architecture(target: Target) -> int:
-        return {9: 9, 10: 10}.get(target.device.major, 0)  # NVML_DEVICE_ARCH_HOPPER 9, _BLACKWELL 10
+        # NVML_DEVICE_ARCH_HOPPER 9; _BLACKWELL 10, the data-center parts (10.x) and the RTX ones (12.0) alike
+        return {9: 9, 10: 10, 12: 10}.get(target.device.major, 0)
 
     return {
         "nvmlInit": ok, "nvmlInit_v2": ok, "nvmlInitWithFlags": ok, "nvmlShutdown": ok,

@@ -36,6 +36,7 @@ from ..model.names import build_names
 from ..model.no_effect import KnobsWithoutEffect, knobs_without_effect
 from ..model.results import Row, Survey
 from ..model.targets import TARGETS
+from ..model.toolchain_change import differing_parts
 from ..model.words import ASCII_ARROW
 
 
@@ -44,9 +45,8 @@ def toolchain_changes(base: Survey, head: Survey) -> tuple[ToolchainChange, ...]
     changes = []
     for backend in sorted(set(base.toolchain) & set(head.toolchain)):
         before, after = base.toolchain[backend] or {}, head.toolchain[backend] or {}
-        for part in sorted(set(before) | set(after)):
-            if before.get(part) != after.get(part):
-                changes.append(ToolchainChange(backend, part, before.get(part), after.get(part)))
+        for part in sorted(differing_parts(before, after)):
+            changes.append(ToolchainChange(backend, part, before.get(part), after.get(part)))
     return tuple(changes)
 
 

@@ -155,6 +155,31 @@ _B200 = DeviceProperties(
     L2_cache_size=126 * _MIB + 512 * _KIB, clock_rate=1_965_000, memory_clock_rate=3_996_000,
     memory_bus_width=7680, gcnArchName="NVIDIA B200",
 )
+# RTX 5090 (sm120, GB202): a deviceQuery on one (NVIDIA/nccl#1637, driver 570, CUDA 12.8: 33680457728 bytes, 170
+# SMs, 2550 MHz, memory clock 14001 MHz, 512-bit bus, L2 100663296 bytes, 49152 / 102400 bytes of shared memory
+# per block / SM, 1536 threads per SM). Per block with opt-in: 99 KiB (NVIDIA's cccl arch_traits for sm_120).
+_RTX5090 = DeviceProperties(
+    name="NVIDIA GeForce RTX 5090", major=12, minor=0, multi_processor_count=170, total_memory=33_680_457_728,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=1536, max_threads_per_block=1024,
+    shared_memory_per_block=48 * _KIB, shared_memory_per_block_optin=99 * _KIB,
+    shared_memory_per_multiprocessor=100 * _KIB, reserved_shared_memory_per_block=1 * _KIB,
+    L2_cache_size=96 * _MIB, clock_rate=2_550_000, memory_clock_rate=14_001_000, memory_bus_width=512,
+    gcnArchName="NVIDIA GeForce RTX 5090",
+)
+# B300 (sm103, the "AC" SKU clouds rent): cudaGetDeviceProperties and nvidia-smi read on one (a public B300
+# characterization, driver 580.126.09: 148 SMs, L2 132644864 bytes, bus 7680 bits, memory clock 3996 MHz, boost
+# 2032 MHz, nvidia-smi 275040 MiB); torch's total_memory is NVML's less the B200's reserve (728 MiB), not a
+# reading. Shared memory and threads as sm_100's (cccl's arch_traits: sm_103 is sm_100's).
+_B300 = DeviceProperties(
+    name="NVIDIA B300 SXM6 AC", major=10, minor=3, multi_processor_count=148, total_memory=274_312 * _MIB,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=48 * _KIB, shared_memory_per_block_optin=227 * _KIB,
+    shared_memory_per_multiprocessor=228 * _KIB, reserved_shared_memory_per_block=1 * _KIB,
+    L2_cache_size=126 * _MIB + 512 * _KIB, clock_rate=2_032_000, memory_clock_rate=3_996_000,
+    memory_bus_width=7680, gcnArchName="NVIDIA B300 SXM6 AC",
+)
 _MI300X = DeviceProperties(
     name="AMD Instinct MI300X", major=9, minor=4, multi_processor_count=304, total_memory=196_592 * _MIB,
     warp_size=64, regs_per_multiprocessor=512 * 4 * 64, regs_per_block=512 * 4 * 64,
@@ -182,17 +207,27 @@ _H200_MANAGEMENT = ManagementFacts(pci_device_id=0x2335, memory_total=150_754_82
                                    cuda_driver_version=13000, subsystem_id=0x18BF10DE)
 _B200_MANAGEMENT = ManagementFacts(pci_device_id=0x2901, memory_total=183_359 * _MIB, driver_version="580.159.04",
                                    cuda_driver_version=13000)
+# RTX 5090: PCI ID 0x2B85 (NVIDIA's open-gpu-kernel-modules, g_nv_name_released.h), nvidia-smi's 32607 MiB. B300:
+# nvidia-smi's 275040 MiB; PCI ID 0x3182 from its Redfish part number 3182-887-A1 (not read from the bus). The
+# driver of both assumed to be the H200's.
+_RTX5090_MANAGEMENT = ManagementFacts(pci_device_id=0x2B85, memory_total=32_607 * _MIB, driver_version="580.159.04",
+                                      cuda_driver_version=13000)
+_B300_MANAGEMENT = ManagementFacts(pci_device_id=0x3182, memory_total=275_040 * _MIB, driver_version="580.159.04",
+                                   cuda_driver_version=13000)
 _MI300X_MANAGEMENT = ManagementFacts(pci_device_id=0x74A1, memory_total=_MI300X.total_memory, driver_version="")
 _MI355X_MANAGEMENT = ManagementFacts(pci_device_id=0x75A3, memory_total=_MI355X.total_memory, driver_version="")
 
 # Occupancy facts: AMD CDNA3/CDNA4 ISA guides and ROCm docs (512 unified VGPRs+AGPRs per lane,
 # 8 waves per SIMD, 4 SIMDs per CU, LDS 64 KiB on MI300X and 160 KiB on MI355X); NVIDIA's CUDA
-# occupancy tables for cc 9.0 and 10.0 (64K registers, 64 warps, 32 blocks, 228 KiB shared per SM).
+# occupancy tables for cc 9.0 and 10.0 (64K registers, 64 warps, 32 blocks, 228 KiB shared per SM); 10.3 as
+# 10.0 and 12.0 (64K registers, 48 warps, 24 blocks, 100 KiB shared per SM, 99 KiB a block): the CUDA
+# programming guide's compute capability tables and NVIDIA's cccl (libcudacxx cuda/__device/arch_traits.h).
 # Allocation: LLVM AMDGPU for gfx90a+ (getVGPRAllocGranule with FeatureGFX90AInsts: 8; getSGPRAllocGranule,
 # gfx8-gfx9: 16; TRAP_NUM_SGPRS: 16) and AMDGPUUsage's COMPUTE_PGM_RSRC2.GRANULATED_LDS_SIZE (LDS blocks of
 # 128 dwords up to gfx942, 320 dwords on gfx950); CUDA's cuda_occupancy.h for sm80+ (registers per warp
-# in units of 256, in 4 sub-partitions, at most 255 a thread; shared memory in units of 128 bytes). The
-# parameter area: ptxas' EIATTR_PARAM_CBANK on sm_90 (0x210) and sm_100 (0x380) cubins (tested).
+# in units of 256, in 4 sub-partitions, at most 255 a thread; shared memory in units of 128 bytes; CUDA 13's
+# header gives compute capability 10 and 12 the same). The parameter area: ptxas' EIATTR_PARAM_CBANK on sm_90
+# (0x210) and sm_100, sm_103, sm_120 (0x380) cubins (tested).
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -222,6 +257,18 @@ TARGETS: dict[str, Target] = {
             shared_bytes_per_cu=228 * 1024, management=_B200_MANAGEMENT, reg_alloc_granule=256,
             shared_alloc_granule=128, reg_sub_partitions=4, max_regs_per_thread=255, param_bank_base=0x380,
         ),
+        Target(
+            name="sm103", backend="cuda", arch=103, warp_size=32, device=_B300,
+            regs_per_lane=65536, max_waves_per_simd=64, simds_per_cu=1, max_blocks_per_cu=32,
+            shared_bytes_per_cu=228 * 1024, management=_B300_MANAGEMENT, reg_alloc_granule=256,
+            shared_alloc_granule=128, reg_sub_partitions=4, max_regs_per_thread=255, param_bank_base=0x380,
+        ),
+        Target(
+            name="sm120", backend="cuda", arch=120, warp_size=32, device=_RTX5090,
+            regs_per_lane=65536, max_waves_per_simd=48, simds_per_cu=1, max_blocks_per_cu=24,
+            shared_bytes_per_cu=100 * 1024, management=_RTX5090_MANAGEMENT, reg_alloc_granule=256,
+            shared_alloc_granule=128, reg_sub_partitions=4, max_regs_per_thread=255, param_bank_base=0x380,
+        ),
     )
 }
 
@@ -238,6 +285,8 @@ _ALIASES = {
     "mi300x": "gfx942", "mi300": "gfx942", "mi355x": "gfx950", "mi350x": "gfx950",
     "sm_90": "sm90", "sm_90a": "sm90", "sm90a": "sm90", "h100": "sm90", "h200": "sm90",
     "sm_100": "sm100", "sm_100a": "sm100", "sm100a": "sm100", "b200": "sm100",
+    "sm_103": "sm103", "sm_103a": "sm103", "sm103a": "sm103", "b300": "sm103", "gb300": "sm103",
+    "sm_120": "sm120", "sm_120a": "sm120", "sm120a": "sm120", "rtx5090": "sm120", "rtx-5090": "sm120",
 }
 
 

@@ -24,6 +24,7 @@ from ..model.options import SurveyOptions
 from ..model.progress import Progress
 from ..model.results import Survey, default_target_list
 from ..model.targets import get_target
+from ..model.toolchain_change import differing_parts, same_toolchain
 from ..model.version import READER_REVISION
 from ..model.words import ARROW, agree, count
 from ..repo.checkout import (
@@ -281,7 +282,7 @@ def _unusable(part: Survey, target: str, python: str | None) -> str:
                 "(a time-out, a lost worker, an intermittent toolchain failure)")
     backend = get_target(target).backend
     now = current_toolchain([target], python)[backend]
-    if part.toolchain.get(backend) != now:
+    if not same_toolchain(part.toolchain.get(backend), now):
         return f"the toolchain changed since the stored survey of {target} ({_change(backend, part.toolchain, now)})"
     return ""
 
@@ -291,7 +292,7 @@ def _change(backend: str, stored: dict[str, Any], now: dict[str, Any]) -> str:
     was = stored.get(backend)
     if not isinstance(was, dict):
         return f"none recorded for {backend}"
-    name = next(k for k in (*now, *was) if was.get(k) != now.get(k))
+    name = differing_parts(was, now)[0]
 
     def shown(value: Any) -> str:
         text = json.dumps(value, sort_keys=True) if value is not None else "none"

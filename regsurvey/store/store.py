@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..model.results import Survey, SurveyFormatError, default_target_list
 from ..model.targets import get_target
+from ..model.toolchain_change import same_toolchain
 from .files import MiB, WriteError, atomic_write, read_regular
 from .objectstore import ObjectStore
 from .signing import CACHE_KEY_VAR, cache_key, sign, signature_holds
@@ -225,7 +226,7 @@ class Store:
         except (OSError, SurveyFormatError, UnicodeDecodeError):
             return False
         backend = get_target(target).backend
-        return (stored.reader == part.reader and stored.toolchain.get(backend) == part.toolchain.get(backend)
+        return (stored.reader == part.reader and same_toolchain(stored.toolchain.get(backend), part.toolchain.get(backend))
                 and not any(r.passing_failure for r in stored.rows)
                 and {r.kind for r in stored.rows} > {r.kind for r in part.rows})
 

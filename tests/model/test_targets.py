@@ -2,8 +2,8 @@
 (``GPUTarget("hip", "gfx950", 64)``, ``GPUTarget("cuda", 90, 32)``, ptxas' ``sm_90a``), and the
 occupancy limits the module states its sources for (the CDNA3/CDNA4 ISA guides and ROCm docs: 512 unified
 VGPRs+AGPRs per lane, 8 waves per SIMD, 4 SIMDs per CU, 800 SGPRs per SIMD, 64 KiB of LDS on MI300X and
-160 KiB on MI355X; CUDA's occupancy tables for cc 9.0 and 10.0: 64K registers, 64 warps, 32 blocks and
-228 KiB of shared memory per SM). Each limit is also held against the driver's figures of the same GPU,
+160 KiB on MI355X; CUDA's occupancy tables for cc 9.0, 10.0 and 10.3: 64K registers, 64 warps, 32 blocks
+and 228 KiB of shared memory per SM; for cc 12.0: 64K registers, 48 warps, 24 blocks and 100 KiB). Each limit is also held against the driver's figures of the same GPU,
 which say the same thing another way. The driver's figures themselves are checked against docs/figures.md
 by tests/compile/test_toolchain.py."""
 
@@ -25,8 +25,8 @@ from regsurvey.model.targets import (
 KIB = 1024
 
 
-def test_the_four_targets() -> None:
-    assert list(TARGETS) == ["gfx942", "gfx950", "sm90", "sm100"]
+def test_the_targets() -> None:
+    assert list(TARGETS) == ["gfx942", "gfx950", "sm90", "sm100", "sm103", "sm120"]
     assert all(name == t.name for name, t in TARGETS.items())
     assert DEFAULT_LIST_TARGET in TARGETS and ANY_TARGET not in TARGETS
 
@@ -36,16 +36,18 @@ def test_the_four_targets() -> None:
     ("gfx950", "gfx950"), ("MI355X", "gfx950"), ("mi350x", "gfx950"), (" gfx950 ", "gfx950"),
     ("sm90", "sm90"), ("sm_90a", "sm90"), ("SM_90", "sm90"), ("h100", "sm90"), ("H200", "sm90"),
     ("sm100", "sm100"), ("sm_100a", "sm100"), ("B200", "sm100"),
+    ("sm103", "sm103"), ("sm_103a", "sm103"), ("B300", "sm103"), ("GB300", "sm103"),
+    ("sm120", "sm120"), ("sm_120a", "sm120"), ("SM_120", "sm120"), ("RTX5090", "sm120"),
 ])
 def test_a_target_by_its_name_or_a_common_alias(typed: str, name: str) -> None:
     assert get_target(typed) is TARGETS[name]
 
 
-@pytest.mark.parametrize("typed", ["gfx1100", "sm_80", "mi250x", "", "*"])
+@pytest.mark.parametrize("typed", ["gfx1100", "sm_80", "sm_121", "mi250x", "", "*"])
 def test_an_unknown_target_lists_the_known_ones(typed: str) -> None:
     with pytest.raises(UnknownTargetError) as raised:
         get_target(typed)
-    assert str(raised.value) == f"unknown target {typed!r}; known targets: gfx942, gfx950, sm90, sm100"
+    assert str(raised.value) == f"unknown target {typed!r}; known targets: gfx942, gfx950, sm90, sm100, sm103, sm120"
     assert isinstance(raised.value, ValueError)
 
 
@@ -55,13 +57,16 @@ def test_what_triton_compiles_for() -> None:
     assert compiled == {"gfx942": ("hip", "gfx942", 64, "gfx942", True, False),
                         "gfx950": ("hip", "gfx950", 64, "gfx950", True, False),
                         "sm90": ("cuda", 90, 32, "sm_90a", False, True),
-                        "sm100": ("cuda", 100, 32, "sm_100a", False, True)}
+                        "sm100": ("cuda", 100, 32, "sm_100a", False, True),
+                        "sm103": ("cuda", 103, 32, "sm_103a", False, True),
+                        "sm120": ("cuda", 120, 32, "sm_120a", False, True)}
 
 
 def test_the_gpu_each_target_stands_for() -> None:
     gpus = {t.name: (t.device_name, t.compute_units) for t in TARGETS.values()}
     assert gpus == {"gfx942": ("AMD Instinct MI300X", 304), "gfx950": ("AMD Instinct MI355X", 256),
-                    "sm90": ("NVIDIA H200", 132), "sm100": ("NVIDIA B200", 148)}
+                    "sm90": ("NVIDIA H200", 132), "sm100": ("NVIDIA B200", 148),
+                    "sm103": ("NVIDIA B300 SXM6 AC", 148), "sm120": ("NVIDIA GeForce RTX 5090", 170)}
     assert [t.device.gcnArchName.split(":")[0] for t in TARGETS.values() if t.is_amd] == ["gfx942", "gfx950"]
     assert (TARGETS["gfx942"].device.major, TARGETS["gfx942"].device.minor) == (9, 4)  # HIP: the gfx version
     assert (TARGETS["gfx950"].device.major, TARGETS["gfx950"].device.minor) == (9, 5)
@@ -81,7 +86,7 @@ def test_amd_occupancy_limits(name: str) -> None:
     assert t.device.max_threads_per_multi_processor == t.max_waves_per_simd * t.simds_per_cu * t.warp_size
 
 
-@pytest.mark.parametrize("name", ["sm90", "sm100"])
+@pytest.mark.parametrize("name", ["sm90", "sm100", "sm103"])
 def test_nvidia_occupancy_limits(name: str) -> None:
     t = TARGETS[name]
     assert (t.regs_per_lane, t.max_waves_per_simd, t.simds_per_cu, t.max_blocks_per_cu, t.shared_bytes_per_cu) == (
@@ -95,9 +100,26 @@ def test_nvidia_occupancy_limits(name: str) -> None:
     assert t.device.reserved_shared_memory_per_block == 1 * KIB
 
 
+def test_sm120_occupancy_limits() -> None:
+    # Compute capability 12.0 (RTX 50-series, RTX PRO 6000 Blackwell): the register file of the data-center
+    # parts, but 48 warps, 24 blocks and 100 KiB of shared memory per SM, 99 KiB a block with opt-in.
+    t = TARGETS["sm120"]
+    assert (t.regs_per_lane, t.max_waves_per_simd, t.simds_per_cu, t.max_blocks_per_cu, t.shared_bytes_per_cu) == (
+        65536, 48, 1, 24, 100 * KIB)
+    assert (t.reg_alloc_granule, t.reg_sub_partitions, t.max_regs_per_thread, t.shared_alloc_granule) == (256, 4, 255, 128)
+    assert t.device.regs_per_multiprocessor == t.device.regs_per_block == t.regs_per_lane
+    assert t.device.shared_memory_per_multiprocessor == t.shared_bytes_per_cu
+    assert t.device.max_threads_per_multi_processor == t.max_waves_per_simd * t.warp_size == 1536
+    assert (t.device.shared_memory_per_block, t.device.shared_memory_per_block_optin) == (48 * KIB, 99 * KIB)
+    assert t.device.shared_memory_per_block_optin + t.device.reserved_shared_memory_per_block == t.shared_bytes_per_cu
+    assert (t.device.major, t.device.minor) == (12, 0) and (TARGETS["sm103"].device.major,
+                                                            TARGETS["sm103"].device.minor) == (10, 3)
+
+
 def test_what_the_management_libraries_report_is_the_same_gpu() -> None:
     ids = {t.name: t.management.pci_device_id for t in TARGETS.values() if t.management is not None}
-    assert ids == {"gfx942": 0x74A1, "gfx950": 0x75A3, "sm90": 0x2335, "sm100": 0x2901}
+    assert ids == {"gfx942": 0x74A1, "gfx950": 0x75A3, "sm90": 0x2335, "sm100": 0x2901, "sm103": 0x3182,
+                   "sm120": 0x2B85}
     for t in TARGETS.values():
         assert t.management is not None
         if t.is_amd:  # AMD SMI reads its VRAM from the figure HIP reports; no driver version answered

@@ -1,6 +1,6 @@
 """nvidia_object against second readings of the same compile: ptxas -v re-run on the PTX, and cuobjdump.
 
-Every kernel is compiled here, offline, for sm90/sm100. The cubin is read by regsurvey (``.nv.info``,
+Every kernel is compiled here, offline, for sm90/sm100/sm103/sm120. The cubin is read by regsurvey (``.nv.info``,
 SASS from nvdisasm); the check is Triton's bundled ptxas re-run with ``-v`` on ``asm['ptx']`` with
 the flags Triton used (registers, stack frame, spill store/load bytes) and
 ``cuobjdump --dump-resource-usage`` on the cubin (REG, STACK, SHARED). Shared memory and occupancy are
@@ -41,14 +41,24 @@ MATMUL = {"BM": 128, "BN": 128, "BK": 64}
 CASES = {
     "add-sm90": ("add_kernel", "sm90", (("num_warps", 4),), {"BLOCK": 1024}),
     "add-sm100": ("add_kernel", "sm100", (("num_warps", 4),), {"BLOCK": 1024}),
+    "add-sm103": ("add_kernel", "sm103", (("num_warps", 4),), {"BLOCK": 1024}),
+    "add-sm120": ("add_kernel", "sm120", (("num_warps", 4),), {"BLOCK": 1024}),
     # One warp holding 2 x 128 fp32 per thread beside addresses: past 255 registers, spills.
     "spill-sm90": ("hold_tile_kernel", "sm90", (("num_warps", 1),), {"BLOCK": 4096}),
     "spill-sm100": ("hold_tile_kernel", "sm100", (("num_warps", 1),), {"BLOCK": 4096}),
+    "spill-sm103": ("hold_tile_kernel", "sm103", (("num_warps", 1),), {"BLOCK": 4096}),
+    "spill-sm120": ("hold_tile_kernel", "sm120", (("num_warps", 1),), {"BLOCK": 4096}),
     # A smaller tile squeezed into 32 registers by maxnreg: spills far more than it stores once.
     "maxnreg-spill-sm90": ("hold_tile_kernel", "sm90", (("num_warps", 1), ("maxnreg", 32)), {"BLOCK": 1024}),
     # wgmma / tcgen05 GEMMs with 3 stages of shared memory: shared memory limits occupancy.
     "matmul-sm90": ("matmul_kernel", "sm90", (("num_warps", 4), ("num_stages", 3)), MATMUL),
     "matmul-sm100": ("matmul_kernel", "sm100", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    "matmul-sm103": ("matmul_kernel", "sm103", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    # sm120 has neither wgmma nor tcgen05: mma.sync GEMMs, Triton's pipeline in 100 KiB per SM.
+    "matmul-sm120": ("matmul_kernel", "sm120", (("num_warps", 4), ("num_stages", 3)), MATMUL),
+    "matmul-7stages-sm120": (
+        "matmul_kernel", "sm120", (("num_warps", 4), ("num_stages", 7)), {"BM": 64, "BN": 64, "BK": 32}
+    ),
     # 7 stages of 64x64 tiles: 56 KiB (sm90) and 112 KiB + 16 (sm100) of shared memory, where one
     # more KiB per block costs a block per SM: counting the driver's reserve twice shows here.
     "matmul-7stages-sm90": (
@@ -151,12 +161,13 @@ def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
 
 
 def test_the_spilling_kernels_spill() -> None:
-    for case in ("spill-sm90", "spill-sm100", "maxnreg-spill-sm90"):
+    for case in ("spill-sm90", "spill-sm100", "spill-sm103", "spill-sm120", "maxnreg-spill-sm90"):
         res = read(case)
         assert res["spill_store_bytes"] > 0 and res["spill_load_bytes"] > 0 and res["stack_bytes"] > 0, case
     assert read("spill-sm90")["regs"] == 255
     assert read("maxnreg-spill-sm90")["regs"] == 32
-    for case in ("add-sm90", "add-sm100", "matmul-sm90", "matmul-sm100"):
+    for case in ("add-sm90", "add-sm100", "add-sm103", "add-sm120", "matmul-sm90", "matmul-sm100", "matmul-sm103",
+                 "matmul-sm120"):
         res = read(case)
         assert (res["spill_store_bytes"], res["spill_load_bytes"], res["stack_bytes"]) == (0, 0, 0), case
 
@@ -175,19 +186,42 @@ def test_occupancy_of_compiled_kernels() -> None:
     # 112 KiB + 16 bytes of barriers + 1 KiB, rounded to 128: 115840, 2 blocks (1 with the reserve twice).
     wide = read("matmul-7stages-sm100")
     assert (wide["shared_bytes"], wide["occupancy_blocks"]) == (114704, 2)
+    # sm103 is sm100's SM: the same GEMM's 96 KiB, 2 blocks.
+    assert read("matmul-sm103")["occupancy_blocks"] == 2
+    # sm120: 48 warps per SM, so 4-warp blocks stop at 12 (16 on sm90); the 128x128 GEMM's 64 KiB + 1 KiB fits
+    # once in 100 KiB (any register count a thread may have allows two 4-warp blocks); 48 KiB + 1 KiB twice.
+    assert (read("add-sm120")["occupancy_blocks"], read("add-sm120")["occupancy_warps"]) == (12, 48)
+    gemm = read("matmul-sm120")
+    assert (gemm["shared_bytes"], gemm["occupancy_blocks"]) == (65536, 1)
+    narrow = read("matmul-7stages-sm120")
+    assert (narrow["shared_bytes"], narrow["occupancy_blocks"]) == (49152, 2)
 
 
-def cuda_occupancy_calculator(*, regs: int, shared: int, warps: int) -> int:
-    """Blocks per SM on compute capability 9.0/10.0, as CUDA's occupancy calculator computes them.
+# Per compute capability, from the CUDA programming guide's tables (and NVIDIA's cccl arch_traits), written
+# here apart from regsurvey's records: warps per SM, blocks per SM, shared memory per SM.
+CUDA_LIMITS = {
+    "sm90": (64, 32, 228 * 1024),
+    "sm100": (64, 32, 228 * 1024),
+    "sm103": (64, 32, 228 * 1024),  # 10.3: as 10.0
+    "sm120": (48, 24, 100 * 1024),  # 12.0: 1536 threads, 24 blocks, 100 KiB
+}
 
-    Written here from cuda_occupancy.h's rules, apart from regsurvey's: warps (64 per SM), blocks (32
-    per SM), registers (per warp, in 256s, 16384 per sub-partition of 4) and shared memory (static +
-    dynamic + the 1 KiB reserve, in 128-byte units, out of 228 KiB).
+
+def cuda_occupancy_calculator(*, regs: int, shared: int, warps: int, target: str = "sm90") -> int:
+    """Blocks per SM, as CUDA's occupancy calculator computes them.
+
+    Written here from cuda_occupancy.h's rules, apart from regsurvey's: warps and blocks per SM
+    (``CUDA_LIMITS``), registers (per warp, in 256s, 16384 per sub-partition of 4; at most 255 a thread, the
+    block's warps counted in fours) and shared memory (static + dynamic + the 1 KiB reserve, in 128-byte
+    units, out of the SM's).
     """
+    max_warps, max_blocks, smem = CUDA_LIMITS[target]
     per_warp = -(-regs * 32 // 256) * 256
-    by_regs = (16384 // per_warp) * 4 // warps if per_warp else 32
+    if regs > 255 or per_warp * -(-warps // 4) * 4 > 65536:
+        return 0
+    by_regs = (16384 // per_warp) * 4 // warps if per_warp else max_blocks
     per_block = -(-(shared + DRIVER_RESERVE) // 128) * 128
-    return min(32, 64 // warps, by_regs, 233472 // per_block)
+    return min(max_blocks, max_warps // warps, by_regs, smem // per_block)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -196,7 +230,8 @@ def test_occupancy_equals_the_cuda_occupancy_calculator(case: str) -> None:
     res = read(case)
     ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
     shared = ck.metadata.shared + ptxas["static_shared"]
-    expected = cuda_occupancy_calculator(regs=ptxas["regs"], shared=shared, warps=ck.metadata.num_warps)
+    expected = cuda_occupancy_calculator(regs=ptxas["regs"], shared=shared, warps=ck.metadata.num_warps,
+                                         target=CASES[case][1])
     assert (res["occupancy_blocks"], res["occupancy_warps"]) == (expected, expected * ck.metadata.num_warps)
 
 
@@ -206,7 +241,7 @@ def test_occupancy_equals_the_cuda_occupancy_calculator(case: str) -> None:
 H200_FACTS = json.loads((Path(__file__).parents[1] / "gpu" / "h200-driver-facts.json").read_text())
 
 
-@pytest.mark.parametrize("target", ["sm90", "sm100"])
+@pytest.mark.parametrize("target", ["sm90", "sm100", "sm103", "sm120"])
 def test_static_shared_memory_is_kept_and_the_reserve_is_not(target: str) -> None:
     cubin, ptxas = static_shared_cubin(target)
     facts = H200_FACTS["static_shared_kernel"]
@@ -215,9 +250,13 @@ def test_static_shared_memory_is_kept_and_the_reserve_is_not(target: str) -> Non
     for dynamic, blocks in facts["blocks_per_sm"].items():
         res = read_cubin(cubin, shared_bytes=int(dynamic), num_warps=facts["warps"], target=TARGETS[target])
         assert res["shared_bytes"] == facts["static_shared"] + int(dynamic)
-        # The driver's blocks per SM for the registers its ptxas gave (this machine's ptxas may differ).
-        assert nvidia_occupancy_blocks(regs=facts["regs"], shared_bytes=res["shared_bytes"], num_warps=facts["warps"],
-                                       target=TARGETS[target]) == blocks, dynamic
+        got = nvidia_occupancy_blocks(regs=facts["regs"], shared_bytes=res["shared_bytes"], num_warps=facts["warps"],
+                                      target=TARGETS[target])
+        if target != "sm120":  # the H200's limits are sm_100's and sm_103's
+            # The driver's blocks per SM for the registers its ptxas gave (this machine's ptxas may differ).
+            assert got == blocks, dynamic
+        assert got == cuda_occupancy_calculator(regs=facts["regs"], shared=res["shared_bytes"], warps=facts["warps"],
+                                                target=target), dynamic
 
 
 @pytest.mark.parametrize("launch", H200_FACTS["triton_kernels"], ids=lambda launch: launch["name"])
@@ -252,9 +291,41 @@ def test_occupancy_equals_an_h200s_driver(launch: dict[str, Any]) -> None:
     ],
 )
 def test_occupancy_by_hand(regs: int, shared: int, warps: int, blocks: int) -> None:
-    for target in ("sm90", "sm100"):
+    for target in ("sm90", "sm100", "sm103"):
         got = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=warps, target=TARGETS[target])
         assert got == blocks
+        assert cuda_occupancy_calculator(regs=regs, shared=shared, warps=warps, target=target) == blocks
+
+
+# Hand-computed for compute capability 12.0: the same register file and allocation, but 48 warps, 24 blocks
+# and 100 KiB of shared memory per SM (99 KiB a block with opt-in, 1 KiB reserved per block).
+@pytest.mark.parametrize(
+    ("regs", "shared", "warps", "blocks"),
+    [
+        (32, 0, 4, 12),  # warps: 48 // 4 (64 // 4 = 16 on sm90)
+        (32, 0, 1, 24),  # blocks: 24 (32 on sm90)
+        (32, 0, 2, 24),  # 48 warps in 24 blocks: both limits at once
+        (32, 0, 16, 3),  # 48 // 16
+        (40, 0, 4, 12),  # 1280 per warp: 12 per sub-partition, 48 warps: registers and warps agree
+        (48, 0, 4, 10),  # 1536 per warp: 10 per sub-partition, 40 warps
+        (128, 0, 4, 4),  # 4096 per warp: 4 per sub-partition, 16 warps
+        (255, 0, 1, 8),
+        (255, 0, 8, 1),
+        (255, 0, 16, 0),  # 8192 x 16 > 65536: does not fit
+        (256, 0, 1, 0),  # over 255 per thread
+        (32, 48 * 1024, 4, 2),  # 49152 + 1024 = 50176: 102400 // 50176
+        (32, 49 * 1024, 4, 2),  # 51200 exactly: 2 blocks
+        (32, 49 * 1024 + 1, 4, 1),  # rounds to 51328: 1 block
+        (32, 24 * 1024, 4, 4),  # 25600 exactly: 4 blocks
+        (32, 99 * 1024, 4, 1),  # the per-block maximum with opt-in: the whole 100 KiB with the reserve
+        (32, 99 * 1024 + 1, 4, 0),  # more than a block may have
+        (32, 113 * 1024, 4, 0),  # fits twice on sm90, not at all here
+    ],
+)
+def test_sm120_occupancy_by_hand(regs: int, shared: int, warps: int, blocks: int) -> None:
+    got = nvidia_occupancy_blocks(regs=regs, shared_bytes=shared, num_warps=warps, target=TARGETS["sm120"])
+    assert got == blocks
+    assert cuda_occupancy_calculator(regs=regs, shared=shared, warps=warps, target="sm120") == blocks
 
 
 def test_spill_bytes_sum_access_widths() -> None:
