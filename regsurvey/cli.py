@@ -19,7 +19,7 @@ def main() -> None:
     """Register, spill and occupancy surveys of Triton kernels, key by key, target by target.
 
     Compiles every kernel key of a commit offline on the installed Triton (no GPU needed) for AMD
-    gfx942/gfx950 and NVIDIA sm90/sm100, and reads what the objects really use.
+    gfx942/gfx950 and NVIDIA sm90/sm100 (sm103, sm120 on request), and reads what the objects really use.
     """
 
 

@@ -3,8 +3,8 @@ what makes their builds not comparable, unless a comparison across toolchains ju
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .words import ARROW
@@ -26,7 +26,8 @@ class ToolchainChange:
         ``unknown``."""
         if isinstance(self.before, dict) and isinstance(self.after, dict):
             moved = [f"{name} {_known(self.before.get(name))} {arrow} {_known(self.after.get(name))}"
-                     for name in self.before if name in self.after and self.before[name] != self.after[name]]
+                     for name in dict.fromkeys([*self.before, *self.after])
+                     if self.before.get(name) != self.after.get(name)]
             return f"{self.backend} {self.part}: {'; '.join(moved)}"
         return f"{self.backend} {self.part}: {_known(self.before)} {arrow} {_known(self.after)}"
 

@@ -226,7 +226,8 @@ class Store:
         except (OSError, SurveyFormatError, UnicodeDecodeError):
             return False
         backend = get_target(target).backend
-        return (stored.reader == part.reader and same_toolchain(stored.toolchain.get(backend), part.toolchain.get(backend))
+        return (stored.reader == part.reader
+                and same_toolchain(stored.toolchain.get(backend), part.toolchain.get(backend))
                 and not any(r.passing_failure for r in stored.rows)
                 and {r.kind for r in stored.rows} > {r.kind for r in part.rows})
 

@@ -33,6 +33,7 @@ from regsurvey.model.comparison import (
 from regsurvey.model.figures import AMD_RESOURCES
 from regsurvey.model.names import BuildName
 from regsurvey.model.results import Row
+from regsurvey.model.toolchain_change import differing_parts, same_toolchain
 
 from ..lint_surveys import clean_and_mutated, findings
 
@@ -112,6 +113,21 @@ def test_what_a_toolchain_or_build_change_says() -> None:
     assert unknown.describe() == "hip amd_codegen_revision: unknown → 6bc4aaf6641c56ee104f6200c96a6a571bc77052-1"
     assert ToolchainChange("cuda", "ptxas", {"sm90": "12.8"}, {"sm90": "13.4", "sm100": "13.4"}).describe("->") == \
         "cuda ptxas: sm90 12.8 -> 13.4; sm100 unknown -> 13.4"
+
+
+def test_a_target_one_survey_did_not_know_is_no_toolchain_change() -> None:
+    # A survey stored before sm103 and sm120 were targets recorded no ptxas for them: the same toolchain.
+    before = {"triton": "3.9.0", "ptxas": {"sm90": "13.4", "sm100": "13.4"}}
+    after = {"triton": "3.9.0", "ptxas": {"sm90": "13.4", "sm100": "13.4", "sm103": "13.4", "sm120": "13.4"}}
+    assert differing_parts(before, after) == [] and same_toolchain(before, after)
+    # A version that moved in a target both recorded is a change, and so is a part one side lacks.
+    moved = {**after, "ptxas": {**after["ptxas"], "sm90": "13.5"}}
+    assert differing_parts(before, moved) == ["ptxas"] and not same_toolchain(before, moved)
+    assert differing_parts({"triton": "3.9.0"}, {"triton": "3.9.0", "fp_fusion": True}) == ["fp_fusion"]
+    assert not same_toolchain(None, after) and same_toolchain(None, None)
+
+
+def test_what_a_build_change_says() -> None:
     warps = BuildChange("num_warps", 4, 8)
     assert warps.describe() == "num_warps 4 → 8"
     assert BuildChange("BLOCK_N", None, 128, constexpr=True).describe("->") == "BLOCK_N - -> 128"

@@ -3,9 +3,9 @@
 occupancy limits the module states its sources for (the CDNA3/CDNA4 ISA guides and ROCm docs: 512 unified
 VGPRs+AGPRs per lane, 8 waves per SIMD, 4 SIMDs per CU, 800 SGPRs per SIMD, 64 KiB of LDS on MI300X and
 160 KiB on MI355X; CUDA's occupancy tables for cc 9.0, 10.0 and 10.3: 64K registers, 64 warps, 32 blocks
-and 228 KiB of shared memory per SM; for cc 12.0: 64K registers, 48 warps, 24 blocks and 100 KiB). Each limit is also held against the driver's figures of the same GPU,
-which say the same thing another way. The driver's figures themselves are checked against docs/figures.md
-by tests/compile/test_toolchain.py."""
+and 228 KiB of shared memory per SM; for cc 12.0: 64K registers, 48 warps, 24 blocks and 100 KiB). Each
+limit is also held against the driver's figures of the same GPU, which say the same thing another way. The
+driver's figures themselves are checked against docs/figures.md by tests/compile/test_toolchain.py."""
 
 from __future__ import annotations
 
@@ -106,7 +106,8 @@ def test_sm120_occupancy_limits() -> None:
     t = TARGETS["sm120"]
     assert (t.regs_per_lane, t.max_waves_per_simd, t.simds_per_cu, t.max_blocks_per_cu, t.shared_bytes_per_cu) == (
         65536, 48, 1, 24, 100 * KIB)
-    assert (t.reg_alloc_granule, t.reg_sub_partitions, t.max_regs_per_thread, t.shared_alloc_granule) == (256, 4, 255, 128)
+    allocation = (t.reg_alloc_granule, t.reg_sub_partitions, t.max_regs_per_thread, t.shared_alloc_granule)
+    assert allocation == (256, 4, 255, 128)
     assert t.device.regs_per_multiprocessor == t.device.regs_per_block == t.regs_per_lane
     assert t.device.shared_memory_per_multiprocessor == t.shared_bytes_per_cu
     assert t.device.max_threads_per_multi_processor == t.max_waves_per_simd * t.warp_size == 1536
