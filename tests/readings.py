@@ -419,18 +419,20 @@ def triton_metadata(row: dict[str, Any], cache: Path | None = None) -> dict[str,
     raise AssertionError(f"no Triton cache entry for {row['key']} {row['target']} ({row['triton_hash']}) in {cache}")
 
 
-# CUDA's occupancy rules for sm_90 and sm_100, which are alike (cuda_occupancy.h; the CUDA Occupancy
-# Calculator; the programming guide's table per compute capability, 9.0 and 10.0): 64 warps and 32
-# blocks per SM; 65536 registers in 4 sub-partitions, given to warps in units of 256; 228 KiB of shared
-# memory per SM, given in units of 128 bytes, 1 KiB of it reserved per block by the driver.
+# CUDA's occupancy rules (cuda_occupancy.h; the CUDA Occupancy Calculator; the programming guide's table per
+# compute capability): 65536 registers in 4 sub-partitions, given to warps in units of 256; shared memory given
+# in units of 128 bytes, 1 KiB of it reserved per block by the driver. Per SM, 9.0, 10.0 and 10.3 alike: 64
+# warps, 32 blocks, 228 KiB of shared memory; 12.0: 48 warps, 24 blocks, 100 KiB.
 _CUDA_SM = {"warps": 64, "blocks": 32, "regs": 65536, "sub_partitions": 4, "reg_unit": 256,
             "smem": 228 * 1024, "smem_unit": 128, "smem_reserved": 1024}
+CUDA_SMS = {"sm90": _CUDA_SM, "sm100": _CUDA_SM, "sm103": _CUDA_SM,
+            "sm120": {**_CUDA_SM, "warps": 48, "blocks": 24, "smem": 100 * 1024}}
 
 
-def cuda_blocks_per_sm(*, regs: int, shared: int, warps: int) -> int:
-    """Resident blocks per SM of a kernel using ``regs`` registers a thread, ``shared`` bytes of shared
-    memory a block (without the driver's reserve) and blocks of ``warps`` warps."""
-    sm = _CUDA_SM
+def cuda_blocks_per_sm(*, regs: int, shared: int, warps: int, target: str = "sm90") -> int:
+    """Resident blocks per SM of ``target`` of a kernel using ``regs`` registers a thread, ``shared`` bytes of
+    shared memory a block (without the driver's reserve) and blocks of ``warps`` warps."""
+    sm = CUDA_SMS[target]
     regs_per_warp = -(-max(regs, 1) * 32 // sm["reg_unit"]) * sm["reg_unit"]
     warps_by_regs = sm["regs"] // sm["sub_partitions"] // regs_per_warp * sm["sub_partitions"]
     smem_per_block = -(-(shared + sm["smem_reserved"]) // sm["smem_unit"]) * sm["smem_unit"]
@@ -463,7 +465,7 @@ def independent_reading(store: Path, row: dict[str, Any], cache: Path | None = N
             for x, y, z in [struct.unpack("<III", payload)]] == [warps * 32], row["key"]
     reading = ptxas_reading(store, row, smem=True)
     shared += reading.pop("smem")  # Triton's dynamic shared memory and the kernel's static
-    blocks = cuda_blocks_per_sm(regs=reading["regs"], shared=shared, warps=warps)
+    blocks = cuda_blocks_per_sm(regs=reading["regs"], shared=shared, warps=warps, target=row["target"])
     return {**reading, "shared_bytes": shared, "occupancy_blocks": blocks, "occupancy_warps": blocks * warps,
             **nvidia_loop_spill_reading(nvdisasm_text(obj))}
 

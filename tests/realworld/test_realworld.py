@@ -59,6 +59,7 @@ from ..readings import (
     amd_occupancy_reading,
     asm_comment,
     asm_metadata,
+    cuda_blocks_per_sm,
     note_metadata,
     note_waves,
     nv_info_entries,
@@ -79,6 +80,8 @@ LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite",
 # Surveyed in full by the default test run (the fastest: conch compiles its 192 builds in about 35 s, Liger
 # its 40 in about 11); the others are `slow`.
 IN_DEFAULT_RUN = ("conch", "liger_kernel")
+# Targets surveyed only where named (`--target`): each library's survey on them is `slow`.
+OPT_IN_TARGETS = ("sm103", "sm120")
 # Libraries whose kinds name fewer targets (the keys file says why).
 LIBRARY_TARGETS = {"torchao": ("gfx950", "sm90", "sm100")}
 # Builds the installed toolchain fails on (as it would on a GPU): (library, key pattern, target, kernel
@@ -119,11 +122,12 @@ def require_library(library: str) -> None:
 class Corpus:
     """The surveys of one library: the three targets together, then each alone, in one store."""
 
-    def __init__(self, library: str, work: Path):
+    def __init__(self, library: str, work: Path, named: tuple[str, ...] = ()):
         require_library(library)
         self.library = library
         self.project = work / library
-        self.targets = LIBRARY_TARGETS.get(library, TARGETS)
+        self.named = named  # targets named with --target (the opt-in ones), else the matrices'
+        self.targets = named or LIBRARY_TARGETS.get(library, TARGETS)
         shutil.copytree(HERE / library, self.project, ignore=shutil.ignore_patterns("__pycache__", ".regsurvey"))
         self.store = work / "store"
         self.triton_cache = work / "triton-cache"
@@ -131,14 +135,15 @@ class Corpus:
         keep = os.environ.get("REGSURVEY_REALWORLD_OUT")  # where RESULTS.md's figures come from
         if keep:
             Path(keep).mkdir(parents=True, exist_ok=True)
-            (Path(keep) / f"{library}.json").write_text(json.dumps({**self.survey, "test_wall_s": self.wall_s}))
+            out = Path(keep) / f"{'-'.join((library, *named))}.json"
+            out.write_text(json.dumps({**self.survey, "test_wall_s": self.wall_s}))
 
     def run(self, target: str | None) -> tuple[dict[str, Any], float]:
         """``regsurvey run`` of the project for its matrices' targets (gfx942, gfx950, sm90, sm100; a kind may
         name fewer) or for ``target`` alone: the survey JSON and the wall time."""
         env = {**library_env(self.library), "TRITON_CACHE_DIR": str(self.triton_cache), "REGSURVEY_SERVER": "off"}
         start = time.monotonic()
-        only = ["--target", target] if target else []
+        only = ["--target", target or ",".join(self.named)] if target or self.named else []
         out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json",
                               "--store", str(self.store), *only],
                              cwd=self.project, env=env, capture_output=True, text=True, timeout=SURVEY_TIMEOUT_S)
@@ -172,6 +177,17 @@ def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     if library not in _corpora:
         _corpora[library] = Corpus(library, tmp_path_factory.mktemp(f"realworld-{library}"))
     return _corpora[library]
+
+
+@pytest.fixture(params=[pytest.param(library, marks=pytest.mark.slow) for library in sorted(LIBRARIES)])
+def opt_in_corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """The library's survey on the targets surveyed only where named (:data:`OPT_IN_TARGETS`), made once per
+    test session; `slow`: the default run keeps to the matrices' targets."""
+    library = request.param
+    name = f"{library}-opt-in"
+    if name not in _corpora:
+        _corpora[name] = Corpus(library, tmp_path_factory.mktemp(f"realworld-{name}"), OPT_IN_TARGETS)
+    return _corpora[name]
 
 
 # One target's listing, in a process of its own (as a survey's worker for that target imports the keys
@@ -222,6 +238,15 @@ def test_every_keys_file_lists_its_keys_on_every_target(library: str, tmp_path: 
 
 
 def test_every_key_builds(corpus: Corpus) -> None:
+    every_key_builds(corpus)
+
+
+def test_every_key_builds_on_the_opt_in_targets(opt_in_corpus: Corpus) -> None:
+    every_key_builds(opt_in_corpus)
+
+
+def every_key_builds(corpus: Corpus) -> None:
+    """Every build of the corpus' survey builds, but the known failures of this Triton (which must fail so)."""
     import fnmatch
 
     import triton
@@ -250,6 +275,16 @@ def test_every_key_builds(corpus: Corpus) -> None:
 
 
 def test_every_figure_equals_a_second_reading(corpus: Corpus) -> None:
+    every_figure_equals_a_second_reading(corpus)
+
+
+def test_every_figure_equals_a_second_reading_on_the_opt_in_targets(opt_in_corpus: Corpus) -> None:
+    every_figure_equals_a_second_reading(opt_in_corpus)
+
+
+def every_figure_equals_a_second_reading(corpus: Corpus) -> None:
+    """Every figure of every build the corpus' survey built equals its second reading (LLVM's comments,
+    ptxas re-run, cuobjdump, Triton's metadata, each vendor's occupancy rules as the tests write them)."""
     mismatches: dict[str, list[str]] = defaultdict(list)
     checked = 0
     for row in corpus.survey["rows"]:
@@ -326,13 +361,6 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
 
 # NVIDIA ---------------------------------------------------------------------------------------------
 
-# CUDA's occupancy rules for sm_90 and sm_100, which are alike (cuda_occupancy.h; the CUDA Occupancy
-# Calculator; the programming guide's table per compute capability, 9.0 and 10.0): 64 warps and 32
-# blocks per SM; 65536 registers in 4 sub-partitions, given to warps in units of 256; 228 KiB of shared
-# memory per SM, given in units of 128 bytes, 1 KiB of it reserved per block by the driver.
-_CUDA_SM = {"warps": 64, "blocks": 32, "regs": 65536, "sub_partitions": 4, "reg_unit": 256,
-         "smem": 228 * 1024, "smem_unit": 128, "smem_reserved": 1024}
-
 
 def cuobjdump_resources(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     """REG, STACK, SHARED and LOCAL of the cubin, as ``cuobjdump -res-usage`` prints them."""
@@ -366,11 +394,8 @@ def nvidia_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     # .reqntid says the same.
     warps = int(metadata["num_warps"])
     assert [warps * 32] == required_threads(corpus, row), row["key"]
-    regs_per_warp = -(-max(ptxas["regs"], 1) * 32 // _CUDA_SM["reg_unit"]) * _CUDA_SM["reg_unit"]
-    warps_by_regs = (_CUDA_SM["regs"] // _CUDA_SM["sub_partitions"] // regs_per_warp) * _CUDA_SM["sub_partitions"]
-    smem_per_block = -(-(shared + _CUDA_SM["smem_reserved"]) // _CUDA_SM["smem_unit"]) * _CUDA_SM["smem_unit"]
-    blocks = min(_CUDA_SM["blocks"], _CUDA_SM["warps"] // warps, warps_by_regs // warps,
-                 _CUDA_SM["smem"] // smem_per_block)
+    # CUDA's occupancy rules per compute capability, written in tests/readings.py.
+    blocks = cuda_blocks_per_sm(regs=ptxas["regs"], shared=shared, warps=warps, target=row["target"])
     # The spills in loops: the SASS's backward branches, where ptxas spilled at all.
     spilled = ptxas["spill_store_bytes"] or ptxas["spill_load_bytes"]
     loops = (nvidia_loop_spill_reading(nvdisasm_text((corpus.store / row["object"]["path"]).read_bytes()))
