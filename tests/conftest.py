@@ -3,6 +3,7 @@ real survey the comparison, report and gate tests start from (tests/layer_survey
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -10,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,13 @@ from regsurvey.model.results import Survey
 os.environ["REGSURVEY_SERVER"] = "off"
 # Stores and caches in tests are signed only where a test sets a key.
 os.environ.pop("REGSURVEY_CACHE_KEY", None)
+# A Triton cache of the test run's own (unless one is named): Triton keys it without the source's path, and an
+# object carries the path it was compiled from in its debug sections, so another run on the machine (a second
+# pytest, a survey) compiling the same kernel from its own copy of the toy project would hand this run objects
+# of other sha256s halfway through.
+if "TRITON_CACHE_DIR" not in os.environ:
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="regsurvey-tests-triton-")
+    atexit.register(shutil.rmtree, os.environ["TRITON_CACHE_DIR"], True)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOY = FIXTURES / "toy"

@@ -102,8 +102,8 @@ def test_an_nvidia_cubin_is_not_a_loose_file_lint_reads(tiny: Tiny, tiny_survey:
     cubin = tmp_path / "scale_rows.cubin"
     shutil.copyfile(stored, cubin)
     assert_one_line_error(invoke("lint", cubin), f"{cubin}: an NVIDIA cubin: the lint reads a cubin only with the "
-                          "PTX of its compile, which a survey keeps beside it; `regsurvey lint --target sm90,sm100` "
-                          "(no FILES) lints every key's cubin")
+                          "PTX of its compile, which a survey keeps beside it; `regsurvey lint --target "
+                          "sm90,sm100,sm103,sm120` (no FILES) lints every key's cubin")
 
 
 def test_files_and_a_commit_do_not_go_together() -> None:

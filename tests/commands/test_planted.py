@@ -28,7 +28,7 @@ from ..conftest import reseal
 from .conftest import Tiny
 from .runner import invoke
 
-VARYING = ("compile_s", "reused")  # what differs between a survey and its reuse
+VARYING = ("compile_s", "stage_s", "reused")  # what differs between a survey and its reuse (timings)
 
 
 @pytest.fixture
