@@ -198,7 +198,7 @@ def test_stored_survey_per_commit_and_target(toy_repo: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--target", "gfx999"), "unknown target 'gfx999'; known targets: gfx942, gfx950, sm90, sm100"),
+    (("--target", "gfx999"), "unknown target 'gfx999'; known targets: gfx942, gfx950, sm90, sm100, sm103, sm120"),
     (("--commit", "no-such-rev"), "unknown revision 'no-such-rev' in {repo}"),
 ])
 def test_bad_input_is_one_line(toy_repo: Path, args: tuple[str, ...], message: str) -> None:

@@ -58,8 +58,10 @@ class Hosts:
         self.switch = f"{self.tag}sw"
         self.started: dict[int, subprocess.Popen[bytes]] = {}
         self.ns: dict[int, str] = {}
-        # What of this machine's /tmp the hosts see: what they run with (a venv, a checkout on the path).
-        self.kept = _under_tmp([sys.executable, sys.prefix, *sys.path])
+        # What of this machine's /tmp the hosts see: what they run with (a venv, a checkout on the path), and
+        # the Triton cache the environment names (the test run's own, tests/conftest.py), which Triton makes.
+        cache = [os.environ["TRITON_CACHE_DIR"]] if os.environ.get("TRITON_CACHE_DIR") else []
+        self.kept = _under_tmp([sys.executable, sys.prefix, *sys.path, *cache])
         _ip("netns", "add", self.switch)
         self.run_in(self.switch, "ip", "link", "add", "br0", "type", "bridge")
         self.run_in(self.switch, "ip", "link", "set", "br0", "up")
