@@ -9,6 +9,7 @@ also checked against what an H200's driver reported for the same inputs.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -84,6 +85,25 @@ def read(case: str) -> Figures:
     return read_cubin(ck.asm["cubin"], shared_bytes=ck.metadata.shared, num_warps=ck.metadata.num_warps, target=target)
 
 
+@functools.cache
+def decodes(target: str) -> bool:
+    """Whether this Triton's nvdisasm decodes ``target``'s cubins: Triton 3.6's (CUDA 12.8) does not know
+    SM103a ("Cannot decode architecture"), so its spilling sm103 builds cannot be read there."""
+    try:
+        disassemble(compiled(f"add-{target}")[0].asm["cubin"])
+    except CorruptObjectError as exc:
+        if "Cannot decode architecture" in str(exc):
+            return False
+        raise
+    return True
+
+
+def needs_decoding(case: str) -> None:
+    """Skip ``case`` where this Triton's nvdisasm cannot decode its target."""
+    if not decodes(CASES[case][1]):
+        pytest.skip(f"this Triton's nvdisasm cannot decode {CASES[case][1]}'s cubins")
+
+
 def ptxas_reading(ptx: str, cubin: bytes) -> dict[str, int]:
     """``ptxas -v`` re-run on the PTX with Triton's flags; ``static_shared`` is its "N bytes smem".
 
@@ -139,6 +159,7 @@ def cuobjdump_reading(cubin: bytes) -> dict[str, int]:
 
 @pytest.mark.parametrize("case", CASES)
 def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
+    needs_decoding(case)
     ck, _ = compiled(case)
     res = read(case)
     ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
@@ -162,6 +183,8 @@ def test_resources_match_ptxas_and_cuobjdump(case: str) -> None:
 
 def test_the_spilling_kernels_spill() -> None:
     for case in ("spill-sm90", "spill-sm100", "spill-sm103", "spill-sm120", "maxnreg-spill-sm90"):
+        if not decodes(CASES[case][1]):
+            continue
         res = read(case)
         assert res["spill_store_bytes"] > 0 and res["spill_load_bytes"] > 0 and res["stack_bytes"] > 0, case
     assert read("spill-sm90")["regs"] == 255
@@ -226,6 +249,8 @@ def cuda_occupancy_calculator(*, regs: int, shared: int, warps: int, target: str
 
 @pytest.mark.parametrize("case", CASES)
 def test_occupancy_equals_the_cuda_occupancy_calculator(case: str) -> None:
+    if case.startswith("spill"):  # a spilling cubin is disassembled for its loops
+        needs_decoding(case)
     ck, _ = compiled(case)
     res = read(case)
     ptxas = ptxas_reading(ck.asm["ptx"], ck.asm["cubin"])
