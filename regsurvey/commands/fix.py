@@ -4,20 +4,17 @@ engineer turns, the variants ranked."""
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from ..model.fix import FixReport
-from ..model.options import SurveyOptions
-from ..model.targets import get_target
 from ..revisions.fix import DEFAULT_MAX_VARIANTS, FixInputError, sweep
 from ..revisions.obtain import open_store
 from ..tuning.sweep import SpaceError, parse_knob
-from .common import EXIT_OK, command_errors, split_csv, usable_cores
+from .common import EXIT_OK, command_errors
 from .helptext import examples
-from .options import format_option, report_style, resolved_toolchain, survey_options, write_report
+from .options import format_option, make_survey_options, report_style, survey_options, write_report
 
 
 @click.command(epilog=examples(
@@ -60,14 +57,10 @@ def fix(key: str | None, rev: str | None, kernel: str | None, config: int | None
 
     # The base survey: of KEY's selection alone where no --key narrows it (a stored survey of every key
     # serves it too).
-    options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys or ((key,) if key else ()),
-                            jobs=jobs or usable_cores(), timeout=timeout)
     start = repo.resolve()
     with command_errors(FixInputError, SpaceError):
         parsed = [parse_knob(k) for k in knobs]
-        options = replace(options, toolchain=resolved_toolchain(toolchain))
-        if options.targets:
-            options = replace(options, targets=tuple(get_target(t).name for t in options.targets))
+        options = make_survey_options(targets, kinds, keys or ((key,) if key else ()), jobs, timeout, toolchain)
         store = open_store(store_dir, start)
         with survey_progress(enabled=not quiet) as progress:
             report = sweep(start, rev, store, options, key=key, kernel=kernel, config=config, knobs=parsed,

@@ -9,16 +9,14 @@ from pathlib import Path
 
 import click
 
-from ..model.options import SurveyOptions
-from ..model.targets import get_target
 from ..model.words import ARROW
 from ..revisions.obtain import obtain_survey, open_store
 from ..revisions.range import is_survey_file, load_survey_file
 from ..store.files import write_text
 from ..tuning.select import DEFAULT_SPILL_ABOVE, prune_table, table_lines
-from .common import EXIT_OK, command_errors, split_csv, usable_cores, writing
+from .common import EXIT_OK, command_errors, writing
 from .helptext import examples
-from .options import resolved_toolchain, survey_options
+from .options import make_survey_options, survey_options
 
 
 @click.command(epilog=examples(
@@ -50,13 +48,9 @@ def prune(rev: str | None, targets: tuple[str, ...], kinds: tuple[str, ...], key
     """
     from ..output.progress import survey_progress
 
-    options = SurveyOptions(targets=split_csv(targets) or None, kinds=kinds, keys=keys,
-                            jobs=jobs or usable_cores(), timeout=timeout, reuse_results=not force)
     start = repo.resolve()
     with command_errors():
-        options = replace(options, toolchain=resolved_toolchain(toolchain))
-        if options.targets:
-            options = replace(options, targets=tuple(get_target(t).name for t in options.targets))
+        options = replace(make_survey_options(targets, kinds, keys, jobs, timeout, toolchain), reuse_results=not force)
         if is_survey_file(rev):
             assert rev is not None
             survey = load_survey_file(rev, options)
