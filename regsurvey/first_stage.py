@@ -21,7 +21,7 @@ from .model.comparison import Comparison, RowComparison
 from .model.results import Row
 from .model.stages import Stage
 from .model.targets import TARGETS
-from .objects.object_sections import NOT_ELF, differing_sections, is_debug_section
+from .objects.object_sections import code_differs
 from .store.objectstore import ObjectStore
 
 
@@ -58,13 +58,13 @@ def first_difference(before: Row, after: Row, objects: ObjectStore) -> Stage | N
         if not was.same(now):
             return stage
     try:
-        sections = differing_sections(objects.get(before.object.path, before.object.sha256),
-                                      objects.get(after.object.path, after.object.sha256))
+        differs = code_differs(objects.get(before.object.path, before.object.sha256),
+                               objects.get(after.object.path, after.object.sha256))
     except CorruptObjectError:
         return None
-    if NOT_ELF in sections:
+    if differs is None:
         return None
-    return Stage.OBJECT if any(not is_debug_section(name) for name in sections) else Stage.LOCATIONS
+    return Stage.OBJECT if differs else Stage.LOCATIONS
 
 
 @lru_cache(maxsize=16384)

@@ -93,3 +93,12 @@ def differing_sections(first: bytes, second: bytes) -> tuple[str, ...]:
     first_sections, second_sections = by_name(a), by_name(b)
     return tuple(name for name in dict.fromkeys([*first_sections, *second_sections])
                  if first_sections.get(name) != second_sections.get(name))
+
+
+def code_differs(first: bytes, second: bytes) -> bool | None:
+    """Whether two objects differ in more than their debug sections (the paths and lines of the checkout each
+    was compiled from); None when either cannot be read as ELF."""
+    sections = differing_sections(first, second)
+    if NOT_ELF in sections:
+        return None
+    return any(not is_debug_section(name) for name in sections)

@@ -28,7 +28,7 @@ from ..model.progress import Progress
 from ..model.results import NO_FIGURES, Row, Status, Survey
 from ..model.targets import get_target
 from ..model.words import count
-from ..objects.object_sections import NOT_ELF, differing_sections, is_debug_section
+from ..objects.object_sections import code_differs
 from ..repo.checkout import commit_checkout, working_tree
 from ..store.store import Store
 from ..tuning.sweep import SpaceError, config_blocks, knobs_for, ranked, variants_for
@@ -176,11 +176,10 @@ def _same_code(store: Store, a: Row, b: Row) -> bool:
     if a.object is None or b.object is None:
         return False
     try:
-        sections = differing_sections(store.objects.get(a.object.path, a.object.sha256),
-                                      store.objects.get(b.object.path, b.object.sha256))
+        return code_differs(store.objects.get(a.object.path, a.object.sha256),
+                            store.objects.get(b.object.path, b.object.sha256)) is False
     except CorruptObjectError:
         return False
-    return NOT_ELF not in sections and all(is_debug_section(name) for name in sections)
 
 
 def _key_of(row: Row) -> Key:
