@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..model.stages import TEXT_STAGES, Stage
@@ -192,29 +192,28 @@ def _cache_policy_attribute(line: str) -> str:
 
 def _entries(dictionary: str) -> list[str]:
     """The entries (``name = value``) of an attribute dictionary's text, without its braces."""
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(dictionary):
-        if c in "{[(<":
-            depth += 1
-        elif c in "}])>":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(dictionary[start:i].strip())
-            start = i + 1
+    out, start = [], 0
+    for i in _outside_brackets(dictionary, ","):
+        out.append(dictionary[start:i].strip())
+        start = i + 1
     return [*out, dictionary[start:].strip()]
 
 
 def _type_colon(line: str) -> int | None:
     """The index of the `` : `` that starts an operation's types (the first outside braces and brackets)."""
+    return next((i - 1 for i in _outside_brackets(line, ":") if line[i - 1:i + 2] == " : "), None)
+
+
+def _outside_brackets(text: str, char: str) -> Iterator[int]:
+    """The indexes of ``char`` in ``text`` outside braces, brackets, parentheses and angle brackets."""
     depth = 0
-    for i, c in enumerate(line):
+    for i, c in enumerate(text):
         if c in "{[(<":
             depth += 1
         elif c in "}])>":
             depth -= 1
-        elif c == ":" and depth == 0 and line[i - 1:i + 2] == " : ":
-            return i - 1
-    return None
+        elif c == char and depth == 0:
+            yield i
 
 
 # ---- LLVM IR ------------------------------------------------------------------------------------------
