@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..model.fix import FixReport
+from ..model.words import count
 from ..revisions.fix import DEFAULT_MAX_VARIANTS, FixInputError, sweep
 from ..revisions.obtain import open_store
 from ..tuning.sweep import SpaceError, parse_knob
@@ -29,6 +30,8 @@ from .options import format_option, make_survey_options, report_style, survey_op
 @click.option("--kernel", metavar="NAME", help="Only the builds of this kernel, or of the launches the kind body "
               "gave this name (rs.name).")
 @click.option("--config", type=click.IntRange(0), default=None, help="Only the build of this autotune config.")
+@click.option("--launch", type=click.IntRange(0), default=None,
+              help="Only the build of this launch of the key (its index: a kernel launched twice, [launch 1]).")
 @click.option("--knob", "knobs", multiple=True, metavar="NAME=V1,V2",
               help="Sweep this knob over these values (repeat; the knobs' values are then combined): a launch "
                    "option of the target (num_warps, num_stages, waves_per_eu, matrix_instr_nonkdim, kpack, "
@@ -37,10 +40,14 @@ from .options import format_option, make_survey_options, report_style, survey_op
                    "kernel's own autotune configs.")
 @click.option("--max", "limit", type=click.IntRange(1), default=DEFAULT_MAX_VARIANTS, show_default=True,
               help="Refuse a sweep of more variants than this (controls included).")
+@click.option("--patch", "patch_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the best variants as a patch to the config files their launchers read them from "
+                   "(vLLM's tuned MoE configs ...), where they did; none: the file is not written.")
 @format_option(FixReport)
 @survey_options
-def fix(key: str | None, rev: str | None, kernel: str | None, config: int | None, knobs: tuple[str, ...],
-        limit: int, fmt: str, targets: tuple[str, ...], kinds: tuple[str, ...], keys: tuple[str, ...],
+def fix(key: str | None, rev: str | None, kernel: str | None, config: int | None, launch: int | None,
+        knobs: tuple[str, ...], limit: int, patch_file: Path | None, fmt: str, targets: tuple[str, ...],
+        kinds: tuple[str, ...], keys: tuple[str, ...],
         jobs: int | None, timeout: float, store_dir: Path | None, repo: Path, quiet: bool,
         toolchain: str | None) -> None:
     """Compile KEY's builds again with their launch options and constexprs changed, and rank the variants:
@@ -64,6 +71,15 @@ def fix(key: str | None, rev: str | None, kernel: str | None, config: int | None
         store = open_store(store_dir, start)
         with survey_progress(enabled=not quiet) as progress:
             report = sweep(start, rev, store, options, key=key, kernel=kernel, config=config, knobs=parsed,
-                           limit=limit, announce=lambda line: click.echo(line, err=True), progress=progress)
+                           limit=limit, announce=lambda line: click.echo(line, err=True), progress=progress,
+                           launch=launch)
     write_report(render(report, fmt, report_style()), fmt)
+    if patch_file is not None:
+        patches = [build.patch for build in report.builds if build.patch]
+        if patches:
+            patch_file.write_text("".join(patches))
+            click.echo(f"fix: wrote {count(len(patches), 'patch')} to {patch_file}", err=True)
+        else:
+            click.echo(f"fix: no best variant's launch took its config from a file: {patch_file} not written",
+                       err=True)
     sys.exit(EXIT_OK)

@@ -30,6 +30,7 @@ upgrade is read and reviewed in one module.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -47,6 +48,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..keys import config_source
 from ..keys import session as capture_mod
 from ..keys.session import CapturedLaunch, CaptureSession
 from ..model.compile_time import StageTimes
@@ -286,7 +288,9 @@ def _record_launch(*, key: Any, repr: str, fn: Any, compile: dict, is_manual_war
         where=where,
         project_where=project_where,
         name=session.name_launch(kernel, fn.jit_function),
+        config_source=session.pending_source,
     ))
+    session.pending_source = None
     return not is_manual_warmup
 
 
@@ -370,28 +374,88 @@ def _surveyed_jit_run(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        session = capture_mod.current_session()
-        before = len(session.launches) if session is not None else 0
-        args, kwargs = _with_variant(self, self.arg_names, args, kwargs)
-        kernel = original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        if kernel is None and session is not None and len(session.launches) > before:
-            return SurveyedKernel(session.launches[-1], session.target)
-        return kernel
+        def call() -> Any:
+            session = capture_mod.current_session()
+            before = len(session.launches) if session is not None else 0
+            varied_args, varied_kwargs = _with_variant(self, self.arg_names, args, kwargs)
+            kernel = original(self, *varied_args, grid=grid, warmup=warmup, **varied_kwargs)
+            if kernel is None and session is not None and len(session.launches) > before:
+                return SurveyedKernel(session.launches[-1], session.target)
+            return kernel
+
+        return _probed(self, call)
 
     return run
 
 
 def _varied_kernel(kernel: Any) -> bool:
     """Whether the variant being surveyed (``regsurvey fix``) changes the launches of ``kernel`` (a JITFunction
-    or a wrapper of one)."""
+    or a wrapper of one): those of the jit function the variant names (its Python name), or, for a kernel
+    compiled under a name of its own, the call being made again because its unchanged launch was the base
+    build's (:func:`_probed`)."""
     session = capture_mod.current_session()
-    if session is None or session.variant is None:
+    if session is None or session.variant is None or session.variant_probe:
         return False
     try:
         jit = innermost_jit_function(kernel)
     except TypeError:
         return False
+    if session.variant_jit is not None:
+        return jit is session.variant_jit
     return getattr(getattr(jit, "fn", None), "__name__", None) == session.variant.kernel
+
+
+def _probed(kernel: Any, call: Callable[[], Any]) -> Any:
+    """Make a launcher's call into Triton (``call``: an autotuner's, heuristics' or jit function's run), under
+    a variant whose kernel is compiled under a name of its own: first unchanged, recording its launches, then,
+    where one of them is the base build's (its compiled name and config), again with the variant applied to
+    that jit function, the unchanged launches dropped. Any other call is made once, as it is."""
+    session = capture_mod.current_session()
+    if session is None or session.variant is None or session.variant_probe or session.variant_jit is not None:
+        return call()
+    try:
+        jit = innermost_jit_function(kernel)
+    except TypeError:
+        return call()
+    if getattr(jit, "_repr", None) is None or getattr(jit.fn, "__name__", None) == session.variant.kernel:
+        return call()
+    before, naming = len(session.launches), session.naming_state()
+    session.variant_probe = True
+    try:
+        result = call()
+    finally:
+        session.variant_probe = False
+    variant = session.variant
+    if not any(compiled_name(launch) == variant.kernel and variant.config in (None, launch.config)
+               for launch in session.launches[before:]):
+        return result
+    del session.launches[before:]
+    session.restore_naming(naming)
+    session.variant_jit = jit
+    try:
+        return call()
+    finally:
+        session.variant_jit = None
+
+
+# What a jit function's ``repr`` is handed (Triton's code generator makes the same): the specialization's
+# constexprs by parameter name, and its signature.
+_SpecializationProxy = collections.namedtuple("_SpecializationProxy", ["constants", "signature"])
+
+
+def compiled_name(launch: CapturedLaunch) -> str:
+    """The name Triton compiles ``launch``'s kernel under (the object's symbol): its jit function's ``repr``
+    of the specialization (triton_kernels' ``_matmul_NNT_bf16xbf16xmxfp4_32x256x256x1``), else its name."""
+    jit = launch.jit_function
+    names = list(getattr(jit, "arg_names", ()))
+    constants = {names[path[0]]: value for path, value in launch.constexprs.items()
+                 if isinstance(path, tuple) and len(path) == 1 and isinstance(path[0], int) and path[0] < len(names)}
+    proxy = _SpecializationProxy(constants, launch.signature)
+    try:
+        name = str(jit.repr(proxy))
+    except Exception:  # a repr the launch's specialization does not satisfy: the Python name then
+        return launch.kernel
+    return name[name.rfind(".") + 1:]
 
 
 def _with_variant(kernel: Any, names: list[str], args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
@@ -403,6 +467,13 @@ def _with_variant(kernel: Any, names: list[str], args: tuple, kwargs: dict[str, 
     session = capture_mod.current_session()
     assert session is not None and session.variant is not None
     positional, named = list(args), dict(kwargs)
+    session.variant_reached += 1
+    passed = {**dict(zip(names, args)), **kwargs}
+    entry = config_source.source_of(session.config_reads, passed, session.variant.settings)
+    if entry is not None:  # the launcher passed an entry of a config file it read: the patch to that file
+        session.pending_source = config_source.config_source(
+            entry, session.variant.settings, session.project_dirs[0] if session.project_dirs else "",
+            list(sys.path)).to_dict()
     for name, value in session.variant.settings:
         if name in names and names.index(name) < len(positional):
             positional[names.index(name)] = value
@@ -414,8 +485,11 @@ def _with_variant(kernel: Any, names: list[str], args: tuple, kwargs: dict[str, 
 def _surveyed_heuristics_run(self: Any, *args: Any, **kwargs: Any) -> Any:
     """Heuristics.run under a survey: a variant's constexprs are in place before the heuristics compute the
     values that depend on them (an ``EVEN_K`` from a changed ``BLOCK_K``)."""
-    args, kwargs = _with_variant(self, self.arg_names, args, kwargs)
-    return _original_heuristics_run(self, *args, **kwargs)
+    def call() -> Any:
+        varied_args, varied_kwargs = _with_variant(self, self.arg_names, args, kwargs)
+        return _original_heuristics_run(self, *varied_args, **varied_kwargs)
+
+    return _probed(self, call)
 
 
 def _pinned(session: CaptureSession, tuner: Any) -> int | None:
@@ -433,6 +507,12 @@ def _surveyed_autotune_run(self: Any, *args: Any, **kwargs: Any) -> Any:
     session = capture_mod.current_session()
     if session is None:
         return _original_autotune_run(self, *args, **kwargs)
+    return _probed(self, lambda: _launch_configs(session, self, args, kwargs))
+
+
+def _launch_configs(session: CaptureSession, self: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """The launches of :func:`_surveyed_autotune_run`: the configs a real launch could pick (the pinned one
+    alone), each launched once."""
     self.nargs = dict(zip(self.arg_names, args))
     pinned = _pinned(session, self)
     if pinned is not None:
@@ -499,23 +579,29 @@ def _surveyed_own_run(own_run: Callable[..., Any]) -> Callable[..., Any]:
         session = capture_mod.current_session()
         if session is None or session.tuner is self:  # not surveying, or a subclass's run calling super().run
             return own_run(self, *args, **kwargs)
-        outer = session.tuner, session.benched
-        session.tuner, session.benched = self, []
-        first = len(session.launches)
-        try:
-            with session.one_launch():  # its benchmarks and its pick: one launch of the kind body
-                return own_run(self, *args, **kwargs)
-        finally:
-            benched = session.benched
-            session.tuner, session.benched = outer
-            kept = {id(b) for b in benched}
-            seen = {(id(b.jit_function), b.specialization_data) for b in benched}
-            session.launches[first:] = [
-                launch for launch in session.launches[first:]
-                if id(launch) in kept or (id(launch.jit_function), launch.specialization_data) not in seen
-            ]
+        return _probed(self, lambda: _own_run_launches(session, own_run, self, args, kwargs))
 
     return run
+
+
+def _own_run_launches(session: CaptureSession, own_run: Callable[..., Any], self: Any, args: tuple,
+                      kwargs: dict[str, Any]) -> Any:
+    """:func:`_surveyed_own_run`'s call of the tuner's own run: its benchmarks and its pick one launch."""
+    outer = session.tuner, session.benched
+    session.tuner, session.benched = self, []
+    first = len(session.launches)
+    try:
+        with session.one_launch():  # its benchmarks and its pick: one launch of the kind body
+            return own_run(self, *args, **kwargs)
+    finally:
+        benched = session.benched
+        session.tuner, session.benched = outer
+        kept = {id(b) for b in benched}
+        seen = {(id(b.jit_function), b.specialization_data) for b in benched}
+        session.launches[first:] = [
+            launch for launch in session.launches[first:]
+            if id(launch) in kept or (id(launch.jit_function), launch.specialization_data) not in seen
+        ]
 
 
 def _pick_index(tuner: Any) -> int | None:
@@ -709,6 +795,8 @@ def capturing(session: CaptureSession) -> Iterator[CaptureSession]:
             for tuner_class in _own_run_autotuners():
                 stack.enter_context(_patched(tuner_class, "run", _surveyed_own_run(vars(tuner_class)["run"])))
             stack.enter_context(_patched(triton.testing, "do_bench", _do_bench_once))
+            if session.variant is not None:  # regsurvey fix: the config files the launcher reads
+                stack.enter_context(config_source.noting_json_reads(session.config_reads))
             yield session
     finally:
         capture_mod.end(token)

@@ -117,10 +117,12 @@ def _trusted_socket(path: Path) -> bool:
 
 @functools.cache
 def identity() -> str:
-    """What a server must share with a survey to compile the same kernels: interpreter, regsurvey's
-    sources, Triton's and torch's installed versions and places."""
+    """What a server must share with a survey to compile the same kernels: interpreter, where it imports
+    from (``PYTHONPATH``: a survey run with a library's own directory on it, as vLLM's corpus is, imports
+    what a server started without it cannot), regsurvey's sources, Triton's and torch's installed versions
+    and places."""
     h = hashlib.sha256()
-    h.update(f"{sys.executable}\0{sys.version}\0".encode())
+    h.update(f"{sys.executable}\0{sys.version}\0{import_path()}\0".encode())
     package = Path(__file__).resolve().parents[1]  # all of regsurvey's sources
     for path in sorted(package.rglob("*.py")):
         h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
@@ -131,6 +133,11 @@ def identity() -> str:
         except importlib.metadata.PackageNotFoundError:
             h.update(f"{dist}=none\0".encode())
     return h.hexdigest()[:20]
+
+
+def import_path() -> str:
+    """``PYTHONPATH`` as this process was started with it: part of a server's identity."""
+    return os.environ.get("PYTHONPATH", "")
 
 
 def address() -> Path:
@@ -252,14 +259,16 @@ def wait_until_up(path: Path, process: subprocess.Popen | None, wait_s: float = 
 
 
 def _retire_superseded(path: Path) -> None:
-    """Retire the servers of this interpreter and regsurvey installation that have another identity:
-    regsurvey (or Triton, torch) changed since they started, and no new survey will use them. Each
-    exits once the workers of the surveys still running on it are done."""
+    """Retire the servers of this interpreter, regsurvey installation and ``PYTHONPATH`` that have another
+    identity: regsurvey (or Triton, torch) changed since they started, and no new survey will use them. Each
+    exits once the workers of the surveys still running on it are done. (A server of another
+    ``PYTHONPATH`` serves the surveys run with that one, and stays.)"""
     for other in path.parent.glob("*.sock"):
         if other == path:
             continue
         status = _ping_any(other)
-        if status is not None and status.get("python") == sys.executable and status.get("package") == package():
+        if (status is not None and status.get("python") == sys.executable and status.get("package") == package()
+                and status.get("import_path", "") == import_path()):
             _tell(other, {"op": "retire"})
 
 

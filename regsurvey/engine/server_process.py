@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 from ..processes import ProcessEnd, die_with_parent
 from .protocol import WorkerExited, WorkerStarted
-from .server import CONNECT_TIMEOUT_S, LOCKED_EXIT, package
+from .server import CONNECT_TIMEOUT_S, LOCKED_EXIT, import_path, package
 
 
 def _lock(path: Path, wait_s: float = 5.0) -> int | None:
@@ -185,7 +185,8 @@ class _Server:
         if op == "ping":
             _reply(conn, {"ok": True, "pid": os.getpid(), "identity": self.path.stem, "workers": len(self.children),
                           "idle_s": self.idle_s, "up_s": round(time.monotonic() - self.started, 1),
-                          "python": sys.executable, "package": package()})
+                          "python": sys.executable, "package": package(),
+                          "import_path": import_path()})
         elif op == "kill":
             _kill(self.children, [request.get("pid")])
             _reply(conn, {"ok": True})

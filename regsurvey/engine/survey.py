@@ -132,7 +132,8 @@ def surveyed(pool: Pool[Any], checkout: Checkout, objects_dir: Path, options: Su
         schedule.fill(jobs)
         pool.run(schedule, listed_at)
         results = schedule.results
-        costs.update(r for rows in results.values() for r in rows)
+        if keys_for is None:  # a sweep's variant keys are no keys of the project's: costs.json keeps none
+            costs.update(r for rows in results.values() for r in rows)
     finally:
         pool.close()
         if deferred is not None and results is None:

@@ -63,6 +63,7 @@ from ..keys.keyfiles import (
 )
 from ..keys.matrix import Kind
 from ..keys.session import CapturedLaunch, CaptureSession, SkipKey
+from ..model.fix import VariantMissed
 from ..model.keys import Key
 from ..model.results import ObjectRef, ObjectReport, Row, SaidOnce, Status, error_line, error_text
 from ..model.row_start import RowStart
@@ -338,6 +339,9 @@ class Worker:
             try:
                 with toolchain.capturing(session):
                     kind.body(**key.axes_dict)
+                if key.variant is not None and not session.variant_reached:
+                    session.launches.clear()  # the base's own launches: nothing of the variant's
+                    raise VariantMissed(key.variant)
             except SkipKey as skip:
                 skipped = skip.reason
             except BaseException as exc:  # the project's code may raise anything
@@ -363,6 +367,8 @@ class Worker:
         """The key's own error row for a kind body that raised after ``launches`` launches: one line
         saying where and why, then Python's traceback from the kind body down (the exception's whole
         text and chain at its end)."""
+        if isinstance(exc, VariantMissed):
+            return replace(base, launch=launches).failed(str(exc))
         text = error_text(exc)
         after = f" after {count(launches, 'launch')}" if launches else ""
         summary = f"kind body raised{after} at {where_raised(exc, self.root)}: {error_line(text)}"
@@ -383,7 +389,8 @@ class Worker:
                             num_warps=launch.options.get("num_warps"),
                             num_stages=launch.options.get("num_stages"), where=shown_site(launch.where, self.root),
                             project_where=shown_site(launch.project_where, self.root),
-                            build=toolchain.constexpr_values(launch), name=launch.name)
+                            build=toolchain.constexpr_values(launch), name=launch.name,
+                            config_source=launch.config_source)
         start = time.perf_counter()
         try:
             cache_hash = toolchain.triton_cache_hash(launch, target)

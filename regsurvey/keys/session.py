@@ -43,6 +43,9 @@ class CapturedLaunch:
     stage_s: StageTimes | None = None
     ptxas_log: str | None = None  # that compile's ptxas -v log, where regsurvey made it (a cubin's spills)
     name: str | None = None  # what the kind body called the launch (``rs.name``)
+    # ``regsurvey fix``: the launcher's config file entry a variant's launch was passed, with the variant
+    # written into it (``keys.config_source.ConfigSource.to_dict``); None elsewhere.
+    config_source: dict[str, Any] | None = None
 
 
 @dataclass
@@ -69,6 +72,28 @@ class CaptureSession:
     # ``regsurvey fix``: the launches of one kernel made with options and constexprs changed (the hooks in
     # compile.toolchain apply it where the kind body's call reaches Triton).
     variant: Variant | None = None
+    variant_reached: int = 0  # the launches the variant changed (none: it matched no launch of the key)
+    # A kernel with a ``repr`` of its own is compiled under a name its launch's specialization spells
+    # (triton_kernels' ``_matmul_NNT_..._32x256x256x1``), so its calls are first made unchanged (a probe,
+    # ``variant_probe``) and made again, changed, only where one was the base build's launch
+    # (``variant_jit``: the JITFunction changed in that second call).
+    variant_probe: bool = False
+    variant_jit: Any = None
+    # The JSON objects the launcher read while a variant is surveyed (keys.config_source), and the config
+    # source found for the launch being made, which the launch hook records with it.
+    config_reads: list[Any] = field(default_factory=list)
+    pending_source: dict[str, Any] | None = None
+
+    def naming_state(self) -> tuple[int | None, str | None, bool]:
+        """What naming the next launches depends on (to make a call again as if it had not been made)."""
+        taken = self.queued_names.taken if self.queued_names is not None else None
+        return taken, self.one_launch_name, self.one_launch_named
+
+    def restore_naming(self, state: tuple[int | None, str | None, bool]) -> None:
+        """Naming as :meth:`naming_state` found it."""
+        taken, self.one_launch_name, self.one_launch_named = state
+        if self.queued_names is not None and taken is not None:
+            self.queued_names.taken = taken
 
     def name_launch(self, kernel: str, jit_function: Any) -> str | None:
         """The name of the launch of ``kernel`` (its JITFunction ``jit_function``) being recorded: the next

@@ -47,6 +47,16 @@ def _spelled(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+class VariantMissed(Exception):
+    """A variant's key made no launch the variant changes (its kernel never launched, or never as the base
+    build): its row says so, in place of a build that would pass for 'no effect'."""
+
+    def __init__(self, variant: Variant):
+        config = f" (autotune config {variant.config})" if variant.config is not None else ""
+        super().__init__(f"the variant reached no launch: the kind body launched no {variant.kernel}{config} "
+                         f"that it changes")
+
+
 class Effect(TextEnum):
     """What a variant did to the code."""
 
@@ -68,6 +78,7 @@ class Tried:
         return {"variant": self.variant.to_dict(), "label": self.variant.label, "effect": str(self.effect),
                 "figures": {name: self.row.resources.get(name) for name in figures},
                 "error": self.row.error if not self.row.ok else None,
+                "config_source": self.row.config_source,
                 "triton_hash": self.row.triton_hash,
                 "object": self.row.object.sha256 if self.row.object is not None else None}
 
@@ -88,6 +99,13 @@ class BuildFix:
     def best(self) -> Tried:
         """The first of the ranking."""
         return self.ranked[0]
+
+    @property
+    def patch(self) -> str:
+        """The best variant written into the launcher's config file, as a unified diff ("" where its launch
+        took no entry of a config file, or the best is the base)."""
+        source = self.best.row.config_source if self.improves else None
+        return str(source.get("patch") or "") if source else ""
 
     @property
     def base_tried(self) -> Tried:

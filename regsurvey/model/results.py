@@ -137,6 +137,10 @@ class Row:
     # Where ``where`` is in a library outside the project: the innermost frame inside the project (the kind
     # body's call into the library), file:line; None otherwise (and in surveys before schema 4).
     project_where: str | None = None
+    # ``regsurvey fix``'s variant builds only: the launcher's config file entry the launch was passed, with
+    # the variant written into it, and the patch (``keys.config_source.ConfigSource.to_dict``). Written only
+    # where there is one: a survey's rows never have it, and their JSON is as before.
+    config_source: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.status, Status):
@@ -165,6 +169,8 @@ class Row:
         data["stage_s"] = self.stage_s.to_json() if self.stage_s is not None else None
         data["object"] = {"path": self.object.path, "sha256": self.object.sha256} if self.object else None
         data["lint"] = [f.to_dict() for f in self.lint] if self.lint is not None else None
+        if self.config_source is None:
+            del data["config_source"]
         return data
 
     @classmethod
@@ -365,7 +371,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "config": (int, type(None)), "triton_hash": (str, type(None)), "num_warps": (int, type(None)),
     "num_stages": (int, type(None)), "where": (str, type(None)), "reused": (bool,), "flaky": (str, type(None)),
     "skip_reason": (str, type(None)), "transient": (bool,), "build": (dict, type(None)), "name": (str, type(None)),
-    "project_where": (str, type(None)),
+    "project_where": (str, type(None)), "config_source": (dict, type(None)),
 }
 BUILD_VALUE_TYPES = (bool, int, float, str, type(None))  # what a constexpr of ``Row.build`` may be
 _SURVEY_TYPES: dict[str, tuple[type, ...]] = {

@@ -35,6 +35,7 @@ class RowStart:
     build: dict[str, Any] | None = None
     name: str | None = None
     flaky: str | None = None  # the intermittent failure its build hit before it built (a built row's)
+    config_source: dict[str, Any] | None = None  # regsurvey fix: the config file entry (Row.config_source)
 
     def built(self, resources: Figures, *, object: ObjectRef, compile_s: float, triton_hash: str,
               findings: tuple[Finding, ...] | None, reused: bool = False, stage_s: StageTimes | None = None) -> Row:
@@ -65,4 +66,4 @@ class RowStart:
                    launch=self.launch, config=self.config, triton_hash=triton_hash, num_warps=self.num_warps,
                    num_stages=self.num_stages, where=self.where, reused=reused, flaky=self.flaky,
                    messages=list(self.messages), skip_reason=skip_reason, transient=transient, build=self.build,
-                   name=self.name, project_where=self.project_where)
+                   name=self.name, project_where=self.project_where, config_source=self.config_source)

@@ -59,7 +59,14 @@ def _verdict(build: BuildFix, base: Tried) -> str:
     use = "; ".join(part for part in (f"launch options {launch}" if launch else "",
                                       f"constexprs {constexprs}" if constexprs else "") if part)
     config = f" (autotune config {best.variant.config} with these)" if best.variant.config is not None else ""
-    return f"best: {best.variant.label}: {fewer}\nuse: {use}{config}"
+    text = f"best: {best.variant.label}: {fewer}\nuse: {use}{config}"
+    source = best.row.config_source
+    if source:
+        entry = "".join(f"[{part!r}]" for part in source["path"])
+        text += (f"\nthe launcher took this launch's config from {source['file']}{entry} ({source['opened']})")
+        text += (f"; as a patch to it (--patch FILE writes it):\n{build.patch.rstrip()}" if build.patch else
+                 "; its layout cannot be written again line for line: change the entry by hand")
+    return text
 
 
 def _value(tried: Tried, name: str) -> str:

@@ -68,9 +68,11 @@ def _seconds(s: float) -> str:
     return f"{int(s // 60)}m{int(s % 60):02d}s" if s >= 60 else f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
 
 
-def swept_builds(survey: Survey, key: str | None, kernel: str | None, config: int | None) -> list[Row]:
-    """The builds of ``survey`` to sweep: those ``key`` (an id or glob; None: every key surveyed), ``kernel``
-    and ``config`` select; where they select several, only those that spill or run at low occupancy."""
+def swept_builds(survey: Survey, key: str | None, kernel: str | None, config: int | None,
+                 launch: int | None = None) -> list[Row]:
+    """The builds of ``survey`` to sweep: those ``key`` (an id or glob; None: every key surveyed), ``kernel``,
+    ``config`` and ``launch`` (the launch's index in its key) select; where they select several, only those
+    that spill or run at low occupancy."""
     rows = [r for r in survey.rows if r.ok and r.object is not None]
     if key is not None:
         rows = [r for r in rows if r.key == key or fnmatch.fnmatchcase(r.key, key)]
@@ -84,6 +86,10 @@ def swept_builds(survey: Survey, key: str | None, kernel: str | None, config: in
         rows = [r for r in rows if r.config == config]
         if not rows:
             raise FixInputError(f"no build of {key or 'the selection'} has autotune config {config}")
+    if launch is not None:
+        rows = [r for r in rows if r.launch == launch]
+        if not rows:
+            raise FixInputError(f"no build of {key or 'the selection'} is launch {launch} of its key")
     if len(rows) > 1:
         rows = [r for r in rows if _problem(r)]
         if not rows:
@@ -127,10 +133,11 @@ def plan(survey: Survey, builds: list[Row], asked: list[tuple[str, tuple[Any, ..
     return result
 
 
-def variant_key(key: Key, variant: Variant) -> Key:
-    """The key that compiles ``variant`` of one of ``key``'s builds."""
+def variant_key(key: Key, variant: Variant, launch: int) -> Key:
+    """The key that compiles ``variant`` of ``key``'s build at launch index ``launch`` (two builds of one key
+    swept together each have their own variants' keys, even where their variants read the same)."""
     suffix = "control " if variant.control else ""
-    return replace(key, id=f"{key.id}~{suffix}{variant.label}{_config_part(variant)}", variant=variant)
+    return replace(key, id=f"{key.id}~#{launch} {suffix}{variant.label}{_config_part(variant)}", variant=variant)
 
 
 def _config_part(variant: Variant) -> str:
@@ -146,7 +153,7 @@ def run_plan(start: Path, rev: str | None, store: Store, options: SurveyOptions,
         for key in listed:
             for row, _, variants in the_plan.builds:
                 if (row.key, row.target) == (key.id, key.target):
-                    keys += [variant_key(key, variant) for variant in variants]
+                    keys += [variant_key(key, variant, row.launch) for variant in variants]
         return keys
 
     targets = tuple(dict.fromkeys(row.target for row, _, _ in the_plan.builds))
@@ -164,7 +171,7 @@ def run_plan(start: Path, rev: str | None, store: Store, options: SurveyOptions,
     for base, name, variants in the_plan.builds:
         tried = []
         for variant in variants:
-            key = variant_key(_key_of(base), variant)
+            key = variant_key(_key_of(base), variant, base.launch)
             tried.append((variant, _matching(base, by_key.get((key.id, key.target), []))))
         fixes.append(ranked(name, base, tried, lambda a, b: _same_code(store, a, b)))
     return FixReport(label or survey.label, tuple(fixes), the_plan.variants, round(time.monotonic() - began, 1))
@@ -205,11 +212,11 @@ def _matching(base: Row, rows: list[Row]) -> Row:
 
 def sweep(start: Path, rev: str | None, store: Store, options: SurveyOptions, *, key: str | None,
           kernel: str | None, config: int | None, knobs: list[tuple[str, tuple[Any, ...]]], limit: int,
-          announce: Callable[[str], None], progress: Progress | None = None) -> FixReport:
+          announce: Callable[[str], None], progress: Progress | None = None, launch: int | None = None) -> FixReport:
     """The whole sweep: the base survey, the builds, the plan (said through ``announce`` before anything
     compiles), the variants compiled and ranked."""
     base = obtain_survey(start, rev, store, options, progress)
-    builds = swept_builds(base, key, kernel, config)
+    builds = swept_builds(base, key, kernel, config, launch)
     the_plan = plan(base, builds, knobs, limit, python_kernel_name)
     announce(the_plan.describe(options.jobs))
     return run_plan(start, rev, store, options, the_plan, progress, base.label)

@@ -56,6 +56,48 @@ def axpy_pinned(width):
 '''
 
 
+# A launcher that takes its config from a JSON file by token count, as vLLM's fused MoE does, and a kernel
+# compiled under a name of its own (a ``repr``, as triton_kernels' matmuls are), launched at two block
+# sizes, with a launch pinned to a variant of the first.
+TUNED_KEYS = '''"""A launcher reading its tuned config from a file, and a kernel with a repr of its own."""
+
+import json
+import os
+
+import triton
+from toykernels import ops
+
+import regsurvey as rs
+
+matrix = rs.Matrix(targets=["gfx950"], width=[8])
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "gemm.json")
+named_scale = triton.JITFunction(ops.scale_rows.fn, repr=lambda spec: f"scale_rows_b{spec.constants['BLOCK']}")
+
+
+@matrix.kind(axes=["width"])
+def gemm_tuned(width):
+    with open(CONFIGS) as f:
+        config = json.load(f)[str(width)]
+    a, b, c = rs.tensor((width, 512), "bf16"), rs.tensor((512, 256), "bf16"), rs.tensor((width, 256), "bf16")
+    ops.matmul[(1, 4)](a, b, c, width, 256, 512, **config)
+
+
+@matrix.kind(axes=["width"])
+def named(width):
+    x, out = rs.tensor((width, 256), "fp32"), rs.tensor((width, 256), "fp32")
+    for block in (128, 256):
+        named_scale[(width,)](x, out, 256, 256, 2.0, BLOCK=block, STOP=False)
+
+
+@matrix.kind(axes=["width"])
+def named_pinned(width):
+    x, out = rs.tensor((width, 256), "fp32"), rs.tensor((width, 256), "fp32")
+    named_scale[(width,)](x, out, 256, 256, 2.0, BLOCK=128, STOP=False, num_warps=8)
+'''
+GEMM_CONFIGS = {"8": {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 2},
+                "64": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 2}}
+
+
 @dataclass(frozen=True)
 class Project:
     repo: Path
@@ -71,6 +113,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     repo = root / "toy"
     shutil.copytree(TOY, repo, ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "keys" / "toy.py").write_text(KEYS)
+    (repo / "keys" / "tuned.py").write_text(TUNED_KEYS)
+    (repo / "configs").mkdir()
+    (repo / "configs" / "gemm.json").write_text(json.dumps(GEMM_CONFIGS, indent=4) + "\n")
     git(repo, "init", "-q", "-b", "main")
     commit_all(repo, "toy project")
     return Project(repo.resolve(), root / "store")
@@ -93,6 +138,12 @@ def _survey(project: Project, key: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def gemm_fix(project: Project) -> dict[str, Any]:
     return _fix(project, "gemm/width8", "--knob", "num_warps=8", "--knob", "num_stages=1,3")
+
+
+def test_variant_keys_leave_no_costs(project: Project, gemm_fix: dict[str, Any]) -> None:
+    """costs.json schedules the project's keys; a sweep's variants are none of them."""
+    known = json.loads((project.store / "costs.json").read_text())
+    assert known and not [key for key in known if "~" in key], known
 
 
 def test_the_plan_is_said_before_it_compiles(gemm_fix: dict[str, Any]) -> None:
@@ -173,3 +224,79 @@ def test_bad_input_is_one_line(project: Project, gemm_fix: dict[str, Any]) -> No
                           "or raise --max")
     assert_one_line_error(invoke("fix", "gemm/width8", "--knob", "num_warps", *project.args()),
                           "--knob 'num_warps': expected NAME=VALUE[,VALUE...] (num_warps=4,8)")
+
+
+def test_a_kernel_with_its_own_name_is_varied_at_the_base_launch(project: Project) -> None:
+    """triton_kernels' case: the build's name is the kernel's repr of its specialization, not the Python
+    name (before, every variant matched no launch and passed for 'no effect')."""
+    report = _fix(project, "named/width8", "--kernel", "scale_rows_b128", "--knob", "num_warps=8")["report"]
+    (build,) = report["builds"]
+    assert build["kernel"] == "scale_rows_b128"
+    tried = next(t for t in build["ranked"] if t["label"] == "num_warps=8")
+    assert tried["effect"] == "changed", tried
+    assert build["control"]["effect"] == "no effect"
+    result = invoke("run", *project.args(), "--key", "named_pinned/width8", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    (pinned,) = [r for r in json.loads(result.stdout)["rows"] if r["kernel"]]
+    assert pinned["kernel"] == "scale_rows_b128"
+    assert pinned["triton_hash"] == tried["triton_hash"]
+    assert {name: pinned["resources"].get(name) for name in tried["figures"]} == tried["figures"]
+
+
+def test_the_config_file_the_launcher_read_gets_the_patch(project: Project, tmp_path: Path) -> None:
+    patch = tmp_path / "fix.patch"
+    report = _fix(project, "gemm_tuned/width8", "--knob", "num_warps=8", "--patch", str(patch))["report"]
+    (build,) = report["builds"]
+    tried = next(t for t in build["ranked"] if t["label"] == "num_warps=8")
+    source = tried["config_source"]
+    assert (source["file"], source["path"], source["changed"]) == ("configs/gemm.json", ["8"], {"num_warps": 8})
+    assert source["entry"] == GEMM_CONFIGS["8"]
+    if build["best"]["label"] == "num_warps=8":
+        text = patch.read_text()
+        assert text == source["patch"]
+    else:  # the patch of the best only; this one's is in the report
+        assert not patch.exists()
+        patch.write_text(source["patch"])
+    assert source["patch"].splitlines()[:2] == ["--- a/configs/gemm.json", "+++ b/configs/gemm.json"]
+    assert [line for line in source["patch"].splitlines() if line[:1] in "+-" and line[:3] not in ("---", "+++")] == [
+        '-        "num_warps": 4,', '+        "num_warps": 8,']
+    # Applied, the survey's build of the launch is the variant's.
+    git(project.repo, "apply", str(patch))
+    try:
+        result = invoke("run", *project.args(), "--key", "gemm_tuned/width8", "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        (row,) = [r for r in json.loads(result.stdout)["rows"] if r["kernel"]]
+        assert row["num_warps"] == 8 and row["triton_hash"] == tried["triton_hash"]
+        assert "config_source" not in row  # a survey's rows never carry one
+    finally:
+        git(project.repo, "checkout", "--", "configs/gemm.json")
+
+
+def test_a_variant_that_reaches_no_launch_fails_saying_so(project: Project) -> None:
+    from regsurvey.model.fix import Variant
+    from regsurvey.model.options import SurveyOptions
+    from regsurvey.model.results import Survey
+    from regsurvey.revisions.fix import Plan, run_plan
+    from regsurvey.store.store import Store
+
+    store = Store(project.store)
+    stored = Survey.from_json(invoke("run", *project.args(), "--key", "gemm/width8", "--format", "json").stdout)
+    (base,) = [r for r in stored.rows if r.kernel]
+    missing = Variant("not_a_kernel", options=(("num_warps", 8),))
+    plan = Plan(((base, "gemm/width8 matmul", (missing,)),), 1.0)
+    options = SurveyOptions(targets=("gfx950",), kinds=("gemm",), keys=(), jobs=1)
+    report = run_plan(project.repo, None, store, options, plan)
+    (tried,) = [t for t in report.builds[0].ranked if t.variant.settings]
+    assert str(tried.effect) == "failed"
+    assert tried.row.error == ("the variant reached no launch: the kind body launched no not_a_kernel that it "
+                               "changes")
+
+
+def test_two_builds_of_one_key_have_their_own_variant_keys() -> None:
+    from regsurvey.model.fix import Variant
+    from regsurvey.model.keys import Key
+    from regsurvey.revisions.fix import variant_key
+
+    key = Key(kind="moe", axes=(("width", 4),), target="gfx942", id="moe/width4")
+    variant = Variant("_matmul", options=(("num_warps", 8),))
+    assert variant_key(key, variant, 3).id != variant_key(key, variant, 5).id

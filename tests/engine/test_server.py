@@ -272,3 +272,19 @@ def test_a_served_workers_warnings_reach_the_surveys_stderr(toy_repo: Path, tmp_
     assert ended.returncode == 2 and ended.stderr.endswith(
         "the worker process ended while importing the keys files (exit code 3): a keys file, or what it imports, "
         "ends its process\n")
+
+
+def test_a_survey_with_another_pythonpath_gets_a_server_of_its_own(env: dict[str, str], tmp_path: Path) -> None:
+    """A server imports what its ``PYTHONPATH`` lets it: a survey run with a library's directory on it (vLLM's
+    corpus) must not be served by one started without (every key failed, "No module named 'vllm'")."""
+    code = "from regsurvey.engine import server; print(server.identity())"
+
+    def identity(pythonpath: str | None) -> str:
+        child = dict(env)
+        child.pop("PYTHONPATH", None)
+        if pythonpath is not None:
+            child["PYTHONPATH"] = pythonpath
+        return subprocess.run([sys.executable, "-c", code], env=child, capture_output=True, text=True,
+                              check=True, timeout=60).stdout.strip()
+
+    assert identity(None) == identity(None) != identity(str(tmp_path))
