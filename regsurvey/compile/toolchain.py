@@ -1259,3 +1259,40 @@ def tl_dtype(name: str) -> Any:
     import triton.language as tl
 
     return tl.dtype(name)
+
+
+class LLVMOptionsUnsupported(RuntimeError):
+    """The installed Triton cannot compile LLVM IR with LLVM options of one compile's own."""
+
+
+def recompile_llir(llir: str, arch: str, flags: list[str], fp_fusion: bool) -> tuple[bytes, str]:
+    """An AMD build's LLVM IR (as Triton made it, stored with its object) compiled to an hsaco again, with
+    the LLVM command-line options ``flags`` (``amdgpu-use-amdgpu-trackers``): Triton's own last two stages
+    (``make_amdgcn``, ``make_hsaco``) with other flags. The object and its assembly.
+
+    Triton 3.9's AMD code generator takes the options per compile (``compile_amdgpu``: set for that call,
+    then reset); earlier releases set them for the whole process and never unset them: refused there
+    (LLVMOptionsUnsupported). Run in a process of its own all the same (``compile.llvm_options``): compiles
+    with other options must not run beside it."""
+    import tempfile
+
+    import triton
+    from triton._C.libtriton import amd
+    from triton.backends.amd import compiler as amd_compiler
+
+    compile_amdgpu = getattr(amd_compiler, "compile_amdgpu", None)
+    triple = getattr(amd_compiler, "get_amd_codegen_target_triple", None)
+    if compile_amdgpu is None or triple is None:
+        raise LLVMOptionsUnsupported(f"Triton {triton.__version__} sets LLVM's options for its whole process, not "
+                                     f"per compile (Triton 3.9's AMD code generator does)")
+    assembly = compile_amdgpu(llir, triple(arch), arch, "", flags=list(flags), enable_fp_fusion=fp_fusion,
+                              disable_optimization=False, canonicalize_gep=False, disabled_passes="", dump_ir=False,
+                              enable_timing=False)
+    relocatable = amd_compiler.assemble_amdgcn(assembly, arch, "")
+    with tempfile.TemporaryDirectory(prefix="regsurvey-llvm-") as scratch:
+        source, linked = os.path.join(scratch, "in.o"), os.path.join(scratch, "out.hsaco")
+        with open(source, "wb") as f:
+            f.write(relocatable)
+        amd.link_hsaco(source, linked)
+        with open(linked, "rb") as f:
+            return f.read(), assembly

@@ -26,6 +26,10 @@ class Variant:
     constexprs: tuple[Setting, ...] = ()  # BLOCK_K ... (the kernel's own constexpr arguments)
     config: int | None = None
     control: bool = False  # the control variant: a launch option that must not change the code
+    # AMD: the base build's stored LLVM IR compiled again with these LLVM command-line options
+    # (``amdgpu-use-amdgpu-trackers``); () is that compile with none, the LLVM control, which must give the
+    # base's object. None: a variant of the launch (its options and constexprs), compiled by a survey.
+    llvm: tuple[str, ...] | None = None
 
     @property
     def settings(self) -> tuple[Setting, ...]:
@@ -33,14 +37,23 @@ class Variant:
         return self.options + self.constexprs
 
     @property
+    def is_base(self) -> bool:
+        """Nothing changed: the base build itself."""
+        return not self.settings and self.llvm is None
+
+    @property
     def label(self) -> str:
-        """``num_warps=8 BLOCK_K=64``: what a kernel engineer would pass (``base``: nothing changed)."""
+        """``num_warps=8 BLOCK_K=64``: what a kernel engineer would pass (``base``: nothing changed;
+        ``llvm=amdgpu-use-amdgpu-trackers``, an LLVM option; ``llvm as compiled``, the LLVM control)."""
+        if self.llvm is not None:
+            return f"llvm={','.join(self.llvm)}" if self.llvm else "llvm as compiled"
         return " ".join(f"{name}={_spelled(value)}" for name, value in self.settings) or "base"
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form."""
         return {"kernel": self.kernel, "config": self.config, "options": dict(self.options),
-                "constexprs": dict(self.constexprs), "control": self.control}
+                "constexprs": dict(self.constexprs), "control": self.control,
+                "llvm": list(self.llvm) if self.llvm is not None else None}
 
 
 def _spelled(value: Any) -> str:
@@ -94,6 +107,7 @@ class BuildFix:
     control: Tried | None
     figures: tuple[str, ...]  # the vendor's figures the table shows, in ranking order
     improves: bool  # the best variant ranks above the base (tuning.sweep.rank_key)
+    llvm_control: Tried | None = None  # the stored LLVM IR compiled again as it was (LLVM-option variants')
 
     @property
     def best(self) -> Tried:
@@ -110,7 +124,7 @@ class BuildFix:
     @property
     def base_tried(self) -> Tried:
         """The base among the ranked."""
-        return next(t for t in self.ranked if not t.variant.settings)
+        return next(t for t in self.ranked if t.variant.is_base)
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form."""
@@ -118,7 +132,8 @@ class BuildFix:
                 "config": self.base.config, "base": self.base_tried.to_dict(self.figures),
                 "improves": self.improves, "best": self.best.to_dict(self.figures),
                 "ranked": [t.to_dict(self.figures) for t in self.ranked],
-                "control": self.control.to_dict(self.figures) if self.control is not None else None}
+                "control": self.control.to_dict(self.figures) if self.control is not None else None,
+                "llvm_control": self.llvm_control.to_dict(self.figures) if self.llvm_control is not None else None}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ def _build_text(build: BuildFix) -> str:
     changed = sum(t.effect is Effect.CHANGED for t in build.ranked) - 1
     quiet = sum(t.effect is Effect.NO_EFFECT for t in build.ranked)
     failed = sum(t.effect is Effect.FAILED for t in build.ranked)
-    control = " and the control" if build.control is not None else ""
+    controls = sum(c is not None for c in (build.control, build.llvm_control))
+    control = {0: "", 1: " and the control", 2: " and the controls"}[controls]
     lines = [f"{build.name} on {build.base.target} (base: num_warps={build.base.num_warps} "
              f"num_stages={build.base.num_stages}): {count(len(build.ranked) - 1, 'variant')}{control}, "
              f"{changed} changed the code, {quiet} no effect, {failed} failed"]
@@ -41,6 +42,14 @@ def _build_text(build: BuildFix) -> str:
                                    "nothing for this build",
                    Effect.FAILED: f"failed: {_first_line(tried.row.error)}"}[tried.effect]
         lines.append(f"control {tried.variant.label}: {verdict}")
+    if build.llvm_control is not None:
+        tried = build.llvm_control
+        verdict = {Effect.NO_EFFECT: "the base's object, byte for byte: the LLVM-option variants compile what the "
+                                     "base compiled",
+                   Effect.CHANGED: "NOT the base's object: the stored LLVM IR compiles to another, and the LLVM-option "
+                                   "variants' figures are not the base's code with an option",
+                   Effect.FAILED: f"failed: {_first_line(tried.row.error)}"}[tried.effect]
+        lines.append(f"control {tried.variant.label} (its stored LLVM IR compiled again): {verdict}")
     lines.append(_verdict(build, base))
     return "\n".join(lines)
 
@@ -59,6 +68,11 @@ def _verdict(build: BuildFix, base: Tried) -> str:
     use = "; ".join(part for part in (f"launch options {launch}" if launch else "",
                                       f"constexprs {constexprs}" if constexprs else "") if part)
     config = f" (autotune config {best.variant.config} with these)" if best.variant.config is not None else ""
+    if best.variant.llvm:
+        use = (f"the LLVM option{'s' if len(best.variant.llvm) > 1 else ''} "
+               f"{', '.join('-' + flag for flag in best.variant.llvm)} (compiled from the base's LLVM IR: no launch "
+               f"option passes one, and Triton sets LLVM's options for every compile of its process)")
+        config = ""
     text = f"best: {best.variant.label}: {fewer}\nuse: {use}{config}"
     source = best.row.config_source
     if source:
@@ -77,7 +91,7 @@ def _value(tried: Tried, name: str) -> str:
 
 
 def _effect(tried: Tried) -> str:
-    if not tried.variant.settings:
+    if tried.variant.is_base:
         return "base"
     if tried.effect is Effect.FAILED:
         return f"failed: {_first_line(tried.row.error)[:60]}"

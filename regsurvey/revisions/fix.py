@@ -11,6 +11,7 @@ Nothing of the variants' survey is stored as the revision's.
 from __future__ import annotations
 
 import fnmatch
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compile.toolchain import launch_option_names
+from ..engine.llvm_variants import recompiled
 from ..engine.survey import survey_checkout
 from ..errors import CorruptObjectError
 from ..model.fix import BuildFix, FixReport, Variant
@@ -145,36 +147,45 @@ def _config_part(variant: Variant) -> str:
 
 
 def run_plan(start: Path, rev: str | None, store: Store, options: SurveyOptions, the_plan: Plan,
-             progress: Progress | None = None, label: str = "") -> FixReport:
-    """Compile every variant of ``the_plan`` (one survey of their keys) and rank each build's."""
+             progress: Progress | None = None, label: str = "", toolchain_id: str = "") -> FixReport:
+    """Compile every variant of ``the_plan`` (one survey of their keys; the LLVM-option variants from the
+    base builds' stored LLVM IR, :mod:`regsurvey.engine.llvm_variants`, ``toolchain_id`` naming the
+    toolchain that compiles them) and rank each build's."""
     began = time.monotonic()
     def keys_for(listed: list[Key]) -> list[Key]:
         keys = []
         for key in listed:
             for row, _, variants in the_plan.builds:
                 if (row.key, row.target) == (key.id, key.target):
-                    keys += [variant_key(key, variant, row.launch) for variant in variants]
+                    keys += [variant_key(key, variant, row.launch) for variant in variants if variant.llvm is None]
         return keys
 
     targets = tuple(dict.fromkeys(row.target for row, _, _ in the_plan.builds))
     kinds = tuple(dict.fromkeys(row.kind for row, _, _ in the_plan.builds))
     asked = replace(options, targets=targets, kinds=kinds, keys=())
-    if rev is None:
-        survey = survey_checkout(working_tree(start), store.objects.root, asked, progress, keys_for)
-    else:
-        with commit_checkout(start, rev) as checkout:
-            survey = survey_checkout(checkout, store.objects.root, asked, progress, keys_for)
     by_key: dict[tuple[str, str], list[Row]] = {}
-    for r in survey.rows:
-        by_key.setdefault((r.key, r.target), []).append(r)
+    survey_label = label
+    if any(v.llvm is None for _, _, variants in the_plan.builds for v in variants):
+        if rev is None:
+            survey = survey_checkout(working_tree(start), store.objects.root, asked, progress, keys_for)
+        else:
+            with commit_checkout(start, rev) as checkout:
+                survey = survey_checkout(checkout, store.objects.root, asked, progress, keys_for)
+        survey_label = survey_label or survey.label
+        for r in survey.rows:
+            by_key.setdefault((r.key, r.target), []).append(r)
     fixes: list[BuildFix] = []
     for base, name, variants in the_plan.builds:
         tried = []
         for variant in variants:
-            key = variant_key(_key_of(base), variant, base.launch)
-            tried.append((variant, _matching(base, by_key.get((key.id, key.target), []))))
+            if variant.llvm is None:
+                key = variant_key(_key_of(base), variant, base.launch)
+                tried.append((variant, _matching(base, by_key.get((key.id, key.target), []))))
+        llvm = [v for v in variants if v.llvm is not None]
+        if llvm:
+            tried += recompiled(store, base, llvm, options.jobs, options.toolchain, options.timeout, toolchain_id)
         fixes.append(ranked(name, base, tried, lambda a, b: _same_code(store, a, b)))
-    return FixReport(label or survey.label, tuple(fixes), the_plan.variants, round(time.monotonic() - began, 1))
+    return FixReport(survey_label or "", tuple(fixes), the_plan.variants, round(time.monotonic() - began, 1))
 
 
 def _same_code(store: Store, a: Row, b: Row) -> bool:
@@ -219,7 +230,8 @@ def sweep(start: Path, rev: str | None, store: Store, options: SurveyOptions, *,
     builds = swept_builds(base, key, kernel, config, launch)
     the_plan = plan(base, builds, knobs, limit, python_kernel_name)
     announce(the_plan.describe(options.jobs))
-    return run_plan(start, rev, store, options, the_plan, progress, base.label)
+    toolchain_id = json.dumps(base.toolchain, sort_keys=True, default=str)
+    return run_plan(start, rev, store, options, the_plan, progress, base.label, toolchain_id)
 
 
 def python_kernel_name(row: Row) -> str:

@@ -29,11 +29,20 @@ SCHED_STRATEGIES = ("max-ilp", "max-memory-clause", "iterative-ilp", "iterative-
 SCHED_KNOB = "sched_strategy"
 SCHED_OPTION = "llvm_fn_attrs"
 
+# AMD LLVM command-line options, each tried alone by compiling the base build's stored LLVM IR again with it
+# (Triton passes LLVM no option per compile: ``compile.toolchain.recompile_llir``): the register-pressure
+# tracking of the scheduler (``amdgpu-use-amdgpu-trackers``, ROCm/triton#970's fix) and the rescheduling
+# stage that trades occupancy for ILP at high pressure. An option LLVM does not know is ignored by it: the
+# variant then has no effect.
+LLVM_KNOB = "llvm"
+LLVM_OPTIONS = ("amdgpu-use-amdgpu-trackers", "amdgpu-disable-unclustered-high-rp-reschedule")
+
 # Knob -> the values tried by default, per vendor. A knob is a Triton launch option of the target, but for
 # ``sched_strategy`` (an LLVM function attribute, passed as ``llvm_fn_attrs``).
 DEFAULT_KNOBS: dict[str, dict[str, tuple[Any, ...]]] = {
     AMD: {"num_warps": (2, 4, 8), "num_stages": (1, 2, 3), "waves_per_eu": (1, 2, 3, 4),
-          "matrix_instr_nonkdim": (16, 32), "kpack": (1, 2), SCHED_KNOB: SCHED_STRATEGIES},
+          "matrix_instr_nonkdim": (16, 32), "kpack": (1, 2), SCHED_KNOB: SCHED_STRATEGIES,
+          LLVM_KNOB: LLVM_OPTIONS},
     NVIDIA: {"num_warps": (4, 8), "num_stages": (2, 3, 4), "maxnreg": (128, 168, 255)},
 }
 # Knobs a target's Triton takes but ignores: gfx950's backend overwrites kpack with 1 (with a warning).
@@ -84,11 +93,16 @@ def knobs_for(row: Row, asked: list[tuple[str, tuple[Any, ...]]], options: froze
     constexprs = row.build or {}
     if not asked:
         return [Knob(name, values, True) for name, values in DEFAULT_KNOBS[target.vendor].items()
-                if _option_of(name) in options and name not in ignored]
+                if (name == LLVM_KNOB or _option_of(name) in options) and name not in ignored]
     knobs = []
     for name, values in asked:
         if name in constexprs:
             knobs.append(Knob(name, values, False))
+        elif name == LLVM_KNOB:
+            if target.is_nvidia:
+                raise SpaceError(f"--knob {LLVM_KNOB}: {target.name}'s code is made by ptxas, which takes no LLVM "
+                                 f"options (AMD targets only)")
+            knobs.append(Knob(name, values, True))
         elif name in ignored:
             raise SpaceError(f"--knob {name}: {target.name}'s Triton ignores it (it compiles kpack=1 whatever is "
                              f"asked)")
@@ -148,15 +162,22 @@ def variants_for(row: Row, kernel: str, knobs: list[Knob], blocks: list[tuple[Se
         return Variant(kernel, options=tuple(s for k, s in pairs if k.option),
                        constexprs=tuple(s for k, s in pairs if not k.option), config=row.config)
 
-    found: list[Variant] = []
-    if combine:
+    # LLVM options: each alone, on the base build's LLVM IR (never combined with a launch's knobs).
+    llvm = [v for k in knobs if k.name == LLVM_KNOB for v in k.values]
+    knobs = [k for k in knobs if k.name != LLVM_KNOB]
+    found: list[Variant | None] = []
+    if combine and knobs:
         for values in itertools.product(*(k.values for k in knobs)):
-            found.append(variant(zip(knobs, values)))  # type: ignore[arg-type]
-    else:
-        found += [variant([(knob, value)]) for knob in knobs for value in knob.values]  # type: ignore[misc]
+            found.append(variant(zip(knobs, values)))
+    elif not combine:
+        found += [variant([(knob, value)]) for knob in knobs for value in knob.values]
         found += [Variant(kernel, constexprs=setting, config=row.config) for setting in blocks]
+    found += [Variant(kernel, config=row.config, llvm=(str(option),)) for option in llvm]
     unique = list(dict.fromkeys(v for v in found if v is not None))
-    return [*unique, Variant(kernel, options=(CONTROL,), config=row.config, control=True)]
+    controls = [Variant(kernel, config=row.config, llvm=(), control=True)] if llvm else []
+    if any(v.llvm is None for v in unique) or not llvm:
+        controls.insert(0, Variant(kernel, options=(CONTROL,), config=row.config, control=True))
+    return [*unique, *controls]
 
 
 # The figures a ranking reads, per vendor: in-loop spills, spills, occupancy (higher is better), registers.
@@ -203,6 +224,10 @@ def ranked(name: str, base: Row, tried: list[tuple[Variant, Row]],
     entries += [Tried(v, row, effect(base, row, same_code)) for v, row in tried if not v.control]
     order = {Effect.CHANGED: 0, Effect.NO_EFFECT: 1, Effect.FAILED: 2}
     entries.sort(key=lambda t: (order[t.effect], rank_key(t.row)))
-    control = next((Tried(v, row, effect(base, row, same_code)) for v, row in tried if v.control), None)
+    control = next((Tried(v, row, effect(base, row, same_code)) for v, row in tried if v.control and v.llvm is None),
+                   None)
+    llvm_control = next((Tried(v, row, effect(base, row, same_code)) for v, row in tried
+                         if v.control and v.llvm is not None), None)
     improves = entries[0].row is not base and rank_key(entries[0].row) < rank_key(base)
-    return BuildFix(name, base, tuple(entries), control, SHOWN_FIGURES[get_target(base.target).vendor], improves)
+    return BuildFix(name, base, tuple(entries), control, SHOWN_FIGURES[get_target(base.target).vendor], improves,
+                    llvm_control)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -300,3 +301,44 @@ def test_two_builds_of_one_key_have_their_own_variant_keys() -> None:
     key = Key(kind="moe", axes=(("width", 4),), target="gfx942", id="moe/width4")
     variant = Variant("_matmul", options=(("num_warps", 8),))
     assert variant_key(key, variant, 3).id != variant_key(key, variant, 5).id
+
+
+def test_llvm_options_compile_the_stored_llvm_ir_again(project: Project) -> None:
+    """An LLVM option reaches the code only through a compile of its own (Triton passes none per compile):
+    the base build's stored LLVM IR compiled again, first as it is (the LLVM control: the base's object),
+    then with each option; one LLVM does not know has no effect."""
+    report = _fix(project, "gemm/width8", "--knob", "llvm=amdgpu-use-amdgpu-trackers,regsurvey-no-such-option")
+    (build,) = report["report"]["builds"]
+    assert build["control"] is None  # no launch was changed: no launch control
+    control = build["llvm_control"]
+    assert (control["label"], control["effect"]) == ("llvm as compiled", "no effect")
+    by_label = {t["label"]: t for t in build["ranked"]}
+    assert set(by_label) == {"base", "llvm=amdgpu-use-amdgpu-trackers", "llvm=regsurvey-no-such-option"}
+    unknown = by_label["llvm=regsurvey-no-such-option"]
+    assert unknown["effect"] == "no effect" and unknown["figures"] == build["base"]["figures"]
+    assert by_label["llvm=amdgpu-use-amdgpu-trackers"]["variant"]["llvm"] == ["amdgpu-use-amdgpu-trackers"]
+    assert by_label["llvm=amdgpu-use-amdgpu-trackers"]["effect"] in ("changed", "no effect")
+    # Each variant's figures are read from its own object, as LLVM's own comments in its assembly say them.
+    objects = ObjectStore(project.store / "objects")
+    for tried in build["ranked"]:
+        assembly = objects.text(objects.relpath(tried["object"], "hsaco"), "amdgcn") or ""
+        vgprs = int(assembly.split("; NumVgprs: ", 1)[1].split()[0])
+        assert tried["figures"]["vgpr_total"] >= vgprs
+        assert f"; ScratchSize: {tried['figures']['scratch_bytes']}" in assembly
+    # Again: from the store, nothing compiled.
+    again = _fix(project, "gemm/width8", "--knob", "llvm=amdgpu-use-amdgpu-trackers,regsurvey-no-such-option")
+    assert [t["object"] for t in again["report"]["builds"][0]["ranked"]] == [t["object"] for t in build["ranked"]]
+
+
+def test_llvm_options_need_triton_39(other_python: str, tmp_path: Path) -> None:
+    """Triton before 3.9 sets LLVM's options for its whole process: refused there, saying so."""
+    request = json.dumps({"llir": "", "arch": "gfx942", "flags": ["amdgpu-use-amdgpu-trackers"], "fp_fusion": True})
+    done = subprocess.run([other_python, "-m", "regsurvey.compile.llvm_options"], input=request, text=True,
+                          capture_output=True, timeout=300, check=True)
+    version = subprocess.run([other_python, "-c", "import triton; print(triton.__version__)"], text=True,
+                             capture_output=True, check=True).stdout.strip()
+    if version.startswith("3.9"):
+        pytest.skip(f"the other toolchain is Triton {version}")
+    assert json.loads(done.stdout) == {"error": f"LLVMOptionsUnsupported: Triton {version} sets LLVM's options for "
+                                                f"its whole process, not per compile (Triton 3.9's AMD code "
+                                                f"generator does)"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from regsurvey.model.figures import Figures
@@ -35,13 +37,31 @@ def test_default_knobs_each_alone_without_the_base_values_and_the_control_last()
     row = _row()
     knobs = knobs_for(row, [], AMD_OPTIONS)
     assert [k.name for k in knobs] == ["num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack",
-                                       "sched_strategy"]
+                                       "sched_strategy", "llvm"]
     variants = variants_for(row, "matmul", knobs, [], combine=False)
     labels = [v.label for v in variants]
     assert "num_warps=4" not in labels and "num_stages=2" not in labels and "kpack=1" in labels
     assert "llvm_fn_attrs='amdgpu-sched-strategy=max-ilp'" in labels
-    assert variants[-1] == Variant("matmul", options=(CONTROL,), control=True)
-    assert len(variants) == 2 + 2 + 4 + 2 + 2 + 5 + 1
+    assert labels[-4:] == ["llvm=amdgpu-use-amdgpu-trackers", "llvm=amdgpu-disable-unclustered-high-rp-reschedule",
+                           "launch_cooperative_grid=True", "llvm as compiled"]
+    assert variants[-2] == Variant("matmul", options=(CONTROL,), control=True)
+    assert variants[-1] == Variant("matmul", llvm=(), control=True)
+    assert len(variants) == 2 + 2 + 4 + 2 + 2 + 5 + 2 + 2
+
+
+def test_llvm_options_are_tried_alone_on_amd_only() -> None:
+    row = _row()
+    knobs = knobs_for(row, [parse_knob("llvm=amdgpu-use-amdgpu-trackers"), parse_knob("num_warps=8")], AMD_OPTIONS)
+    labels = [v.label for v in variants_for(row, "matmul", knobs, [], combine=True)]
+    assert labels == ["num_warps=8", "llvm=amdgpu-use-amdgpu-trackers", "launch_cooperative_grid=True",
+                      "llvm as compiled"]
+    (only,) = knobs_for(row, [parse_knob("llvm=amdgpu-use-amdgpu-trackers")], AMD_OPTIONS)
+    variants = variants_for(row, "matmul", [only], [], combine=True)
+    assert [v.label for v in variants] == ["llvm=amdgpu-use-amdgpu-trackers", "llvm as compiled"]
+    assert not variants[0].is_base and variants[0].settings == ()
+    nvidia = replace(_row(), target="sm90", resources=Figures.from_json({"regs": 128, "spill_store_bytes": 0}))
+    with pytest.raises(SpaceError, match="sm90's code is made by ptxas, which takes no LLVM options"):
+        knobs_for(nvidia, [("llvm", ("amdgpu-use-amdgpu-trackers",))], frozenset({"num_warps", "maxnreg"}))
 
 
 def test_knobs_gfx950_and_nvidia() -> None:
