@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import multiprocessing.connection
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +111,7 @@ class LocalPool:
         self._shown: set[str] = set()  # the workers' warnings shown so far
         self._warned: set[str] = set()
         self._listing: tuple[LocalWorker, ListKeys] | None = None
+        self._scratch: str | None = None  # the workers' temporary directory (made at the first start)
 
     # -- the transport
 
@@ -118,6 +121,12 @@ class LocalPool:
         # The worker imports the project's code (a merge request's, in CI): it gets no secret variable
         # but the results cache's signing key, with which it signs what it stores (see worker_environment).
         environ = worker_environment(os.environ)
+        # What workers leave in their temporary directory (the stand-in smi commands' directories, whose exit
+        # handlers a killed worker never runs; a project's own files) goes into one of the survey's, removed
+        # with it (close).
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="regsurvey-workers-")
+        environ["TMPDIR"] = self._scratch
         if self.python is not None:
             environ = other_environment(environ)  # not this interpreter's PYTHONPATH
         args = (str(self.checkout.root), str(self.checkout.root / "keys"), str(self.objects_dir),
@@ -217,6 +226,9 @@ class LocalPool:
                 w.process.kill()
         for w in list(self.workers):
             self._forget(w)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
         if self.unsigned:  # one line for them all (a key newly set on a cache of unsigned entries: every build)
             print(unsigned_warning(self.unsigned), file=sys.stderr)
 

@@ -27,6 +27,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -617,6 +618,9 @@ def _become_worker(survey: int | None, environ: dict[str, str] | None, triton_ca
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)
+        # Its temporary files go where the survey's TMPDIR says (the survey's scratch directory, removed when
+        # the survey ends): a worker forked from a server or forkserver inherited where that one's went.
+        tempfile.tempdir = None
     if triton_cache_dir:
         os.environ[CACHE_DIR_VAR] = triton_cache_dir
     ignore_fp_fusion_warning()

@@ -4,7 +4,8 @@ A survey killed outright (``kill -9``: the OOM killer, a CI runner's hard kill) 
 its workers, their finishing processes and its forkserver must still end at once, whether the workers
 came from the survey's forkserver or from a worker server (which lives on, by design, but not for
 them), and the next run removes the worktree it registered. A worker whose survey has gone ends
-quietly; kind bodies' locks leave no "leaked semaphore" warning behind.
+quietly; kind bodies' locks leave no "leaked semaphore" warning behind, and a survey leaves no semaphore,
+shared memory segment, process or temporary file (its workers' temporary directory is one of its own).
 """
 
 from __future__ import annotations
@@ -189,3 +190,70 @@ def test_kind_bodies_locks_leave_no_leaked_semaphore_warning(toy_repo: Path, tmp
     assert out.returncode == 0, out.stderr
     assert [r["status"] for r in json.loads(out.stdout)["rows"]] == ["ok", "ok"]
     assert "semaphore" not in out.stderr, out.stderr
+
+
+def _own_processes_with(marker: str) -> list[int]:
+    """The live processes (this user's) whose environment holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # another user's, or gone
+            continue
+    return found
+
+
+def _shared_memory() -> set[str]:
+    """The names in /dev/shm (POSIX semaphores ``sem.*`` and shared memory segments)."""
+    return {p.name for p in Path("/dev/shm").iterdir()} if Path("/dev/shm").is_dir() else set()
+
+
+@pytest.mark.parametrize("server", ["off", "auto"])
+def test_a_survey_leaves_nothing_behind(toy_repo: Path, tmp_path: Path, server: str,
+                                        server_env: dict[str, str]) -> None:
+    """Issue 37: a FlagGems survey at -j 16 once ended with "3936 leaked semaphore objects". After a survey
+    whose kind bodies make locks (as FlagGems' do), there is no new semaphore or shared memory segment in
+    /dev/shm, no process of the survey's (but the warm worker server, which lives on by design, and its
+    workers are gone), and nothing in its temporary directory."""
+    (toy_repo / "keys" / "locking.py").write_text(LOCKING_KEYS)
+    marker = f"REGSURVEY_LEAK_TEST={os.getpid()}-{server}-{time.monotonic_ns()}"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**server_env, "TMPDIR": str(temporary), "REGSURVEY_SERVER": server,
+           marker.split("=")[0]: marker.split("=")[1]}
+    before = _shared_memory()
+    out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "--kind", "locking", "-j", "2", "-q",
+                          "--format", "json", "--store", str(tmp_path / "store")], cwd=toy_repo,
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr
+    assert [r["status"] for r in json.loads(out.stdout)["rows"]] == ["ok", "ok"]
+    try:
+        deadline = time.monotonic() + 10  # the finishing processes exit as the survey does, not before it
+        while True:
+            left = [pid for pid in _own_processes_with(marker) if not _is_server(pid)]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert left == [], [_command_line(pid) for pid in left]
+        new = sorted(name for name in _shared_memory() - before if name.startswith(("sem.", "psm_", "mp-")))
+        assert new == [], new
+        assert sorted(p.name for p in temporary.iterdir()) == []
+    finally:
+        if server == "auto":
+            subprocess.run([sys.executable, "-m", "regsurvey", "server", "stop"], env=env, capture_output=True,
+                           timeout=60)
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return f"{pid} (gone)"
+
+
+def _is_server(pid: int) -> bool:
+    """The warm worker server's own process (``auto`` starts it; it outlives the survey by design)."""
+    return "regsurvey.engine.server_process" in _command_line(pid)
