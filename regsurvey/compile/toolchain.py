@@ -1296,3 +1296,39 @@ def recompile_llir(llir: str, arch: str, flags: list[str], fp_fusion: bool) -> t
         amd.link_hsaco(source, linked)
         with open(linked, "rb") as f:
             return f.read(), assembly
+
+
+def jit_dependency_files(kernel: Any) -> set[str]:
+    """The source files of a launched kernel and of every ``@triton.jit`` function it calls, as Triton's
+    own dependency walk finds them for its cache key: the names its code refers to, looked up in its
+    globals (a module's attributes too) and its closure, followed into each jit function found."""
+    from triton.runtime.jit import JITCallable
+
+    files: set[str] = set()
+    todo = [kernel]
+    seen: set[int] = set()
+    while todo:
+        fn = todo.pop()
+        try:
+            fn = innermost_jit_function(fn)
+        except TypeError:
+            continue
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        code = getattr(getattr(fn, "fn", None), "__code__", None)
+        if code is None:
+            continue
+        files.add(code.co_filename)
+        scope = dict(getattr(fn.fn, "__globals__", {}))
+        for cell, name in zip(fn.fn.__closure__ or (), code.co_freevars):
+            with contextlib.suppress(ValueError):
+                scope[name] = cell.cell_contents
+        names = set(code.co_names) | set(code.co_freevars)
+        for name in names:
+            value = scope.get(name)
+            if isinstance(value, JITCallable) or hasattr(value, "fn"):
+                todo.append(value)
+            elif isinstance(value, types.ModuleType):
+                todo.extend(v for n in names if isinstance(v := getattr(value, n, None), JITCallable))
+    return files

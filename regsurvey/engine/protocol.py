@@ -23,6 +23,7 @@ from typing import Any
 from ..model.keys import Key
 from ..model.results import Row, SaidOnce
 from ..store.signing import Unsigned
+from .key_reads import KeyReads
 
 # -- a survey's requests to a worker ------------------------------------------------------------------
 
@@ -83,6 +84,7 @@ class KeyCaptured:
 
     key: Key
     launches: int
+    reads: KeyReads | None = None  # what the body read (engine.key_reads): a later survey may take its rows
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from ..model.progress import Progress
 from ..model.results import Row, Status
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET
 from .copies import KeyCopies, KeyId, key_id
-from .protocol import Answer, Failed, KeyCaptured, KeyCompiled, KeyFinished, KeyWaiting
+from .protocol import Answer, Failed, KeyCaptured, KeyCompiled, KeyFinished, KeyReads, KeyWaiting
 
 
 def error_row(key: Key, message: str, transient: bool = False) -> Row:
@@ -149,6 +149,7 @@ class Schedule(Generic[W]):
         self.results: dict[KeyId, list[Row]] = {}
         self.copies = KeyCopies()
         self.launches: dict[KeyId, int] = {}  # each key's launches, as its first copy captured them
+        self.reads: dict[KeyId, KeyReads] = {}  # what each key's kind body read, as its first copy recorded it
         self.resent: set[KeyId] = set()  # keys sent again after a worker holding them was lost
         self.carriers: dict[W, Carrier] = {w: Carrier(w.target) for w in workers}
 
@@ -224,8 +225,10 @@ class Schedule(Generic[W]):
             case KeyWaiting(key=key, holder=holder):
                 if c.running == key:
                     c.waiting = holder
-            case KeyCaptured(key=key, launches=n):
+            case KeyCaptured(key=key, launches=n, reads=reads):
                 self.launches.setdefault(key_id(key), n)
+                if reads is not None:
+                    self.reads.setdefault(key_id(key), reads)
             case KeyCompiled(key=key):
                 self.copies.compiled(key)
                 if c.running == key:  # it finishes the key now, and may take the next

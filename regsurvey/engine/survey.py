@@ -14,6 +14,7 @@ where this survey compiled the kernel itself (:func:`settled_failures`).
 from __future__ import annotations
 
 import fnmatch
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,15 +30,20 @@ from ..model.results import Row, SaidOnce, Status, Survey
 from ..model.targets import DEFAULT_LIST_TARGET, get_target
 from ..model.version import READER_REVISION
 from ..repo.checkout import Checkout
+from ..store.objectstore import ObjectStore
 from .costs import KeyCosts
 from .deferred_lint import DeferredLint
 from .errors import SurveyError
+from .key_reads import KeyReads
+from .key_reads import enabled as key_reads_enabled
+from .key_records import KeyRecords, namespace, recordable, reused_rows
 from .launcher_messages import survey_said_once
-from .other_toolchain import local_only
+from .other_toolchain import local_only, other_environment
 from .protocol import KeysListed
 from .ray_address import ray_address
 from .schedule import Policy, Schedule, Targeted, Transport
 from .transport_local import LocalPool
+from .worker_start import worker_environment
 
 # How long the first worker may take to import the keys files (torch, Triton, the project and what it
 # imports: a minute on a cold cache for a large library), whatever --timeout gives each key.
@@ -118,22 +124,35 @@ def surveyed(pool: Pool[Any], checkout: Checkout, objects_dir: Path, options: Su
     costs = KeyCosts(objects_dir.parent / "costs.json")
     deferred: DeferredLint | None = None
     results: dict[tuple[str, str], list[Row]] | None = None
+    records: KeyRecords | None = None
+    reused: dict[tuple[str, str], list[Row]] = {}
+    reused_said: set[SaidOnce] = set()
     try:
         listed, keys, toolchain = _listed(pool, checkout, options, costs)
         if keys_for is not None:
             keys = keys_for(keys)
         progress.on_start(len(keys))
+        # Keys whose kind bodies read nothing that changed since their record: their rows as they were.
+        records = (KeyRecords(objects_dir.parent, namespace(toolchain))
+                   if options.reuse_results and keys_for is None and key_reads_enabled() else None)
+        if records is not None:
+            reused, reused_said = reused_rows(records, keys, checkout.root, _workers_environment(options),
+                                              ObjectStore(objects_dir))
+        for key in keys:
+            if (key.id, key.target) in reused:
+                progress.on_key(key, reused[(key.id, key.target)])
         listed_at = time.monotonic()
         jobs = pool.capacity()
         deferred = DeferredLint(objects_dir, jobs)
-        schedule = Schedule(costs.longest_first(keys), pool, policy=pool.policy, timeout=options.timeout,
+        schedule = Schedule(costs.longest_first([k for k in keys if (k.id, k.target) not in reused]), pool,
+                            policy=pool.policy, timeout=options.timeout,
                             cost=costs.estimate, reuse=options.reuse_results, progress=progress,
                             on_rows=deferred.add, workers=pool.workers, lost_before=pool.lost_before)
         schedule.fill(jobs)
         pool.run(schedule, listed_at)
-        results = schedule.results
+        results = {**schedule.results, **reused}
         if keys_for is None:  # a sweep's variant keys are no keys of the project's: costs.json keeps none
-            costs.update(r for rows in results.values() for r in rows)
+            costs.update(r for rows in schedule.results.values() for r in rows)
     finally:
         pool.close()
         if deferred is not None and results is None:
@@ -143,13 +162,36 @@ def surveyed(pool: Pool[Any], checkout: Checkout, objects_dir: Path, options: Su
     rows = settled_failures(sorted((r for rs in results.values() for r in rs),
                                    key=lambda r: (order[(r.key, r.target)], r.launch)))
     rows, lint_s = deferred.finish(rows)
+    said_once = survey_said_once(set(pool.said_once) | reused_said, rows, tuple(dict.fromkeys(k.target for k in keys)))
+    if records is not None:
+        _record(records, keys, schedule.reads, rows, said_once)
     targets = tuple(dict.fromkeys(k.target for k in keys))
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  timing=pool.figures(rows=len(rows), lint_s=lint_s, closed_at=closed_at, lint_runs=deferred.runs),
+                  timing={**pool.figures(rows=len(rows), lint_s=lint_s, closed_at=closed_at, lint_runs=deferred.runs),
+                          **({"keys_unchanged": float(len(reused))} if reused else {})},
                   reader=READER_REVISION,
-                  declared=dict(listed.declared), said_once=survey_said_once(pool.said_once, rows, targets))
+                  declared=dict(listed.declared), said_once=said_once)
+
+
+def _workers_environment(options: SurveyOptions) -> dict[str, str]:
+    """The environment the survey's workers get (what a key's record compares its variables with)."""
+    environ = worker_environment(os.environ)
+    return other_environment(environ) if options.toolchain is not None else environ
+
+
+def _record(records: KeyRecords, keys: list[Key], reads: dict[tuple[str, str], KeyReads], rows: list[Row],
+            said_once: tuple[SaidOnce, ...]) -> None:
+    """Keep each key that ran with what its body read (its final rows: linted), where its rows are what its
+    inputs make (:func:`.key_records.recordable`)."""
+    by_key: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        by_key.setdefault((row.key, row.target), []).append(row)
+    for key in keys:
+        found = reads.get((key.id, key.target))
+        if found is not None and recordable(by_key.get((key.id, key.target), ())):
+            records.put(key, found, by_key[(key.id, key.target)], said_once)
 
 
 def _listed(pool: Pool[Any], checkout: Checkout, options: SurveyOptions,

@@ -76,7 +76,8 @@ from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
 from ..store.signing import Unsigned
-from . import launcher_messages
+from . import key_reads, launcher_messages
+from .key_reads import KeyReads
 from .protocol import (
     Answer,
     Failed,
@@ -141,6 +142,7 @@ class BodyRun:
     said: launcher_messages.Messages
     raised: BaseException | None
     skipped: str | None
+    reads: KeyReads | None = None  # what the body read (engine.key_reads), where it was recorded
 
 
 def _reused_row(start: RowStart, cache_hash: str, cached: CachedResult) -> Row:
@@ -178,6 +180,12 @@ class Worker:
         self._unsigned: list[Unsigned] = []  # cache entries ignored for their signature (counted by the survey)
         self.results = ResultCache(self.objects, warn=self.note, unsigned=self._ignored_unsigned)
         self.inflight = InFlight(self.objects.root)
+        # What kind bodies read (engine.key_reads): Triton's cache and the store are no project's inputs.
+        self.recorder = key_reads.Recorder(root, [os.environ.get(CACHE_DIR_VAR, ""), os.path.expanduser("~/.triton"),
+                                                  str(self.objects.root.parent)])
+        self._hashes = key_reads.FileHashes()
+        self._modules: dict[str, str] = {}
+        self._modules_seen = -1
         self._kinds: dict[str, Kind] | None = None
         self.timing: dict[str, float] = {}  # seconds per phase since the last take_timing()
         self._timing_lock = threading.Lock()  # the compiling thread and the finishing thread both time
@@ -264,7 +272,7 @@ class Worker:
         return self.finish(self.compile_key(key, reuse))
 
     def compile_key(self, key: Key, reuse: bool = True,
-                    captured: Callable[[int], None] | None = None) -> list[Item]:
+                    captured: Callable[[int, KeyReads | None], None] | None = None) -> list[Item]:
         """The toolchain's part of a key: capture its launches and compile them (or find them
         compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
         worker's finishing process (or thread) does while the next key compiles.
@@ -280,15 +288,18 @@ class Worker:
         with toolchain.compiling_afresh(not reuse):
             return self._compile_key(key, reuse, captured)
 
-    def _compile_key(self, key: Key, reuse: bool, captured: Callable[[int], None] | None) -> list[Item]:
+    def _compile_key(self, key: Key, reuse: bool,
+                     captured: Callable[[int, KeyReads | None], None] | None) -> list[Item]:
         if get_target(key.target).name != self.target and not self.any_target:  # the scheduler never does this
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
         kind = self.kinds()[key.kind]
         target = get_target(key.target)
-        run = self._run_body(kind, key, target)
+        # What the body reads is recorded where a later survey may take its rows (not under --force, nor for
+        # a fix's variant, a key of no project's).
+        run = self._run_body(kind, key, target, record=reuse and key.variant is None and key_reads.enabled())
         session, raised, skipped = run.session, run.raised, run.skipped
         if captured is not None:
-            captured(len(session.launches))
+            captured(len(session.launches), run.reads)
         # What a library says once per process is the survey's, not this key's (launcher_messages.Heard).
         once = self._heard.said_once(run.said, lambda: self._run_body(kind, key, target).said)
         with self._notes_lock:
@@ -328,15 +339,17 @@ class Worker:
             items.append(self._raised_row(base, raised, len(session.launches)))
         return items
 
-    def _run_body(self, kind: Kind, key: Key, target: Target) -> BodyRun:
-        """Run the key's kind body under capture, listening to what it says."""
+    def _run_body(self, kind: Kind, key: Key, target: Target, record: bool = False) -> BodyRun:
+        """Run the key's kind body under capture, listening to what it says; with ``record``, noting what it
+        reads (:mod:`.key_reads`)."""
         # Launch sites inside the project are its own; one in a library is traced back to the project's call.
         session = CaptureSession(target, project_dirs=tuple(dict.fromkeys(
             [os.path.abspath(self.root), os.path.realpath(self.root)])), variant=key.variant)
         start = time.perf_counter()
         raised: BaseException | None = None
         skipped: str | None = None
-        with launcher_messages.listening(self.root) as said:
+        recording = self.recorder.recording() if record else contextlib.nullcontext(None)
+        with launcher_messages.listening(self.root) as said, recording as reading:
             try:
                 with toolchain.capturing(session):
                     kind.body(**key.axes_dict)
@@ -352,10 +365,26 @@ class Worker:
             unused = session.unused_names() if raised is None and skipped is None else None
             if unused:  # the library launched fewer times than the body named: said with the key
                 said.add(unused)
+        reads = self._reads(reading, session) if reading is not None else None
         self._spent("capture_s", start)
         # Warmups were compiled by Triton while the body ran: compile time, not the body's.
         self._move("capture_s", "compile_s", sum(launch.compile_s for launch in session.launches if launch.compiled))
-        return BodyRun(session, said, raised, skipped)
+        return BodyRun(session, said, raised, skipped, reads)
+
+    def _reads(self, reading: Any, session: CaptureSession) -> KeyReads | None:
+        """What the body read, hashed; None where that cannot be told (the body must then run every time)."""
+        try:
+            kernels: set[str] = set()
+            jits = {id(launch.jit_function): launch.jit_function for launch in session.launches}
+            for jit in jits.values():
+                kernels |= toolchain.jit_dependency_files(jit)
+            if len(sys.modules) != self._modules_seen:
+                self._modules = key_reads.module_entries(self.recorder, self._hashes)
+                self._modules_seen = len(sys.modules)
+            return key_reads.key_reads(self.recorder, reading, kernels, self._hashes, self._modules)
+        except Exception as exc:  # a bug of ours must not fail the key: it runs again next time
+            self.note(f"warning: what a kind body read could not be recorded ({type(exc).__name__}: {exc})")
+            return None
 
     def _finish_now(self, slots: list[Item | None]) -> None:
         """Finish the kernels compiled in ``slots`` here and now (their rows replace them, their build
@@ -672,8 +701,8 @@ class _Answering:
     def survey_key(self, key: Key, reuse: bool) -> None:
         """Compile ``key`` (saying when it is captured and when it waits for a build lock), then hand it to
         the finishing side."""
-        def captured(launches: int) -> None:
-            self.send(KeyCaptured(key, launches))
+        def captured(launches: int, reads: KeyReads | None) -> None:
+            self.send(KeyCaptured(key, launches, reads))
 
         def waiting(_: str, holder: str | None) -> None:
             self.send(KeyWaiting(key, holder))

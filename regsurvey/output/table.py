@@ -151,7 +151,10 @@ def timing_line(survey: Survey) -> str | None:
     parts = ", ".join(f"{name.replace('_', ' and ')} {seconds:.1f}" for name, seconds in own if seconds >= 0.05)
     return (f"made {survey.created or 'earlier'} on {count(int(t.get('jobs', 1)), 'worker')} in {t['wall_s']:.1f} s: "
             f"{count(compiled, 'launch')} compiled in {t.get('compile_s', 0.0):.1f} s of compile time, "
-            f"{reused} reused, {failed} failed; regsurvey's own work {sum(s for _, s in own):.1f} s"
+            f"{reused} reused, {failed} failed"
+            + (f", {count(int(t['keys_unchanged']), 'key')} not run (nothing they read changed)"
+               if t.get("keys_unchanged") else "")
+            + f"; regsurvey's own work {sum(s for _, s in own):.1f} s"
             + (f" ({parts})" if parts else ""))
 
 

@@ -149,13 +149,15 @@ def test_failures_are_results_and_other_keys_still_survey(toy_repo: Path) -> Non
     # --strict turns failures into exit status 1.
     strict = regsurvey("run", "-q", "--strict", "--target", "sm90", "--kind", "launches_nothing", cwd=toy_repo)
     assert strict.returncode == 1
-    # The table ends with where the time went: all four from the results the first survey stored.
+    # The table ends with where the time went: all four from the results the first survey stored, and none
+    # of their kind bodies run again (nothing they read changed).
     table = regsurvey("run", "-q", "-j", "1", "--target", "sm90", "--kind", "scale", cwd=toy_repo)
     lines = table.stdout.strip().splitlines()
     summary = next(i for i, line in enumerate(lines) if line.startswith("4 keys on sm90: 4 builds (4 ok, 0 failed);"))
     tail = unwrapped(lines[summary:])  # (a line past the table's width wraps: 80 columns under pytest's readline)
     assert re.fullmatch(r"made \S+ on 1 worker in [\d.]+ s: 0 launches compiled in 0\.0 s of compile time, "
-                        r"4 reused, 0 failed; regsurvey's own work [\d.]+ s.*", tail[1]), tail[1]
+                        r"4 reused, 0 failed, 4 keys not run \(nothing they read changed\); regsurvey's own work "
+                        r"[\d.]+ s.*", tail[1]), tail[1]
     assert tail[2:4] == ["spills: none", "failures: none"] and tail[4].startswith("lowest occupancy: sm90 ")
 
 

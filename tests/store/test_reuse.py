@@ -4,6 +4,7 @@ never when damaged; a change recompiles exactly the keys it touches."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -12,9 +13,9 @@ from pathlib import Path
 from ..conftest import commit_all, reseal
 
 
-def survey(repo: Path, *args: str) -> tuple[dict, str]:
+def survey(repo: Path, *args: str, env: dict[str, str] | None = None) -> tuple[dict, str]:
     out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "-j", "2", *args],
-                         cwd=repo, capture_output=True, text=True, timeout=900)
+                         cwd=repo, capture_output=True, text=True, timeout=900, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout), out.stderr
 
@@ -59,7 +60,10 @@ def test_a_change_recompiles_exactly_the_kind_it_touches(toy_repo: Path) -> None
 
 
 def test_damaged_cache_entries_and_objects_are_recompiled(toy_repo: Path) -> None:
-    first, _ = survey(toy_repo, "--kind", "scale", "--kind", "gemm")
+    # The result cache's own repair: every key's launches looked up there (no key taken from its record,
+    # which would not read the damaged entry at all: tests/engine/test_key_records.py damages an object).
+    env = {**os.environ, "REGSURVEY_KEY_REUSE": "off"}
+    first, _ = survey(toy_repo, "--kind", "scale", "--kind", "gemm", env=env)
     store = toy_repo / ".regsurvey"
     entries = sorted((store / "results").rglob("*.json"))
     hashes = {r["triton_hash"] for r in first["rows"]}
@@ -68,13 +72,13 @@ def test_damaged_cache_entries_and_objects_are_recompiled(toy_repo: Path) -> Non
     damaged = json.loads(entries[1].read_text())["payload"]
     obj = store / damaged["object"]["path"]
     obj.write_bytes(obj.read_bytes()[:100])  # a truncated object behind another entry
-    data, err = survey(toy_repo, "--kind", "scale", "--kind", "gemm")  # --kind: no whole-survey reuse
+    data, err = survey(toy_repo, "--kind", "scale", "--kind", "gemm", env=env)  # --kind: no whole-survey reuse
     # Two workers may both meet a damaged entry before it is rewritten: count entries, not lines.
     assert len(set(re.findall(r"warning: cache entry (\S+) is .*; recompiling", err))) == 2, err
     assert len(compiled_hashes(data)) == 2
     assert [r["resources"] for r in data["rows"]] == [r["resources"] for r in first["rows"]]
     assert json.loads(entries[0].read_text())["sha256"] and len(obj.read_bytes()) > 100  # repaired
-    data, err = survey(toy_repo, "--kind", "scale", "--kind", "gemm")
+    data, err = survey(toy_repo, "--kind", "scale", "--kind", "gemm", env=env)
     assert all(reused(data).values()) and "warning" not in err
 
 
