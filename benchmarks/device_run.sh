@@ -131,6 +131,15 @@ if want speed15; then
   timeout "${SPEED15_TIMEOUT:-300}" python3 benchmarks/survey_speed.py --scaling-only --jobs 16 --server-jobs 16 \
     --repeat "${SPEED15_REPEAT:-2}" 2>&1 | tee "$OUT/speed15.txt"
 fi
+if want keyreuse; then
+  # Issue 37 item 2: keys not run again, with records and without (REGSURVEY_KEY_REUSE=off, the commit
+  # before), side by side, -j 16, and every build of the incremental survey against a --force survey.
+  for project in ${KEYREUSE_PROJECTS:-demo tests/realworld/flag_gems}; do
+    if [ "$project" = demo ]; then arg=""; else arg="--project $project"; fi
+    echo "== key reuse: $project"
+    timeout "${KEYREUSE_TIMEOUT:-280}" python3 benchmarks/key_reuse.py $arg --jobs 16 --targets ${KEYREUSE_TARGETS:-gfx950,sm90} 2>&1 | tail -20
+  done
+fi
 if want corpus15; then
   # Issue #15's first-survey figures on a real-world corpus library (its wheels in .whl/): first surveys,
   # known costs, and both with a warm server, each against the bound, at -j 16.

@@ -4,7 +4,8 @@ A kind body's launches are a function of what it read: the code that ran (the pr
 library's), the kernels it launched and the ``@triton.jit`` functions they call, files it opened (a tuned
 config), environment variables, the state the project's modules set up when imported, and the toolchain
 (the interpreter, regsurvey, Triton, torch: :func:`namespace`). While the body runs, :class:`Recorder`
-notes the source file of every code object that runs (``sys.settrace``: call events only), the variables
+notes the source file of every code object that runs (``sys.monitoring`` on Python 3.12, else
+``sys.settrace``: call events only), the variables
 read from ``os.environ``, and the files opened for reading (an audit hook); afterwards :func:`key_reads`
 hashes them (:class:`KeyReads`). A later survey checks each against its own checkout and environment
 (:func:`still_holds`): where all hold, the key's rows are taken as they were (``engine.key_records``).
@@ -143,15 +144,11 @@ class Recorder:
             reading.whole_env = True
             return original_iter(environ)
 
-        previous = sys.gettrace()
         environ_type.__getitem__, environ_type.__iter__ = getitem, iterate  # type: ignore[method-assign]
-        threading.settrace(trace)
-        sys.settrace(trace)
         try:
-            yield reading
+            with _noting_code(codes, trace):
+                yield reading
         finally:
-            sys.settrace(previous)
-            threading.settrace(None)  # type: ignore[arg-type]
             environ_type.__getitem__, environ_type.__iter__ = original_getitem, original_iter  # type: ignore[method-assign]
             self._active = None
 
@@ -169,6 +166,44 @@ class Recorder:
                 reading.opened.add(os.fsdecode(path))
             except (TypeError, ValueError):
                 pass
+
+
+_TOOL = 4  # the sys.monitoring tool id regsurvey takes (Python 3.12+; 0-2 and 5 are the debugger's,
+# coverage's, the profiler's and the optimizer's)
+
+
+@contextlib.contextmanager
+def _noting_code(codes: set[Any], trace: Any) -> Iterator[None]:
+    """Inside: every code object that starts running is added to ``codes``. Python 3.12+: ``sys.monitoring``,
+    each code object's event turned off once seen (so a loop's calls cost nothing after the first);
+    earlier: ``sys.settrace`` (call events only, in this thread and the threads started inside)."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None and monitoring.get_tool(_TOOL) is None:
+        def started(code: Any, offset: int) -> Any:
+            codes.add(code)
+            return monitoring.DISABLE
+
+        monitoring.use_tool_id(_TOOL, "regsurvey")
+        try:
+            monitoring.register_callback(_TOOL, monitoring.events.PY_START, started)
+            monitoring.restart_events()  # code seen by an earlier key is seen again
+            monitoring.set_events(_TOOL, monitoring.events.PY_START)
+            try:
+                yield
+            finally:
+                monitoring.set_events(_TOOL, 0)
+                monitoring.register_callback(_TOOL, monitoring.events.PY_START, None)
+        finally:
+            monitoring.free_tool_id(_TOOL)
+        return
+    previous = sys.gettrace()
+    threading.settrace(trace)
+    sys.settrace(trace)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+        threading.settrace(None)  # type: ignore[arg-type]
 
 
 @dataclass
