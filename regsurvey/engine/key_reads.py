@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import sys
 import sysconfig
 import threading
@@ -93,8 +94,9 @@ def _toolchain_dirs() -> tuple[str, ...]:
 class Recorder:
     """Notes what the kind bodies of one worker read (:meth:`recording`, around each body)."""
 
-    def __init__(self, root: str | os.PathLike[str], skipped_dirs: Iterable[str] = ()):
+    def __init__(self, root: str | os.PathLike[str], skipped_dirs: Iterable[str] = (), monitoring: bool = True):
         self.root = os.path.realpath(root).rstrip(os.sep) + os.sep
+        self.monitoring = monitoring  # sys.monitoring where Python has it (False: sys.settrace, to compare)
         self._skipped = tuple(d.rstrip(os.sep) + os.sep for d in skipped_dirs if d)
         self._toolchain: tuple[str, ...] | None = None
         self._active: _Reading | None = None
@@ -146,7 +148,7 @@ class Recorder:
 
         environ_type.__getitem__, environ_type.__iter__ = getitem, iterate  # type: ignore[method-assign]
         try:
-            with _noting_code(codes, trace):
+            with _noting_code(codes, trace, self.monitoring):
                 yield reading
         finally:
             environ_type.__getitem__, environ_type.__iter__ = original_getitem, original_iter  # type: ignore[method-assign]
@@ -173,11 +175,11 @@ _TOOL = 4  # the sys.monitoring tool id regsurvey takes (Python 3.12+; 0-2 and 5
 
 
 @contextlib.contextmanager
-def _noting_code(codes: set[Any], trace: Any) -> Iterator[None]:
+def _noting_code(codes: set[Any], trace: Any, use_monitoring: bool = True) -> Iterator[None]:
     """Inside: every code object that starts running is added to ``codes``. Python 3.12+: ``sys.monitoring``,
     each code object's event turned off once seen (so a loop's calls cost nothing after the first);
     earlier: ``sys.settrace`` (call events only, in this thread and the threads started inside)."""
-    monitoring = getattr(sys, "monitoring", None)
+    monitoring = getattr(sys, "monitoring", None) if use_monitoring else None
     if monitoring is not None and monitoring.get_tool(_TOOL) is None:
         def started(code: Any, offset: int) -> Any:
             codes.add(code)
@@ -226,6 +228,8 @@ class FileHashes:
         try:
             st = os.stat(path)
         except OSError:
+            return ""
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device where a file was: read, it would never end
             return ""
         known = self._known.get(path)
         if known is not None and known[:2] == (st.st_size, st.st_mtime_ns):

@@ -23,7 +23,7 @@ from ..errors import CorruptObjectError
 from ..model.keys import Key
 from ..model.results import Row, SaidOnce, Status
 from ..model.version import READER_REVISION
-from ..store.files import WriteError, atomic_write
+from ..store.files import WriteError, atomic_write, read_regular
 from ..store.objectstore import ObjectStore
 from ..store.signing import SigningKeyError, cache_key, sign, signature_holds
 from . import server
@@ -61,7 +61,7 @@ class KeyRecords:
         """``key``'s record: what its body read, its rows, and what its kind said once per process on its
         target in the survey that ran it; None (none, damaged, unsigned where signing is on, another key's)."""
         try:
-            data = json.loads(self._path(key).read_bytes()[:MAX_RECORD_BYTES])
+            data = json.loads(read_regular(self._path(key), MAX_RECORD_BYTES))
             body = data["body"]
             if body["key"] != key.id or body["target"] != key.target:
                 return None
@@ -81,7 +81,7 @@ class KeyRecords:
     def _module_entries(self, digest: str) -> dict[str, str] | None:
         if digest not in self._entries:
             try:
-                entries = json.loads((self.root / "modules" / f"{digest[:64]}.json").read_bytes())
+                entries = json.loads(read_regular(self.root / "modules" / f"{digest[:64]}.json", MAX_RECORD_BYTES))
                 ok = isinstance(entries, dict) and entries_digest(entries) == digest
                 self._entries[digest] = {str(k): str(v) for k, v in entries.items()} if ok else None
             except (OSError, ValueError):
