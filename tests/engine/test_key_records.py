@@ -16,6 +16,7 @@ import pytest
 
 from regsurvey.engine.key_reads import skeleton
 from regsurvey.engine.key_records import namespace
+from regsurvey.objects.object_sections import code_differs
 
 KEYS = '''"""Kinds that read a helper module, a config file and an environment variable."""
 
@@ -93,9 +94,22 @@ def _survey(repo: Path, tmp_path: Path, *args: str, **env: str) -> tuple[dict, s
 
 
 def _builds(survey: dict) -> dict[tuple[str, int], tuple]:
-    return {(r["key"], r["launch"]): (r["status"], r["triton_hash"], (r["object"] or {}).get("sha256"),
-                                      json.dumps(r["resources"], sort_keys=True), r["kernel"], r["lint"])
-            for r in survey["rows"]}
+    return {(r["key"], r["launch"]): (r["status"], r["triton_hash"], json.dumps(r["resources"], sort_keys=True),
+                                      r["kernel"], r["lint"]) for r in survey["rows"]}
+
+
+def _same_code(store: Path, *surveys: dict) -> None:
+    """Every build's object is the same code in each survey: byte for byte, or (Triton's cache handing out an
+    object compiled from another checkout of the toy kernels, as --force's fresh compile is not) differing
+    in its debug sections only."""
+    objects = {}
+    for survey in surveys:
+        for r in survey["rows"]:
+            if r["object"]:
+                objects.setdefault((r["key"], r["launch"]), set()).add(r["object"]["sha256"])
+    for build, shas in objects.items():
+        found = [next(store.rglob(f"{sha}.hsaco")).read_bytes() for sha in sorted(shas)]
+        assert all(code_differs(found[0], other) is False for other in found[1:]), build
 
 
 EVERY = {f"{kind}-{width}" for kind in ("helped", "configured", "environment") for width in (2, 8)}
@@ -109,6 +123,7 @@ def test_only_the_keys_whose_inputs_changed_run_again(project: Path, tmp_path: P
     forced, ran = _survey(project, tmp_path, "--force")
     assert ran == EVERY
     assert _builds(again) == _builds(first) == _builds(forced)  # every figure of every build, unchanged
+    _same_code(tmp_path / "store", first, again, forced)
 
     # A helper module's function: the kind that called it.
     (project / "helper.py").write_text(HELPER.replace("1024 * SCALE", "2048 * SCALE"))
