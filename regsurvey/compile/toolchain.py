@@ -446,13 +446,9 @@ _SpecializationProxy = collections.namedtuple("_SpecializationProxy", ["constant
 def compiled_name(launch: CapturedLaunch) -> str:
     """The name Triton compiles ``launch``'s kernel under (the object's symbol): its jit function's ``repr``
     of the specialization (triton_kernels' ``_matmul_NNT_bf16xbf16xmxfp4_32x256x256x1``), else its name."""
-    jit = launch.jit_function
-    names = list(getattr(jit, "arg_names", ()))
-    constants = {names[path[0]]: value for path, value in launch.constexprs.items()
-                 if isinstance(path, tuple) and len(path) == 1 and isinstance(path[0], int) and path[0] < len(names)}
-    proxy = _SpecializationProxy(constants, launch.signature)
+    proxy = _SpecializationProxy(_named_constexprs(launch), launch.signature)
     try:
-        name = str(jit.repr(proxy))
+        name = str(launch.jit_function.repr(proxy))
     except Exception:  # a repr the launch's specialization does not satisfy: the Python name then
         return launch.kernel
     return name[name.rfind(".") + 1:]
@@ -855,17 +851,22 @@ def constexpr_values(launch: CapturedLaunch) -> dict[str, Any]:
     """The launch's constexpr arguments by name, as JSON scalars (``{"BLOCK": 512, "EVEN": True}``): what
     the build was specialized on besides its options (an autotune config's kwargs and the heuristics'
     values are constexprs too). A dtype is given by its name; any other value by its ``repr``."""
-    names = list(launch.signature)  # Triton's signature: every argument by name, in order
     values = {}
-    for path, value in launch.constexprs.items():
-        if not (isinstance(path, tuple) and len(path) == 1 and isinstance(path[0], int) and path[0] < len(names)):
-            continue  # a constexpr inside a tuple argument: not named by one argument
+    for name, value in _named_constexprs(launch).items():
         if is_tl_dtype(value):
             value = str(value)
         elif not isinstance(value, (bool, int, float, str, type(None))):
             value = repr(value)
-        values[names[path[0]]] = value
+        values[name] = value
     return values
+
+
+def _named_constexprs(launch: CapturedLaunch) -> dict[str, Any]:
+    """The launch's constexprs by argument name, as Triton holds them (one inside a tuple argument, not named
+    by one argument, left out)."""
+    names = list(launch.signature)  # Triton's signature: every argument by name, in order
+    return {names[path[0]]: value for path, value in launch.constexprs.items()
+            if isinstance(path, tuple) and len(path) == 1 and isinstance(path[0], int) and path[0] < len(names)}
 
 
 def _triton_compile(launch: CapturedLaunch, target: Target) -> tuple[Any, str | None, StageTimes | None]:

@@ -265,8 +265,13 @@ def module_entries(recorder: Recorder, hashes: FileHashes) -> dict[str, str]:
         name = recorder.name(path)
         if name is None or name in entries:
             continue
-        entries[name] = _module_entry(name, path if not name.startswith(PROJECT) else recorder.root + name[2:])
+        entries[name] = _module_entry(name, path_of(name, recorder.root))
     return entries
+
+
+def path_of(name: str, root: str) -> str:
+    """Where the file a record names lies: a project file's name (``@/...``) below the checkout ``root``."""
+    return os.path.join(root, name[len(PROJECT):]) if name.startswith(PROJECT) else name
 
 
 def _module_entry(name: str, path: str) -> str:
@@ -314,8 +319,7 @@ def still_holds(reads: KeyReads, root: Path, environ: Mapping[str, str], hashes:
     verdicts on module digests so far (each digest checked once per survey)."""
     base = str(root.resolve())
     for name, digest in reads.files.items():
-        path = os.path.join(base, name[len(PROJECT):]) if name.startswith(PROJECT) else name
-        if hashes.sha(path) != digest:
+        if hashes.sha(path_of(name, base)) != digest:
             return f"{name} changed"
     variables = dict(environ)
     if reads.whole_env:  # the body iterated the environment: a variable set since is a change too
@@ -327,6 +331,5 @@ def still_holds(reads: KeyReads, root: Path, environ: Mapping[str, str], hashes:
             return f"${variable} changed"
     if reads.modules not in modules_hold:
         modules_hold[reads.modules] = all(
-            _module_entry(name, os.path.join(base, name[len(PROJECT):]) if name.startswith(PROJECT) else name)
-            == entry for name, entry in reads.module_entries.items())
+            _module_entry(name, path_of(name, base)) == entry for name, entry in reads.module_entries.items())
     return None if modules_hold[reads.modules] else "an imported module changed"

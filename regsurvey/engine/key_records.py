@@ -25,8 +25,9 @@ from ..model.results import Row, SaidOnce, Status
 from ..model.version import READER_REVISION
 from ..store.files import WriteError, atomic_write, read_regular
 from ..store.objectstore import ObjectStore
-from ..store.signing import SigningKeyError, cache_key, sign, signature_holds
+from ..store.signing import SigningKeyError, cache_key, canonical, sign, signature_holds
 from . import server
+from .copies import key_id
 from .key_reads import FileHashes, KeyReads, entries_digest, still_holds
 
 MAX_RECORD_BYTES = 64 << 20
@@ -65,7 +66,7 @@ class KeyRecords:
             body = data["body"]
             if body["key"] != key.id or body["target"] != key.target:
                 return None
-            if self.signing is not None and not signature_holds(self.signing, self._what(key), _canonical(body),
+            if self.signing is not None and not signature_holds(self.signing, self._what(key), canonical(body),
                                                                 data.get("signature")):
                 return None
             entries = self._module_entries(str(body["reads"]["modules"]))
@@ -96,7 +97,7 @@ class KeyRecords:
                 "said_once": [s.to_dict() for s in said_once if (s.kind, s.target) == (key.kind, key.target)]}
         record: dict[str, Any] = {"body": body}
         if self.signing is not None:
-            record["signature"] = sign(self.signing, self._what(key), _canonical(body))
+            record["signature"] = sign(self.signing, self._what(key), canonical(body))
         try:
             modules = self.root / "modules" / f"{reads.modules}.json"
             if not modules.exists():
@@ -104,10 +105,6 @@ class KeyRecords:
             atomic_write(self._path(key), json.dumps(record).encode())
         except (WriteError, OSError):
             return
-
-
-def _canonical(body: Any) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
 def recordable(rows: Iterable[Row]) -> bool:
@@ -132,7 +129,7 @@ def reused_rows(records: KeyRecords, keys: list[Key], root: Path, environ: Mappi
             continue
         reads, rows, once = found
         if still_holds(reads, root, environ, hashes, modules_hold) is None and all(_whole(objects, r) for r in rows):
-            taken[(key.id, key.target)] = [replace(r, reused=r.ok or r.reused) for r in rows]
+            taken[key_id(key)] = [replace(r, reused=r.ok or r.reused) for r in rows]
             said.update(once)
     return taken, said
 

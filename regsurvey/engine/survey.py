@@ -31,6 +31,7 @@ from ..model.targets import DEFAULT_LIST_TARGET, get_target
 from ..model.version import READER_REVISION
 from ..repo.checkout import Checkout
 from ..store.objectstore import ObjectStore
+from .copies import key_id
 from .costs import KeyCosts
 from .deferred_lint import DeferredLint
 from .errors import SurveyError
@@ -139,12 +140,12 @@ def surveyed(pool: Pool[Any], checkout: Checkout, objects_dir: Path, options: Su
             reused, reused_said = reused_rows(records, keys, checkout.root, _workers_environment(options),
                                               ObjectStore(objects_dir))
         for key in keys:
-            if (key.id, key.target) in reused:
-                progress.on_key(key, reused[(key.id, key.target)])
+            if key_id(key) in reused:
+                progress.on_key(key, reused[key_id(key)])
         listed_at = time.monotonic()
         jobs = pool.capacity()
         deferred = DeferredLint(objects_dir, jobs)
-        schedule = Schedule(costs.longest_first([k for k in keys if (k.id, k.target) not in reused]), pool,
+        schedule = Schedule(costs.longest_first([k for k in keys if key_id(k) not in reused]), pool,
                             policy=pool.policy, timeout=options.timeout,
                             cost=costs.estimate, reuse=options.reuse_results, progress=progress,
                             on_rows=deferred.add, workers=pool.workers, lost_before=pool.lost_before)
@@ -162,10 +163,10 @@ def surveyed(pool: Pool[Any], checkout: Checkout, objects_dir: Path, options: Su
     rows = settled_failures(sorted((r for rs in results.values() for r in rs),
                                    key=lambda r: (order[(r.key, r.target)], r.launch)))
     rows, lint_s = deferred.finish(rows)
-    said_once = survey_said_once(set(pool.said_once) | reused_said, rows, tuple(dict.fromkeys(k.target for k in keys)))
+    targets = tuple(dict.fromkeys(k.target for k in keys))
+    said_once = survey_said_once(set(pool.said_once) | reused_said, rows, targets)
     if records is not None:
         _record(records, keys, schedule.reads, rows, said_once)
-    targets = tuple(dict.fromkeys(k.target for k in keys))
     return Survey(commit=checkout.commit, label=checkout.label, targets=targets, toolchain=toolchain,
                   rows=tuple(rows), dirty=checkout.dirty,
                   created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -189,9 +190,9 @@ def _record(records: KeyRecords, keys: list[Key], reads: dict[tuple[str, str], K
     for row in rows:
         by_key.setdefault((row.key, row.target), []).append(row)
     for key in keys:
-        found = reads.get((key.id, key.target))
-        if found is not None and recordable(by_key.get((key.id, key.target), ())):
-            records.put(key, found, by_key[(key.id, key.target)], said_once)
+        found, made = reads.get(key_id(key)), by_key.get(key_id(key), [])
+        if found is not None and recordable(made):
+            records.put(key, found, made, said_once)
 
 
 def _listed(pool: Pool[Any], checkout: Checkout, options: SurveyOptions,

@@ -35,23 +35,29 @@ def _build_text(build: BuildFix) -> str:
     if len(build.ranked) > SHOWN_RANKS:
         lines.append(f"  ... and {count(len(build.ranked) - SHOWN_RANKS, 'more variant')}")
     if build.control is not None:
-        tried = build.control
-        verdict = {Effect.NO_EFFECT: "no effect (the base's object, byte for byte): an object that differs "
-                                     "is a knob that reached the code",
-                   Effect.CHANGED: "CHANGED the object: objects differ without a knob here, and 'changed' proves "
-                                   "nothing for this build",
-                   Effect.FAILED: f"failed: {_first_line(tried.row.error)}"}[tried.effect]
-        lines.append(f"control {tried.variant.label}: {verdict}")
+        lines.append(_control_line(build.control, "", _LAUNCH_CONTROL))
     if build.llvm_control is not None:
-        tried = build.llvm_control
-        verdict = {Effect.NO_EFFECT: "the base's object, byte for byte: the LLVM-option variants compile what the "
-                                     "base compiled",
-                   Effect.CHANGED: "NOT the base's object: the stored LLVM IR compiles to another, and the LLVM-option "
-                                   "variants' figures are not the base's code with an option",
-                   Effect.FAILED: f"failed: {_first_line(tried.row.error)}"}[tried.effect]
-        lines.append(f"control {tried.variant.label} (its stored LLVM IR compiled again): {verdict}")
+        lines.append(_control_line(build.llvm_control, " (its stored LLVM IR compiled again)", _LLVM_CONTROL))
     lines.append(_verdict(build, base))
     return "\n".join(lines)
+
+
+# What each control's effect says: the launch option that never changes the code, and the stored LLVM IR
+# compiled again with no option.
+_LAUNCH_CONTROL = {Effect.NO_EFFECT: "no effect (the base's object, byte for byte): an object that differs is a knob "
+                                     "that reached the code",
+                   Effect.CHANGED: "CHANGED the object: objects differ without a knob here, and 'changed' proves "
+                                   "nothing for this build"}
+_LLVM_CONTROL = {Effect.NO_EFFECT: "the base's object, byte for byte: the LLVM-option variants compile what the base "
+                                   "compiled",
+                 Effect.CHANGED: "NOT the base's object: the stored LLVM IR compiles to another, and the LLVM-option "
+                                 "variants' figures are not the base's code with an option"}
+
+
+def _control_line(tried: Tried, how: str, verdicts: dict[Effect, str]) -> str:
+    """``control LABEL[how]: what its effect says``."""
+    verdict = f"failed: {_first_line(tried.row.error)}" if tried.effect is Effect.FAILED else verdicts[tried.effect]
+    return f"control {tried.variant.label}{how}: {verdict}"
 
 
 def _verdict(build: BuildFix, base: Tried) -> str:

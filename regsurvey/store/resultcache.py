@@ -28,7 +28,7 @@ from ..model.results import ObjectRef, ObjectReport
 from ..model.version import READER_REVISION
 from .files import MiB, atomic_write, read_regular
 from .objectstore import ObjectStore
-from .signing import Unsigned, cache_key, sign, signature_holds, unsigned_warning
+from .signing import Unsigned, cache_key, canonical, sign, signature_holds, unsigned_warning
 
 MAX_ENTRY_BYTES = 64 * MiB  # an entry larger than this (or not a regular file) was not written here
 
@@ -110,12 +110,12 @@ class ResultCache:
         signature over the question it answers with the answer (when a key is set); else _Refused or
         _NotSigned (or KeyError, TypeError, ValueError for an entry of another shape)."""
         payload = entry["payload"]
-        canonical = _canonical(payload)
-        if entry["sha256"] != hashlib.sha256(canonical).hexdigest():
+        covered = canonical(payload)
+        if entry["sha256"] != hashlib.sha256(covered).hexdigest():
             raise _Refused("checksum mismatch (corrupt or truncated)")
         if payload["reader"] != READER_REVISION:
             raise _OtherReaders(f"the entry of readers {payload['reader']} (these are {READER_REVISION})")
-        if self.key is not None and not signature_holds(self.key, _question(payload["triton_hash"]), canonical,
+        if self.key is not None and not signature_holds(self.key, _question(payload["triton_hash"]), covered,
                                                         entry.get("hmac")):
             raise _NotSigned(Unsigned(name, signed="hmac" in entry))
         return payload
@@ -155,10 +155,10 @@ class ResultCache:
                    "object": {"path": result.object.path, "sha256": result.object.sha256},
                    "compile_s": result.compile_s,
                    "stage_s": result.stage_s.to_json() if result.stage_s is not None else None}
-        canonical = _canonical(payload)
-        entry: dict[str, Any] = {"sha256": hashlib.sha256(canonical).hexdigest(), "payload": payload}
+        covered = canonical(payload)
+        entry: dict[str, Any] = {"sha256": hashlib.sha256(covered).hexdigest(), "payload": payload}
         if self.key is not None:
-            entry["hmac"] = sign(self.key, _question(triton_hash), canonical)
+            entry["hmac"] = sign(self.key, _question(triton_hash), covered)
         atomic_write(self._path(triton_hash), json.dumps(entry).encode())
 
 
@@ -187,11 +187,6 @@ def entry_name(triton_hash: str) -> str:
     """The name of a kernel's entry (and of its build lock, :mod:`.inflight`): its Triton hash with the
     reader revision, hashed (a new reader reads every kernel again)."""
     return hashlib.sha256(f"{triton_hash}-{READER_REVISION}".encode()).hexdigest()
-
-
-def _canonical(payload: Any) -> bytes:
-    """The bytes an entry's checksum and signature cover."""
-    return json.dumps(payload, sort_keys=True).encode()
 
 
 def _question(triton_hash: str) -> str:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from ..model.words import count
 
@@ -45,6 +47,11 @@ def cache_key() -> bytes | None:
         raise SigningKeyError(f"{CACHE_KEY_VAR} holds {count(len(value), 'character')}; a signing key needs at least "
                               f"{MIN_KEY_CHARS} (e.g. the output of `openssl rand -hex 32`)")
     return value.encode()
+
+
+def canonical(payload: Any) -> bytes:
+    """The bytes a stored JSON payload's checksum and signature cover (keys sorted)."""
+    return json.dumps(payload, sort_keys=True).encode()
 
 
 def sign(key: bytes, what: str, data: bytes) -> str:
