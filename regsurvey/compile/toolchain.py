@@ -39,6 +39,7 @@ import io
 import json
 import mmap
 import os
+import pickle
 import re
 import sys
 import time
@@ -834,6 +835,90 @@ def triton_cache_hash(launch: CapturedLaunch, target: Target) -> str:
     if stages_hook is not None:
         key += stages_hook()[0]
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class PortableLaunch:
+    """A captured launch as data that another worker of the same checkout and target turns back into the same
+    launch without running the kind body (:func:`restored_launch`): the launch's fields pickled, every
+    JITFunction among them (the kernel, a constexpr function) named ``module:qualname``; and its Triton cache
+    hash, which the launch made again must have."""
+
+    payload: bytes
+    cache_hash: str
+
+
+class NotRestorable(Exception):
+    """A portable launch this process cannot make again exactly: a JITFunction that is not importable by its
+    name here, or one whose launch made again hashes otherwise (then the kind body must run)."""
+
+
+# What a portable launch carries of a CapturedLaunch: the kernel's specialization and what its row says of it.
+# Not a warmup's compiled kernel (the receiving worker compiles, or takes the build the first compiled), nor a
+# fix variant's config source (variants are not shared).
+_PORTABLE_FIELDS = ("kernel", "jit_function", "signature", "constexprs", "attrs", "options",
+                    "specialization_data", "config", "where", "project_where", "name")
+
+
+class _LaunchPickler(pickle.Pickler):
+    def persistent_id(self, obj: Any) -> Any:
+        from triton.runtime.jit import JITFunction
+
+        if isinstance(obj, JITFunction):
+            return ("jit", jit_function_name(obj))
+        return None
+
+
+class _LaunchUnpickler(pickle.Unpickler):
+    def persistent_load(self, pid: Any) -> Any:
+        kind, name = pid
+        if kind != "jit":
+            raise NotRestorable(f"unknown reference {kind!r}")
+        return _jit_function_named(name)
+
+
+def _jit_function_named(name: str) -> Any:
+    """The JITFunction ``module:qualname`` as this process imports it (through autotune/heuristics wrappers)."""
+    module_name, _, qualname = name.partition(":")
+    if module_name == "__main__" or "<" in qualname:  # made at run time: no name reaches it from here
+        raise NotRestorable(f"kernel {name} has no importable name")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        return innermost_jit_function(obj)
+    except (ImportError, AttributeError, TypeError) as exc:
+        raise NotRestorable(f"kernel {name} is not importable here: {exc}") from None
+
+
+def portable_launch(launch: CapturedLaunch, target: Target) -> PortableLaunch | None:
+    """``launch`` as a :class:`PortableLaunch` (its cache hash computed, and kept on it), or None where it
+    cannot travel (a value that does not pickle)."""
+    if launch.cache_hash is None:
+        launch.cache_hash = triton_cache_hash(launch, target)
+    buffer = io.BytesIO()
+    try:
+        _LaunchPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(
+            {name: getattr(launch, name) for name in _PORTABLE_FIELDS})
+    except Exception:  # the project's constexprs may be anything
+        return None
+    return PortableLaunch(buffer.getvalue(), launch.cache_hash)
+
+
+def restored_launch(portable: PortableLaunch, target: Target) -> CapturedLaunch:
+    """The launch ``portable`` was made from, made again in this process: raises :class:`NotRestorable` where
+    its Triton cache hash here is not the one it travelled with (another source, another environment)."""
+    try:
+        fields = _LaunchUnpickler(io.BytesIO(portable.payload)).load()
+    except NotRestorable:
+        raise
+    except Exception as exc:
+        raise NotRestorable(f"{type(exc).__name__}: {exc}") from None
+    launch = CapturedLaunch(**fields)
+    if triton_cache_hash(launch, target) != portable.cache_hash:
+        raise NotRestorable(f"kernel {launch.kernel} hashes otherwise here than where its kind body ran")
+    launch.cache_hash = portable.cache_hash
+    return launch
 
 
 def launch_option_names(target: Target) -> frozenset[str]:

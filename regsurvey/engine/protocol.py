@@ -18,12 +18,15 @@ Each message is matched by its type (``match`` / ``isinstance``), never by a str
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model.keys import Key
 from ..model.results import Row, SaidOnce
 from ..store.signing import Unsigned
 from .key_reads import KeyReads
+
+if TYPE_CHECKING:
+    from ..compile.toolchain import PortableLaunch
 
 # -- a survey's requests to a worker ------------------------------------------------------------------
 
@@ -43,11 +46,23 @@ class ToolchainOf:
 
 
 @dataclass(frozen=True)
+class CapturedKey:
+    """A key's launches as the kind body of its first copy made them, and what that body said (each row's
+    messages): a worker helping with the key compiles these instead of running the body again."""
+
+    messages: tuple[str, ...]
+    launches: tuple[PortableLaunch, ...]
+
+
+@dataclass(frozen=True)
 class SurveyKey:
-    """Compile the launches of ``key``; ``reuse``: take results from the result cache."""
+    """Compile the launches of ``key``; ``reuse``: take results from the result cache. ``captured``: a copy of
+    a key in flight, its launches as another worker captured them (the kind body is not run again, unless a
+    launch cannot be made again exactly here)."""
 
     key: Key
     reuse: bool = True
+    captured: CapturedKey | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,9 @@ class KeyCaptured:
     key: Key
     launches: int
     reads: KeyReads | None = None  # what the body read (engine.key_reads): a later survey may take its rows
+    # The launches themselves, for workers that help with the key (a body that ran to its end, two launches or
+    # more: a key of one is never shared); None: a helper runs the body.
+    captured: CapturedKey | None = None
 
 
 @dataclass(frozen=True)

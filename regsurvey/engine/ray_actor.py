@@ -28,7 +28,7 @@ from ..model.keys import Key
 from ..store.inflight import BuildLock, HeldElsewhere, InFlight
 from ..store.objectstore import ObjectStore
 from ..store.resultcache import CachedResult, ResultCache
-from .protocol import Failed, KeyFinished, KeysListed, ToolchainInfo
+from .protocol import CapturedKey, Failed, KeyFinished, KeysListed, ToolchainInfo
 from .ray_node import (
     ShippedObject,
     leave_node,
@@ -406,14 +406,14 @@ class SurveyActor:
         except Exception as exc:
             return failure(exc)
 
-    def survey(self, key: Key, reuse: bool) -> KeyShipped:
+    def survey(self, key: Key, reuse: bool, captured: CapturedKey | None = None) -> KeyShipped:
         """Compile ``key``, read, store and lint its objects; answer its rows and the objects."""
         from .worker import failure, peak_rss_mb
 
         start = time.perf_counter()
         worker = self.worker
         try:
-            rows = tuple(worker.survey_key(key, reuse))
+            rows = tuple(worker.survey_key(key, reuse, captured))
         except Exception as exc:
             return KeyShipped(failure(exc, key), seconds=time.perf_counter() - start, node=self.node)
         objects: dict[str, ShippedObject] = {}

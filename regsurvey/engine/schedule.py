@@ -36,7 +36,7 @@ from ..model.progress import Progress
 from ..model.results import Row, Status
 from ..model.targets import ANY_TARGET, DEFAULT_LIST_TARGET
 from .copies import KeyCopies, KeyId, key_id
-from .protocol import Answer, Failed, KeyCaptured, KeyCompiled, KeyFinished, KeyReads, KeyWaiting
+from .protocol import Answer, CapturedKey, Failed, KeyCaptured, KeyCompiled, KeyFinished, KeyReads, KeyWaiting
 
 
 def error_row(key: Key, message: str, transient: bool = False) -> Row:
@@ -62,8 +62,9 @@ class Transport(Protocol[W]):
         """A new worker for ``target``'s keys (its ``target`` may be ANY_TARGET instead)."""
         ...
 
-    def send(self, worker: W, key: Key) -> None:
-        """Hand ``key`` to ``worker``."""
+    def send(self, worker: W, key: Key, captured: CapturedKey | None = None) -> None:
+        """Hand ``key`` to ``worker`` (``captured``: a copy of a key in flight, with its launches as its first
+        copy captured them)."""
         ...
 
     def end(self, worker: W, idle: bool) -> None:
@@ -150,6 +151,9 @@ class Schedule(Generic[W]):
         self.copies = KeyCopies()
         self.launches: dict[KeyId, int] = {}  # each key's launches, as its first copy captured them
         self.reads: dict[KeyId, KeyReads] = {}  # what each key's kind body read, as its first copy recorded it
+        # Each key in flight's launches as its first copy captured them: what a copy sent to help takes instead
+        # of running the kind body again.
+        self.captured: dict[KeyId, CapturedKey] = {}
         self.resent: set[KeyId] = set()  # keys sent again after a worker holding them was lost
         self.carriers: dict[W, Carrier] = {w: Carrier(w.target) for w in workers}
 
@@ -225,10 +229,12 @@ class Schedule(Generic[W]):
             case KeyWaiting(key=key, holder=holder):
                 if c.running == key:
                     c.waiting = holder
-            case KeyCaptured(key=key, launches=n, reads=reads):
+            case KeyCaptured(key=key, launches=n, reads=reads, captured=captured):
                 self.launches.setdefault(key_id(key), n)
                 if reads is not None:
                     self.reads.setdefault(key_id(key), reads)
+                if captured is not None and self.copies.out(key):
+                    self.captured.setdefault(key_id(key), captured)
             case KeyCompiled(key=key):
                 self.copies.compiled(key)
                 if c.running == key:  # it finishes the key now, and may take the next
@@ -362,8 +368,9 @@ class Schedule(Generic[W]):
             c.running, c.since, c.waiting = key, now, None
         else:
             c.queued.append(key)
+        helping = self.copies.out(key) > 0
         self.copies.sent(key, c)
-        self.transport.send(w, key)
+        self.transport.send(w, key, self.captured.get(key_id(key)) if helping else None)
 
     def _start(self, target: str) -> None:
         w = self.transport.start(target)
@@ -407,6 +414,7 @@ class Schedule(Generic[W]):
             self.start_one()
 
     def _finish(self, done: Key, rows: list[Row]) -> None:
+        self.captured.pop(key_id(done), None)
         self.results[key_id(done)] = rows
         self.progress.on_key(done, rows)
         if self.on_keys_rows is not None:

@@ -37,7 +37,9 @@ class SurveyTiming:
     already imported, ``workers_from_server`` those a running ``regsurvey server`` forked;
     ``workers_started`` counts every worker started (each imports the checkout once, for its target);
     ``keys_shared`` counts the keys idle workers helped with at the survey's tail, ``launches_shared`` the
-    launches of those keys that a helper compiled (see :mod:`.schedule`).
+    launches of those keys that a helper compiled (see :mod:`.schedule`); ``kind_bodies`` counts the kind
+    bodies the workers ran, ``copies_replayed`` the helpers' copies that compiled the launches their key's first
+    copy captured instead of running its body again.
     """
 
     jobs: int

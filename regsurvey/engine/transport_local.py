@@ -36,6 +36,7 @@ from .errors import SurveyError
 from .other_toolchain import other_environment, start_worker
 from .protocol import (
     Answer,
+    CapturedKey,
     Failed,
     KeyCaptured,
     KeyCompiled,
@@ -149,11 +150,11 @@ class LocalPool:
         child.close()
         return self._joined(LocalWorker(process, parent, target=target))
 
-    def send(self, worker: LocalWorker, key: Key) -> None:
-        """Hand ``key`` to ``worker``."""
+    def send(self, worker: LocalWorker, key: Key, captured: CapturedKey | None = None) -> None:
+        """Hand ``key`` to ``worker`` (``captured``: its launches, for a copy that helps with it)."""
         self.timing.last_dispatch = time.monotonic()
         self.timing.mark("sent", worker, key)
-        worker.conn.send(SurveyKey(key, reuse=self.reuse))
+        worker.conn.send(SurveyKey(key, reuse=self.reuse, captured=captured))
 
     def end(self, worker: LocalWorker, idle: bool) -> None:
         """Kill ``worker`` (it keeps nothing unsaved: objects and cache entries are written atomically)."""

@@ -32,7 +32,7 @@ from ..store.objectstore import ObjectStore
 from ..store.resultcache import ResultCache
 from ..store.signing import Unsigned, unsigned_warning
 from .errors import SurveyError
-from .protocol import Failed, KeyFinished, KeysListed, ToolchainInfo
+from .protocol import CapturedKey, Failed, KeyFinished, KeysListed, ToolchainInfo
 from .ray_actor import KeyShipped, claims_class
 from .ray_answers import Storing, answered_rows
 from .ray_node import shipper_class, store_objects
@@ -145,9 +145,10 @@ class RayPool:
         self.workers.append(actor)
         return actor
 
-    def send(self, worker: RayActor, key: Key) -> None:
-        """Call ``worker`` for ``key``."""
-        worker.calls.append((key, worker.handle.survey.remote(key, self.options.reuse_results)))
+    def send(self, worker: RayActor, key: Key, captured: CapturedKey | None = None) -> None:
+        """Call ``worker`` for ``key`` (``captured``: its launches, for a copy that helps with it; a Ray call
+        says nothing before it ends, so the schedule has none to give here today)."""
+        worker.calls.append((key, worker.handle.survey.remote(key, self.options.reuse_results, captured)))
 
     def end(self, worker: RayActor, idle: bool) -> None:
         """End ``worker``: ``idle``, it removes its directory first (an actor that hangs or is lost

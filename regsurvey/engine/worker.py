@@ -80,6 +80,7 @@ from . import key_reads, launcher_messages
 from .key_reads import KeyReads
 from .protocol import (
     Answer,
+    CapturedKey,
     Failed,
     KeyCaptured,
     KeyCompiled,
@@ -205,6 +206,11 @@ class Worker:
             self.timing[phase] = self.timing.get(phase, 0.0) + (now - since)
         return now
 
+    def _count(self, figure: str) -> None:
+        """One more of ``figure`` (a count the survey sums over workers beside the phases' seconds)."""
+        with self._timing_lock:
+            self.timing[figure] = self.timing.get(figure, 0.0) + 1
+
     def take_timing(self) -> dict[str, float]:
         """The phases timed since the last call (and reset them)."""
         with self._timing_lock:
@@ -267,12 +273,14 @@ class Worker:
         declared = tuple((k.name, tuple(k.targets or k.matrix.targets)) for k in self.kinds().values())
         return KeysListed(self.list_keys(targets), self.target, declared)
 
-    def survey_key(self, key: Key, reuse: bool = True) -> list[Row]:
-        """Run the key's kind body under capture, compile each launch, read its resources."""
-        return self.finish(self.compile_key(key, reuse))
+    def survey_key(self, key: Key, reuse: bool = True, replay: CapturedKey | None = None) -> list[Row]:
+        """Run the key's kind body under capture (or take its launches from ``replay``), compile each launch,
+        read its resources."""
+        return self.finish(self.compile_key(key, reuse, replay=replay))
 
     def compile_key(self, key: Key, reuse: bool = True,
-                    captured: Callable[[int, KeyReads | None], None] | None = None) -> list[Item]:
+                    captured: Callable[[int, KeyReads | None, CapturedKey | None], None] | None = None,
+                    replay: CapturedKey | None = None) -> list[Item]:
         """The toolchain's part of a key: capture its launches and compile them (or find them
         compiled). Reading, storing and linting the objects is :meth:`finish`'s part, which the
         worker's finishing process (or thread) does while the next key compiles.
@@ -282,24 +290,35 @@ class Worker:
         ``skipped`` row. What the body said (warnings, logs, prints) is on every row of the key, but
         for what it said once per process (the survey's: :meth:`take_said_once`).
 
+        ``replay``: the key's launches as another worker's run of its body captured them (this worker helps
+        with it): compiled without running the body, unless one cannot be made again exactly here. ``captured``
+        is told the launches (their number, what the body read, and the launches themselves for helpers).
+
         ``reuse`` False (``--force``): nothing is taken from the result cache, and Triton compiles every
         launch (the body's warmups too) past its own cache.
         """
         with toolchain.compiling_afresh(not reuse):
-            return self._compile_key(key, reuse, captured)
+            return self._compile_key(key, reuse, captured, replay)
 
     def _compile_key(self, key: Key, reuse: bool,
-                     captured: Callable[[int, KeyReads | None], None] | None) -> list[Item]:
+                     captured: Callable[[int, KeyReads | None, CapturedKey | None], None] | None,
+                     replay: CapturedKey | None) -> list[Item]:
         if get_target(key.target).name != self.target and not self.any_target:  # the scheduler never does this
             raise ValueError(f"a worker that imported the project for {self.target} was sent a {key.target} key")
-        kind = self.kinds()[key.kind]
         target = get_target(key.target)
+        launches = self._restored(replay, target) if replay is not None else None
+        if replay is not None and launches is not None:
+            self._count("copies_replayed")
+            if captured is not None:
+                captured(len(launches), None, None)
+            base = RowStart(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target,
+                            messages=replay.messages)
+            return self._compile_launches(base, launches, target, reuse)
+        kind = self.kinds()[key.kind]
         # What the body reads is recorded where a later survey may take its rows (not under --force, nor for
         # a fix's variant, a key of no project's).
         run = self._run_body(kind, key, target, record=reuse and key.variant is None and key_reads.enabled())
         session, raised, skipped = run.session, run.raised, run.skipped
-        if captured is not None:
-            captured(len(session.launches), run.reads)
         # What a library says once per process is the survey's, not this key's (launcher_messages.Heard).
         once = self._heard.said_once(run.said, lambda: self._run_body(kind, key, target).said)
         with self._notes_lock:
@@ -310,34 +329,70 @@ class Worker:
             if (kind.name, sign) not in self._warned:  # once per kind and worker; the survey shows it once
                 self._warned.add((kind.name, sign))
                 self.note(f"warning: kind {kind.name} on {target.name}: {sign}")
+        if captured is not None:
+            shared = None
+            if raised is None and skipped is None and len(session.launches) > 1 and reuse and key.variant is None:
+                shared = self._portable(session.launches, messages, target)
+            captured(len(session.launches), run.reads, shared)
         base = RowStart(key=key.id, kind=key.kind, axes=key.axes_dict, target=key.target, messages=tuple(messages))
         if skipped is not None:
             return [base.skipped(skipped)]
         if raised is None and not session.launches:
             file, line = kind.source
             return [base.failed(f"kind body ({shown_site(f'{file}:{line}', self.root)}) launched no kernel")]
+        items = self._compile_launches(base, session.launches, target, reuse)
+        if raised is not None:
+            items.append(self._raised_row(base, raised, len(session.launches)))
+        return items
+
+    def _portable(self, launches: list[CapturedLaunch], messages: list[str], target: Target) -> CapturedKey | None:
+        """The key's launches for workers that help with it (None: one cannot travel; they run the body)."""
+        start = time.perf_counter()
+        portable = []
+        for launch in launches:
+            try:
+                made = toolchain.portable_launch(launch, target)
+            except Exception:  # its hash raised: the compile below says why
+                made = None
+            if made is None:
+                self._spent("hash_s", start)
+                return None
+            portable.append(made)
+        self._spent("hash_s", start)
+        return CapturedKey(tuple(messages), tuple(portable))
+
+    def _restored(self, replay: CapturedKey, target: Target) -> list[CapturedLaunch] | None:
+        """The launches of ``replay`` made again here, or None where one cannot be (the body runs instead)."""
+        start = time.perf_counter()
+        try:
+            return [toolchain.restored_launch(launch, target) for launch in replay.launches]
+        except toolchain.NotRestorable:
+            return None
+        finally:
+            self._spent("hash_s", start)
+
+    def _compile_launches(self, base: RowStart, launches: list[CapturedLaunch], target: Target,
+                          reuse: bool) -> list[Item]:
+        """Compile each launch of a key (or find it compiled), in order."""
         # Two passes: the first compiles the kernels no other process is compiling and passes over those
         # another is (a helper on this key, or another key or survey with the same kernel), so that
         # processes on one key share its launches; the second waits for those and reads their results.
         # Before it waits, what this process compiled is finished (stored, its build locks released),
         # and so is each kernel it compiles then: a process never waits holding a lock another waits on.
-        slots: list[Item | None] = [None] * len(session.launches)
+        slots: list[Item | None] = [None] * len(launches)
         try:
-            for i, launch in enumerate(session.launches):
+            for i, launch in enumerate(launches):
                 slots[i] = self._compile_launch(base, i, launch, target, reuse, wait=False)
             deferred = [i for i, item in enumerate(slots) if item is None]
             if deferred:
                 self._finish_now(slots)
             for i in deferred:
-                slots[i] = self._compile_launch(base, i, session.launches[i], target, reuse)
+                slots[i] = self._compile_launch(base, i, launches[i], target, reuse)
                 self._finish_now(slots)
         except BaseException:  # a bug of ours: the kernels compiled for this key are not finished, never awaited
             self.finished([item for item in slots if item is not None])
             raise
-        items: list[Item] = [item for item in slots if item is not None]
-        if raised is not None:
-            items.append(self._raised_row(base, raised, len(session.launches)))
-        return items
+        return [item for item in slots if item is not None]
 
     def _run_body(self, kind: Kind, key: Key, target: Target, record: bool = False) -> BodyRun:
         """Run the key's kind body under capture, listening to what it says; with ``record``, noting what it
@@ -349,6 +404,7 @@ class Worker:
         raised: BaseException | None = None
         skipped: str | None = None
         recording = self.recorder.recording() if record else contextlib.nullcontext(None)
+        self._count("kind_bodies")
         with launcher_messages.listening(self.root) as said, recording as reading:
             try:
                 with toolchain.capturing(session):
@@ -423,7 +479,7 @@ class Worker:
                             config_source=launch.config_source)
         start = time.perf_counter()
         try:
-            cache_hash = toolchain.triton_cache_hash(launch, target)
+            cache_hash = launch.cache_hash or toolchain.triton_cache_hash(launch, target)
         except Exception:  # let the compile below report what is wrong
             cache_hash = None
         lock: BuildLock | None = None
@@ -692,24 +748,24 @@ class _Answering:
                 self.send(self.worker.listing(targets))
             case ToolchainOf(backend=backend):
                 self.send(ToolchainInfo(toolchain.toolchain_info(backend)))
-            case SurveyKey(key=key, reuse=reuse):
-                self.survey_key(key, reuse)
+            case SurveyKey(key=key, reuse=reuse, captured=replay):
+                self.survey_key(key, reuse, replay)
             case _:
                 self.send(Failed(f"unknown request {request!r}"))
         return True
 
-    def survey_key(self, key: Key, reuse: bool) -> None:
+    def survey_key(self, key: Key, reuse: bool, replay: CapturedKey | None = None) -> None:
         """Compile ``key`` (saying when it is captured and when it waits for a build lock), then hand it to
         the finishing side."""
-        def captured(launches: int, reads: KeyReads | None) -> None:
-            self.send(KeyCaptured(key, launches, reads))
+        def captured(launches: int, reads: KeyReads | None, shared: CapturedKey | None) -> None:
+            self.send(KeyCaptured(key, launches, reads, shared))
 
         def waiting(_: str, holder: str | None) -> None:
             self.send(KeyWaiting(key, holder))
 
         self.worker.inflight.on_wait = waiting
         try:
-            items = self.worker.compile_key(key, reuse=reuse, captured=captured)
+            items = self.worker.compile_key(key, reuse=reuse, captured=captured, replay=replay)
         except Exception as exc:
             self.send(failure(exc, key))
             return

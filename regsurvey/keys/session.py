@@ -46,6 +46,9 @@ class CapturedLaunch:
     # ``regsurvey fix``: the launcher's config file entry a variant's launch was passed, with the variant
     # written into it (``keys.config_source.ConfigSource.to_dict``); None elsewhere.
     config_source: dict[str, Any] | None = None
+    # Triton's cache hash of the launch on its target, once computed (compile.toolchain.triton_cache_hash): a
+    # launch handed to another worker carries it, checked there against the launch it made again.
+    cache_hash: str | None = None
 
 
 @dataclass

@@ -189,6 +189,8 @@ def test_an_idle_worker_shares_the_launches_of_a_key_in_flight(toy_repo: Path, t
     assert len({r["triton_hash"] for r in rows}) == 6 and not any(r["reused"] for r in rows)
     assert compiles(rows) == Counter(dict.fromkeys((r["triton_hash"] for r in rows), 1))
     assert survey["timing"]["keys_shared"] == 1 and 1 <= survey["timing"]["launches_shared"] <= 5
+    # The kind body ran once: the helper compiled the launches the first worker captured (issue 37, item 1).
+    assert survey["timing"]["kind_bodies"] == 1 and survey["timing"]["copies_replayed"] == 1
     # The same rows as one worker alone: the same kernels, figures and objects.
     alone = json.loads(subprocess.run(
         [sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "--store", str(tmp_path / "alone"),
@@ -198,3 +200,33 @@ def test_an_idle_worker_shares_the_launches_of_a_key_in_flight(toy_repo: Path, t
     same = ("launch", "kernel", "triton_hash", "resources", "object", "build", "status")
     assert [[r[f] for f in same] for r in alone["rows"]] == [[r[f] for f in same] for r in rows]
     assert "keys_shared" not in alone["timing"]
+
+
+LOCAL_KERNEL_KEYS = MANY_LAUNCHES_KEYS.replace('''def sweep(width):
+''', '''def sweep(width):
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def fill(X, N, BLOCK: tl.constexpr):  # defined here: no other process can import it by name
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(X + offs, 1.0, mask=offs < N)
+
+    rs.launch(fill, rs.tensor((4096,), "fp32"), 4096, grid=(1,), BLOCK=256)
+''')
+
+
+def test_a_helper_runs_the_kind_body_where_a_launch_cannot_travel(toy_repo: Path, tmp_path: Path) -> None:
+    """A key launching a kernel defined inside its kind body: its launches cannot be made again by name in
+    another worker, so the helper runs the body itself, as before issue 37; the rows are those of one worker."""
+    (toy_repo / "keys" / "toy.py").write_text(LOCAL_KERNEL_KEYS)
+    commit_all(toy_repo, "one key, seven builds, one of a local kernel")
+    proc = run(toy_repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "--timeout", "300")
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    survey = json.loads(out)
+    rows = survey["rows"]
+    assert [r["launch"] for r in rows] == list(range(7)) and all(r["status"] == "ok" for r in rows)
+    assert compiles(rows) == Counter(dict.fromkeys((r["triton_hash"] for r in rows), 1))
+    assert survey["timing"]["keys_shared"] == 1
+    assert survey["timing"]["kind_bodies"] == 2 and "copies_replayed" not in survey["timing"]

@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from regsurvey.compile.toolchain import PortableLaunch
 from regsurvey.engine import protocol
 from regsurvey.engine.protocol import (
     Answer,
+    CapturedKey,
     Failed,
     KeyCaptured,
     KeyCompiled,
@@ -41,6 +43,11 @@ GEMM = Key(kind="gemm", axes=(("width", 2),), target="gfx950", id="gemm/w2")
 BUFFERS = Key(kind="buffers", axes=(("width", 8),), target="gfx950", id="buffers/w8")
 
 
+# A key's launches as its first copy captured them (the payloads are compile.toolchain.portable_launch's).
+CAPTURED = CapturedKey(("INFO lib: tuned config",), (PortableLaunch(b"\x80\x05launch 0", "ab" * 32),
+                                                     PortableLaunch(b"\x80\x05launch 1", "cd" * 32)))
+
+
 def messages() -> list[Any]:
     """One of each message, carrying what a survey's would: the rows are the lint fixtures' real gfx950
     builds (tests/lint_surveys.py), with their typed findings."""
@@ -50,10 +57,11 @@ def messages() -> list[Any]:
     unsigned = Unsigned("0f" * 32 + ".json", signed=False)
     return [
         ListKeys(), ListKeys(("gfx950", "sm90")), ToolchainOf("hip"), SurveyKey(GEMM), SurveyKey(GEMM, reuse=False),
-        Stop(),
+        SurveyKey(GEMM, captured=CAPTURED), Stop(),
         KeysListed((GEMM, BUFFERS), "gfx950", declared=(("gemm", ("gfx950",)), ("buffers", ("gfx950", "sm90")))),
         ToolchainInfo({"triton": "3.9.0", "amd_codegen_revision": "fixture", "fp_fusion": True}),
-        KeyCaptured(GEMM, 3), KeyWaiting(GEMM, "process 1234"), KeyWaiting(GEMM, None),
+        KeyCaptured(GEMM, 3), KeyCaptured(GEMM, 2, captured=CAPTURED), KeyWaiting(GEMM, "process 1234"),
+        KeyWaiting(GEMM, None),
         KeyCompiled(GEMM, notes=("cache entry ab.json is malformed (JSONDecodeError); recompiling",),
                     said_once=(said,), unsigned=(unsigned,)),
         KeyFinished(BUFFERS, buffers_rows, timing={"capture_s": 0.25, "compile_s": 1.5}, ready_at=1767225600.5,
@@ -100,7 +108,7 @@ def test_defaults_say_the_plain_case() -> None:
     assert KeyCompiled(GEMM) == KeyCompiled(GEMM, (), (), ())
 
 
-@pytest.mark.parametrize("message", messages()[:8], ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize("message", messages()[:9], ids=lambda m: type(m).__name__)
 def test_a_message_is_frozen(message: Any) -> None:
     fields = dataclasses.fields(message)
     name = fields[0].name if fields else "anything"
@@ -117,10 +125,11 @@ def test_requests_and_answers_are_the_unions_every_message_belongs_to() -> None:
                        WorkerExited}
     defined = {v for v in vars(protocol).values()
                if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == protocol.__name__}
-    assert defined == requests | answers | {WorkerStarted} and not requests & answers
+    # A key's captured launches travel inside SurveyKey and KeyCaptured, never alone.
+    assert defined == requests | answers | {WorkerStarted, CapturedKey} and not requests & answers
     kinds = [("request" if isinstance(m, Request) else "answer" if isinstance(m, Answer) else "started")
              for m in (pickle.loads(pickle.dumps(m)) for m in messages())]
-    assert kinds == ["request"] * 6 + ["answer"] * 10 + ["started"]
+    assert kinds == ["request"] * 7 + ["answer"] * 11 + ["started"]
 
 
 def test_a_failure_names_its_key_only_when_it_is_about_one() -> None:

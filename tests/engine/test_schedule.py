@@ -41,7 +41,7 @@ class Transport:
         self.workers.append(w)
         return w
 
-    def send(self, worker: Worker, key: Key) -> None:
+    def send(self, worker: Worker, key: Key, captured: object = None) -> None:
         worker.sent.append(key.id)
 
     def end(self, worker: Worker, idle: bool) -> None:

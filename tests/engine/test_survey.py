@@ -182,7 +182,7 @@ class Pool:
         self.asked.append(("toolchain", backend))
         return {"triton": "3.9.0", "backend": backend}
 
-    def send(self, worker: Worker, key: Key) -> None:
+    def send(self, worker: Worker, key: Key, captured: object = None) -> None:
         self.sent.append((worker, key))
 
     def end(self, worker: Worker, idle: bool) -> None:

@@ -50,7 +50,7 @@ def stand_in_actor(gate: str) -> type:
         def toolchain(self, backend: str) -> ToolchainInfo:
             return ToolchainInfo({"backend": backend})
 
-        def survey(self, key: Key, reuse: bool) -> KeyShipped:
+        def survey(self, key: Key, reuse: bool, captured: object = None) -> KeyShipped:
             if key.kind == "hang":
                 time.sleep(3600)
             if key.kind == "dies" and not os.path.exists(gate):
