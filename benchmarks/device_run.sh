@@ -140,6 +140,19 @@ if want keyreuse; then
     timeout "${KEYREUSE_TIMEOUT:-280}" python3 benchmarks/key_reuse.py $arg --jobs 16 --targets ${KEYREUSE_TARGETS:-gfx950,sm90} 2>&1 | tail -20
   done
 fi
+if want targets37; then
+  # Issue 37's four targets (first survey, warm server, known costs, incremental) against the commit before
+  # (4532b35, carried as .old-rs/: `git archive 4532b35 regsurvey pyproject.toml | tar x -C .old-rs`), -j 16.
+  [ -f .old-rs/regsurvey/__init__.py ] || { echo "targets37: no .old-rs/ (carry it)"; exit 1; }
+  timeout 60 python3 -m compileall -q .old-rs/regsurvey >/dev/null
+  for spec in ${TARGETS37_PROJECTS:-demo flag_gems:flag_gems.ops.rms_norm torchao:torchao.kernel.blockwise_quantization fla:fla.modules.norm.l2norm}; do
+    project=${spec%%:*}; touch=${spec#*:}
+    if [ "$project" = demo ]; then arg=""; else arg="--project tests/realworld/$project --touch $touch"; fi
+    echo "== issue 37 targets: $project"
+    timeout "${TARGETS37_TIMEOUT:-290}" python3 benchmarks/targets37.py --old .old-rs $arg --jobs 16 \
+      --targets ${TARGETS37_TARGETS:-gfx950,sm90} 2>&1 | tee "$OUT/targets37-$project.txt"
+  done
+fi
 if want corpus15; then
   # Issue #15's first-survey figures on a real-world corpus library (its wheels in .whl/): first surveys,
   # known costs, and both with a warm server, each against the bound, at -j 16.

@@ -878,10 +878,17 @@ class _LaunchUnpickler(pickle.Unpickler):
 
 
 def _jit_function_named(name: str) -> Any:
-    """The JITFunction ``module:qualname`` as this process imports it (through autotune/heuristics wrappers)."""
+    """The JITFunction ``module:qualname`` in this process: the last one Triton made under that name (its
+    registry, which kernels made inside functions are in too: torchao's), else the module's attribute
+    (through autotune/heuristics wrappers)."""
+    from triton.runtime import jit
+
+    made = getattr(jit, "_triton_jit_function_registry", {}).get(name)
+    if made is not None:
+        return made
     module_name, _, qualname = name.partition(":")
     if module_name == "__main__" or "<" in qualname:  # made at run time: no name reaches it from here
-        raise NotRestorable(f"kernel {name} has no importable name")
+        raise NotRestorable(f"kernel {name} is not in this process (made by code that has not run here)")
     try:
         obj: Any = importlib.import_module(module_name)
         for part in qualname.split("."):

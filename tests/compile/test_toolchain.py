@@ -482,48 +482,51 @@ def test_the_llvm_in_libtriton_is_named_by_the_commit_its_linker_writes() -> Non
 
 RESTORE_IN_ANOTHER_PROCESS = '''
 import pickle, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:]
 from toykernels import ops  # noqa: F401 - what a worker of the project has imported
+import made_in_a_function  # noqa: F401
 from regsurvey.compile import toolchain
 from regsurvey.model.targets import get_target
 portables = pickle.loads(sys.stdin.buffer.read())
 out = []
 for target, portable in portables:
-    launch = toolchain.restored_launch(portable, get_target(target))
+    try:
+        launch = toolchain.restored_launch(portable, get_target(target))
+    except toolchain.NotRestorable as exc:
+        out.append(("refused", str(exc)))
+        continue
     out.append((launch.kernel, launch.config, launch.name, launch.where, toolchain.triton_cache_hash(
         launch, get_target(target))))
 sys.stdout.buffer.write(pickle.dumps(out))
 '''
 
+MADE_IN_A_FUNCTION = '''
+import triton
+import triton.language as tl
 
-def test_a_portable_launch_is_made_again_exactly_in_another_process(ops: Any) -> None:
+
+def build():
+    @triton.jit
+    def made(X, N, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(X + offs, 2.0, mask=offs < N)
+
+    return made
+
+
+KERNEL = build()  # as torchao's _build_triton_impls: a kernel of the module, made inside a function
+'''
+
+
+def test_a_portable_launch_is_made_again_exactly_in_another_process(ops: Any, tmp_path: Path) -> None:
     """Issue 37, item 1: a helper compiles the launches a key's first copy captured, not running the kind body
-    again. Each launch travels pickled, its kernel by name, and is made again in a fresh interpreter with the
+    again. Each launch travels pickled, its kernels by name, and is made again in a fresh interpreter with the
     same Triton cache hash (the hash covers the source, signature, constexprs, attrs and options), so the
-    kernel compiled there is the one the body launched."""
+    kernel compiled there is the one the body launched. A kernel a module makes inside a function at import
+    is found by the name Triton registered it under; one a function made only while the body ran (nothing in
+    the other process made it) is refused: the helper runs the body."""
     import pickle
     import subprocess
-
-    x, y = rs.tensor((4096,), "fp32"), rs.tensor((4096,), "fp32")
-    autotuned = capture("gfx950", lambda: ops.axpy(x, y, 2.0)).launches  # three configs, heuristics' constexprs
-    gemm = capture("sm90", lambda: ops.gemm(rs.tensor((4, 512), "bf16"), rs.tensor((512, 256), "bf16"))).launches
-    launches = [("gfx950", launch) for launch in autotuned] + [("sm90", launch) for launch in gemm]
-    portables = [(t, toolchain.portable_launch(launch, get_target(t))) for t, launch in launches]
-    assert all(p is not None for _, p in portables)
-    done = subprocess.run([sys.executable, "-c", RESTORE_IN_ANOTHER_PROCESS, str(TOY)], input=pickle.dumps(portables),
-                          capture_output=True, timeout=300)
-    assert done.returncode == 0, done.stderr.decode()
-    restored = pickle.loads(done.stdout)
-    assert restored == [(launch.kernel, launch.config, launch.name, launch.where,
-                         toolchain.triton_cache_hash(launch, get_target(t))) for t, launch in launches]
-    assert [launch.config for _, launch in launches[:3]] == [0, 1, 2]
-
-
-def test_a_launch_not_made_again_exactly_is_refused(ops: Any, tmp_path: Path) -> None:
-    """A kernel defined inside a function has no name another process can import, and a kernel whose hash
-    differs where it is made again (its source changed in between) is not the launch that travelled: both
-    refused (the helper then runs the kind body itself)."""
-    import dataclasses
 
     import triton
     import triton.language as tl
@@ -533,13 +536,38 @@ def test_a_launch_not_made_again_exactly_is_refused(ops: Any, tmp_path: Path) ->
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(X + offs, 1.0, mask=offs < N)
 
-    target = get_target("gfx950")
-    local = capture("gfx950", lambda: rs.launch(fill, rs.tensor((4096,), "fp32"), 4096, grid=(1,), BLOCK=256))
-    portable = toolchain.portable_launch(local.launches[0], target)
-    assert portable is not None
-    with pytest.raises(toolchain.NotRestorable, match="has no importable name"):
-        toolchain.restored_launch(portable, target)
+    (tmp_path / "made_in_a_function.py").write_text(MADE_IN_A_FUNCTION)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import made_in_a_function
+    finally:
+        sys.path.remove(str(tmp_path))
+    x, y = rs.tensor((4096,), "fp32"), rs.tensor((4096,), "fp32")
+    autotuned = capture("gfx950", lambda: ops.axpy(x, y, 2.0)).launches  # three configs, heuristics' constexprs
+    gemm = capture("sm90", lambda: ops.gemm(rs.tensor((4, 512), "bf16"), rs.tensor((512, 256), "bf16"))).launches
+    made = capture("gfx950", lambda: rs.launch(made_in_a_function.KERNEL, rs.tensor((4096,), "fp32"), 4096, grid=(1,),
+                                               BLOCK=128)).launches
+    local = capture("gfx950", lambda: rs.launch(fill, rs.tensor((4096,), "fp32"), 4096, grid=(1,), BLOCK=256)).launches
+    launches = [("gfx950", launch) for launch in autotuned] + [("sm90", launch) for launch in gemm] + [
+        ("gfx950", made[0]), ("gfx950", local[0])]
+    portables = [(t, toolchain.portable_launch(launch, get_target(t))) for t, launch in launches]
+    assert all(p is not None for _, p in portables)
+    done = subprocess.run([sys.executable, "-c", RESTORE_IN_ANOTHER_PROCESS, str(TOY), str(tmp_path)],
+                          input=pickle.dumps(portables), capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    restored = pickle.loads(done.stdout)
+    assert restored[:-1] == [(launch.kernel, launch.config, launch.name, launch.where,
+                              toolchain.triton_cache_hash(launch, get_target(t))) for t, launch in launches[:-1]]
+    assert [launch.config for _, launch in launches[:3]] == [0, 1, 2]
+    assert restored[-1][0] == "refused" and "<locals>.fill is not in this process" in restored[-1][1]
 
+
+def test_a_launch_whose_kernel_hashes_otherwise_is_refused(ops: Any) -> None:
+    """A kernel whose hash differs where it is made again (its source changed in between) is not the launch
+    that travelled: refused (the helper then runs the kind body itself)."""
+    import dataclasses
+
+    target = get_target("gfx950")
     gemm = capture("gfx950", lambda: ops.gemm(rs.tensor((4, 512), "bf16"), rs.tensor((512, 256), "bf16")))
     portable = toolchain.portable_launch(gemm.launches[0], target)
     assert portable is not None and toolchain.restored_launch(portable, target).cache_hash == portable.cache_hash
