@@ -188,6 +188,10 @@ def main() -> None:
             _server(tree, "start")
             try:
                 touched.write_text(kept + "\n# touched by benchmarks/targets37.py\n")
+                if not touched.is_relative_to(repos[side]):  # an installed library's file: the project's commit
+                    (repos[side] / "NOTES.md").write_text("a commit of its own: not the stored survey\n")
+                    _git(repos[side], "add", "-A")
+                    _git(repos[side], "commit", "-qm", "notes")
                 data, wall = _survey(tree, repos[side], work / f"{side}-s2", work / f"{side}-c2", args.targets,
                                      args.jobs, server=True)
             finally:

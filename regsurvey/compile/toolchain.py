@@ -887,15 +887,35 @@ def _jit_function_named(name: str) -> Any:
     if made is not None:
         return made
     module_name, _, qualname = name.partition(":")
-    if module_name == "__main__" or "<" in qualname:  # made at run time: no name reaches it from here
-        raise NotRestorable(f"kernel {name} is not in this process (made by code that has not run here)")
+    if module_name == "__main__":
+        raise NotRestorable(f"kernel {name} was defined in a script, not in a module")
     try:
         obj: Any = importlib.import_module(module_name)
+        if "<" in qualname:  # made inside a function (Triton before 3.9 keeps no registry): one alive here
+            return _alive(name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
         return innermost_jit_function(obj)
     except (ImportError, AttributeError, TypeError) as exc:
         raise NotRestorable(f"kernel {name} is not importable here: {exc}") from None
+
+
+def _alive(name: str) -> Any:
+    """The JITFunction called ``name`` among this process's objects (the last made, where several are)."""
+    import gc
+
+    from triton.runtime.jit import JITFunction
+
+    if name not in _ALIVE:  # one look over the heap finds every kernel made in a function so far
+        for obj in gc.get_objects():
+            if issubclass(type(obj), JITFunction) and "<" in obj.fn.__qualname__:  # type(): a proxy warns on __class__
+                _ALIVE[jit_function_name(obj)] = obj
+    if name not in _ALIVE:
+        raise NotRestorable(f"kernel {name} is not in this process (made by code that has not run here)")
+    return _ALIVE[name]
+
+
+_ALIVE: dict[str, Any] = {}  # the kernels made inside functions found alive in this process, by name
 
 
 def portable_launch(launch: CapturedLaunch, target: Target) -> PortableLaunch | None:
