@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TIMELINES: list[Path] = []  # where each survey's timeline goes (--timelines), if anywhere
 
 IMPORT_FLOOR = r'''
 import sys, time
@@ -82,9 +83,12 @@ def _env(tree: Path, cache: Path, server: bool) -> dict[str, str]:
 
 def _survey(tree: Path, repo: Path, store: Path, cache: Path, targets: str, jobs: int,
             server: bool) -> tuple[dict, float]:
+    env = _env(tree, cache, server)
+    if TIMELINES:
+        env["REGSURVEY_TIMELINE"] = str(TIMELINES[0] / f"{store.name}-{int(time.time() * 1000)}.json")
     began = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json", "-t", targets, "-j",
-                          str(jobs), "--store", str(store)], cwd=repo, env=_env(tree, cache, server),
+                          str(jobs), "--store", str(store)], cwd=repo, env=env,
                          capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - began
     if out.returncode != 0:
@@ -150,8 +154,16 @@ def main() -> None:
     parser.add_argument("--touch", default=None)
     parser.add_argument("--targets", default="gfx950,sm90")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--new-only", action="store_true", help="this tree alone (--old is still required)")
+    parser.add_argument("--steps", default="1,2,3,4", help="the steps to run (3 needs 1, 4 needs 2)")
+    parser.add_argument("--timelines", type=Path, default=None,
+                        help="write each survey's timeline (REGSURVEY_TIMELINE) into this directory")
     args = parser.parse_args()
-    trees = {"old": args.old.resolve(), "new": ROOT}
+    trees = {"new": ROOT} if args.new_only else {"old": args.old.resolve(), "new": ROOT}
+    steps = {int(s) for s in args.steps.split(",")}
+    if args.timelines:
+        args.timelines.mkdir(parents=True, exist_ok=True)
+        TIMELINES.append(args.timelines)
     name = args.project.name if args.project.resolve() != ROOT else "demo"
     with tempfile.TemporaryDirectory(prefix="regsurvey-targets37-") as scratch:
         work = Path(scratch)
@@ -159,14 +171,14 @@ def main() -> None:
         floor = import_floor(repos["new"], args.targets.split(",")[0])
         print(f"{name}, {args.targets}, -j {args.jobs}; I (import floor) {floor:.1f} s")
         first: dict[str, tuple[dict, float]] = {}
-        for side, tree in trees.items():
+        for side, tree in trees.items() if 1 in steps else ():
             data, wall = _survey(tree, repos[side], work / f"{side}-s1", work / f"{side}-c1", args.targets,
                                  args.jobs, server=False)
             b, _ = bound(data, args.jobs)
             first[side] = data, wall
             print(f"  1. first survey, no server   {side}: {wall:6.1f} s   B {b:5.1f} s   {wall / b:.2f}x B   "
                   f"{wall / (floor + b):.2f}x (I + B) [target 1.25]   {_facts(data)}")
-        for side, tree in trees.items():
+        for side, tree in trees.items() if 2 in steps else ():
             _server(tree, "start")
             data, wall = _survey(tree, repos[side], work / f"{side}-s2", work / f"{side}-c2", args.targets,
                                  args.jobs, server=True)
@@ -174,7 +186,7 @@ def main() -> None:
             print(f"  2. warm server               {side}: {wall:6.1f} s   B {b:5.1f} s   {wall / b:.2f}x B "
                   f"[target 1.15]   {_facts(data)}")
             _server(tree, "stop")
-        for side, tree in trees.items():
+        for side, tree in trees.items() if 3 in steps else ():
             store = work / f"{side}-s3"
             store.mkdir()
             shutil.copy(work / f"{side}-s1" / "costs.json", store / "costs.json")
@@ -182,7 +194,7 @@ def main() -> None:
             b, _ = bound(data, args.jobs)
             print(f"  3. second, key costs known   {side}: {wall:6.1f} s   B {b:5.1f} s   {wall / b:.2f}x B   "
                   f"{wall / first[side][1]:.2f}x the first [target <= 1]   {_facts(data)}")
-        for side, tree in trees.items():
+        for side, tree in trees.items() if 4 in steps else ():
             touched = _touched_file(repos[side], args.touch)
             kept = touched.read_text()
             _server(tree, "start")
