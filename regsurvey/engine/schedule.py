@@ -86,11 +86,6 @@ class Policy:
     help_after_s: float = 0.0  # a key may be helped with once it has run this long
     help_copies: int | None = None  # copies of a key at most; None: no more than its launches (KeyCaptured)
     share_by_running: bool = False  # a key's seconds per copy count its time so far when that is longer
-    # Once no key is left to hand out: an idle worker with nothing of its target to help with is ended and a
-    # worker for another target started in its place, to help with a key in flight there whose estimated
-    # seconds left per copy are at least this (None: never). What a new worker costs (its start, the keys
-    # files' imports) must be worth it.
-    retarget_after_s: float | None = None
 
 
 @dataclass(eq=False)
@@ -105,7 +100,6 @@ class Carrier:
     heard: float = 0.0  # when it last said something (or was sent a key)
     waiting: str | None = None  # who holds the build lock its key's compile waits for ("" unknown), if it waits
     succeeded: bool = False  # a worker for another target was started to take its place
-    helper: bool = False  # started at the tail to help with another target's keys in flight (never moved again)
 
     @property
     def holds(self) -> list[Key]:
@@ -308,8 +302,6 @@ class Schedule(Generic[W]):
         while self._room(c):
             if self.next_for(w) is not None:
                 continue
-            if not self.pending and not c.holds:
-                return self._retarget(w, c)
             if not self.pending or c.holds:
                 return False
             # Nothing of its target left: a worker for a target with work takes its place.
@@ -319,35 +311,6 @@ class Schedule(Generic[W]):
                 self.start_one()
             return True
         return False
-
-    def _retarget(self, w: W, c: Carrier) -> bool:
-        """``w`` is idle at the tail with nothing of its target to help with: where another target's key in
-        flight is estimated to run for long enough yet (:attr:`Policy.retarget_after_s` per copy), end ``w``
-        and start a worker for that target, which helps with it once it is ready. True when it was."""
-        wait = self.policy.retarget_after_s
-        if wait is None or not self.reuse or c.helper or c.target == ANY_TARGET:
-            return False
-        now = self.clock()
-        left: dict[str, float] = {}
-        for other in self.carriers.values():
-            k = other.running
-            if k is None or k.target == c.target:
-                continue
-            copies = self.copies.out(k)
-            most = self.policy.help_copies if self.policy.help_copies is not None else self.launches.get(
-                key_id(k), 1)
-            if copies >= most:
-                continue
-            running = now - other.since
-            share = (max(self.cost(k), running) - running) / copies
-            if share >= wait:
-                left[k.target] = max(left.get(k.target, 0.0), share)
-        if not left:
-            return False
-        del self.carriers[w]
-        self.transport.end(w, idle=True)
-        self.carriers[self._start(max(left, key=lambda t: left[t]))].helper = True
-        return True
 
     def _successors(self) -> bool:
         """A worker running the last key of its target while other targets' keys wait gets its successor
@@ -409,10 +372,9 @@ class Schedule(Generic[W]):
         self.copies.sent(key, c)
         self.transport.send(w, key, self.captured.get(key_id(key)) if helping else None)
 
-    def _start(self, target: str) -> W:
+    def _start(self, target: str) -> None:
         w = self.transport.start(target)
         self.carriers[w] = Carrier(w.target)
-        return w
 
     def _leave(self, c: Carrier, key: Key) -> bool:
         """``key`` is off ``c`` (False: it was not on it); the key queued next begins."""

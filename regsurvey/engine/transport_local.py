@@ -56,9 +56,7 @@ from .worker_start import ensure_forkserver, main_module_hidden, worker_context,
 
 # A worker compiles one key at a time and may still be reading and storing one compiled key when it is sent
 # the next (two keys held at most); a worker taking its target's last key gets its successor at once.
-# An idle worker is moved to another target at the tail where a key there has 5 s or more left per copy: a
-# worker's start (forked from the server or forkserver, the keys files imported) is 1 to 6 s on the corpus.
-POLICY = Policy(depth=2, queued=False, successors=True, retarget_after_s=5.0)
+POLICY = Policy(depth=2, queued=False, successors=True)
 
 
 def shared_import() -> bool:

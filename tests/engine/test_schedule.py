@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from regsurvey.engine.protocol import Failed, KeyCaptured, KeyCompiled, KeyFinished, KeyWaiting
-from regsurvey.engine.schedule import Carrier, Policy, Schedule, wanted_target
+from regsurvey.engine.schedule import Policy, Schedule, wanted_target
 from regsurvey.engine.transport_local import POLICY as LOCAL
 from regsurvey.engine.transport_ray import HELP_COPIES, HELP_MIN_S
 from regsurvey.engine.transport_ray import POLICY as RAY
@@ -379,48 +379,3 @@ def test_wanted_target_is_the_one_with_most_work_per_worker() -> None:
     assert wanted_target(pending, [], lambda k: cost[k.id]) == "sm90"
     assert wanted_target(pending, ["sm90"], lambda k: cost[k.id]) == "gfx950"
     assert wanted_target([], ["gfx942"], lambda k: 1.0) == "gfx942"
-
-
-def test_an_idle_worker_moves_to_a_target_whose_keys_in_flight_run_long() -> None:
-    """Issue 37's torchao defect, found in the timelines of a second survey at -j 16 (key costs known): 4
-    gfx950 workers and 12 sm90 ones; the sm90 keys were done at 10 s and their workers sat idle while the gfx950
-    keys of 48 launches each ran alone until 26 s (a key can be helped only by a worker of its target). Now an
-    idle worker with nothing of its target left is ended and one for the target of a key in flight with 5 s or
-    more left per copy starts in its place, to help with it; one with less left, or a key of one launch, is
-    left alone; a worker started to help is never moved again."""
-    long, short = key("gemm/64", "gfx950"), key("norm/4", "sm90")
-    costs = {long.id: 24.0, short.id: 2.0}
-    run = Run([long, short], jobs=0)
-    run.schedule.cost = lambda k: costs[k.id]
-    a, b = run.transport.start("gfx950"), run.transport.start("sm90")
-    run.schedule.carriers.update({a: Carrier(a.target), b: Carrier(b.target)})
-    run.schedule.dispatch()
-    assert (a.sent, b.sent) == (["gemm/64"], ["norm/4"])
-    run.schedule.on_answer(a, KeyCaptured(long, 48))
-    run.clock.now += 2.0
-    run.finish(b, short)
-    assert run.schedule.dispatch()  # b is idle and has nothing of sm90 to help with: moved
-    assert b.ended == "idle"
-    helper = run.transport.workers[-1]
-    assert helper.target == "gfx950" and run.schedule.carriers[helper].helper
-    run.schedule.dispatch()
-    assert helper.sent == ["gemm/64"]  # a copy of the key in flight
-    run.schedule.on_answer(helper, Failed("its copy ended", long))
-    run.schedule.dispatch()
-    assert helper.ended == "" and helper.sent == ["gemm/64"]  # it helped once; it stays, idle, not moved again
-
-
-@pytest.mark.parametrize("left_s, launches", [(4.0, 48), (20.0, 1)])
-def test_no_worker_moves_for_a_key_nearly_done_or_of_one_launch(left_s: float, launches: int) -> None:
-    long, short = key("gemm/64", "gfx950"), key("norm/4", "sm90")
-    costs = {long.id: 2.0 + left_s, short.id: 2.0}
-    run = Run([long, short], jobs=0)
-    run.schedule.cost = lambda k: costs[k.id]
-    a, b = run.transport.start("gfx950"), run.transport.start("sm90")
-    run.schedule.carriers.update({a: Carrier(a.target), b: Carrier(b.target)})
-    run.schedule.dispatch()
-    run.schedule.on_answer(a, KeyCaptured(long, launches))
-    run.clock.now += 2.0
-    run.finish(b, short)
-    assert not run.schedule.dispatch()
-    assert b.ended == "" and len(run.transport.workers) == 2
