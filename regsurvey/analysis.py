@@ -6,7 +6,8 @@ reader revision (:data:`regsurvey.model.version.READER_REVISION`), and on each r
 When it lints: an AMD object always (its amdgcn text is at hand: milliseconds). An NVIDIA object needs
 its SASS, and one nvdisasm run costs more than many compiles: :func:`analyze` lints a cubin when its
 SASS is read anyway (a kernel that spills: its spills are placed in its loops there, and counted there
-when the compile's ptxas log did not give them) or when told to; the survey lints
+when the compile's ptxas log did not give them), when its instruction words show every parameter its PTX
+loads read (no disassembly: :func:`regsurvey.lint.nvidia.read_in_words`), or when told to; the survey lints
 the other cubins in batches while keys still compile (:mod:`regsurvey.engine.deferred_lint`, one nvdisasm
 run over many), so that every build is linted, as ``regsurvey lint`` lints it.
 """
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 from .compile.triton_facts import AMDGCN, APPENDED_ARGS, LLIR, PTX, PTXAS_LOG, TTIR, arg_names_from_ttir
 from .lint import LintInputError, lint_amdgcn, lint_nvidia
 from .lint.disassembler import disassemble
+from .lint.nvidia import read_in_words as nvidia_read_in_words
+from .lint.nvidia import words_first
 from .model.findings import Finding
 from .model.results import ObjectReport
 from .model.targets import Target, get_target
@@ -54,8 +57,12 @@ def analyze(target: Target, binary: bytes, texts: Mapping[str, str], *, shared: 
 
     resources, sass = read_cubin_sass(binary, shared_bytes=shared, num_warps=num_warps, target=target,
                                       sass=sass, want_sass=bool(lint), ptxas_log=texts.get(PTXAS_LOG))
-    if lint is False or sass is None:
+    if lint is False:
         return ObjectReport(resources)
+    if sass is None:
+        # Linted here where its instruction words show every loaded parameter read (no disassembly); else
+        # left to the survey's batched lint.
+        return ObjectReport(resources, ()) if read_in_words(binary, texts.get) else ObjectReport(resources)
     try:
         return ObjectReport(resources, tuple(lint_object(target.name, binary, texts.get, sass)))
     except LintInputError as exc:
@@ -76,6 +83,13 @@ def lint_object(target: str, binary: bytes, text: Callable[[str], str | None], s
         return lint_nvidia(ptx, binary, appended_args=len(APPENDED_ARGS), arg_names=_arg_names(text), sass=sass)
     except ValueError as exc:
         raise LintInputError(str(exc)) from None
+
+
+def read_in_words(binary: bytes, text: Callable[[str], str | None]) -> bool:
+    """Whether a cubin's lint finds nothing without a disassembly (every parameter its PTX loads is read by an
+    instruction decoded from its words: :func:`regsurvey.lint.nvidia.read_in_words`)."""
+    ptx = text(PTX)
+    return ptx is not None and words_first() and nvidia_read_in_words(ptx, binary, appended_args=len(APPENDED_ARGS))
 
 
 def _lint_amd(binary: bytes, text: Callable[[str], str | None], info: HsacoInfo | None = None) -> list[Finding]:

@@ -9,6 +9,7 @@ and ``llir`` (the evidence whether the source uses an argument). A loose file is
 
 from __future__ import annotations
 
+import functools
 import gzip
 import time
 from collections.abc import Iterable
@@ -16,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .analysis import lint_object
+from .analysis import lint_object, read_in_words
 from .compile.triton_facts import APPENDED_ARGS
 from .errors import CorruptObjectError
 from .lint import LintInputError, lint_amdgcn
@@ -97,6 +98,8 @@ def _disassembled_together(rows: list[Row], objects: ObjectStore, jobs: int) -> 
             data = objects.get(row.object.path, row.object.sha256)
         except CorruptObjectError:
             continue  # reported when the row itself is linted
+        if read_in_words(data, functools.partial(objects.text, row.object.path)):
+            continue  # every loaded parameter is read: its lint needs no disassembly
         batches.setdefault(row.target, []).append((row.object.sha256, data))
     chunks = []
     for items in batches.values():

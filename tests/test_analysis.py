@@ -128,6 +128,10 @@ def test_a_frameless_cubin_is_left_to_the_batch_lint_unless_asked(monkeypatch: p
     compiled = compile_kernel("add_kernel", "sm90", options=(("num_warps", 4),), BLOCK=1024)
     cubin, target = compiled.asm["cubin"], get_target("sm90")
     runs = counted(monkeypatch, nvidia_object, "disassemble")
+    # Its instruction words show every parameter its PTX loads read: linted at once, with no disassembly.
+    words = analysis.analyze(target, cubin, compiled.asm, shared=compiled.metadata.shared, num_warps=4)
+    assert words.linted and words.findings == () and runs == []
+    monkeypatch.setenv("REGSURVEY_LINT_WORDS", "off")  # as before issue 37: the words are not read
     cheap = analysis.analyze(target, cubin, compiled.asm, shared=compiled.metadata.shared, num_warps=4)
     assert cheap.resources["stack_bytes"] == 0 and not cheap.linted and cheap.why_not_linted is None
     assert runs == []  # nvdisasm costs more than the compile: not run for a cubin without a frame

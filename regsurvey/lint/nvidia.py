@@ -163,6 +163,15 @@ def lint_ptx_sass(ptx: str, sass: str, *, appended_args: int, arg_names: Sequenc
     ``appended_args``: how many parameters the compiler appended after the kernel's own, never reported
     (Triton's scratch pointers). ``bank``: the layout ptxas recorded in the cubin
     (:func:`~regsurvey.objects.nvidia_object.param_bank`); without it the layout is worked out from the PTX."""
+    ranges, indirect = sass_bank_reads(sass)
+    if indirect:
+        return []
+    return _unread(ptx, ranges, appended_args=appended_args, arg_names=arg_names, bank=bank)
+
+
+def _unread(ptx: str, ranges: Sequence[tuple[int, int]], *, appended_args: int,
+            arg_names: Sequence[str] | None = None, bank: ParamBank | None = None) -> list[Finding]:
+    """The parameters the PTX loads that none of ``ranges`` (bytes of constant bank 0 read) covers."""
     sm = _TARGET.search(ptx)
     if not sm:
         raise LintInputError("no .target in the PTX")
@@ -174,9 +183,6 @@ def lint_ptx_sass(ptx: str, sass: str, *, appended_args: int, arg_names: Sequenc
     if bank is not None:
         params = [replace(p, offset=bank.offsets.get(p.index, p.offset)) for p in params]
     loads, escaped = _ptx_reads(ptx, params)
-    ranges, indirect = sass_bank_reads(sass)
-    if indirect:
-        return []
     skip = {p.index for p in params[max(0, len(params) - appended_args):]}
     out = []
     for p in params:
@@ -195,13 +201,32 @@ def lint_ptx_sass(ptx: str, sass: str, *, appended_args: int, arg_names: Sequenc
     return out
 
 
+def read_in_words(ptx: str, cubin: bytes, *, appended_args: int) -> bool:
+    """Whether every parameter the PTX loads is read by an instruction decoded from the cubin's words, without
+    a disassembly (:func:`regsurvey.objects.sass_words.bank_zero_reads`): then the lint finds nothing. False
+    where it cannot tell (a form the table does not know, a parameter no decoded read covers: the cubin is
+    disassembled and linted in full)."""
+    from ..objects.nvidia_object import param_bank
+    from ..objects.sass_words import bank_zero_reads
+
+    reads = bank_zero_reads(cubin)
+    if reads is None:
+        return False
+    try:
+        return not _unread(ptx, reads, appended_args=appended_args, bank=param_bank(cubin))
+    except ValueError:  # the full lint says what is wrong
+        return False
+
+
 def lint_nvidia(ptx: str, cubin: bytes, *, appended_args: int, arg_names: Sequence[str] | None = None,
                 sass: str | None = None) -> list[Finding]:
     """Lint one Triton NVIDIA kernel: its PTX against the SASS of its cubin.
 
     ``sass`` is ``nvdisasm -c`` of ``cubin`` if the caller already has it (the survey worker does);
-    otherwise the cubin is disassembled here. ``appended_args``: how many parameters the compiler appended
-    after the kernel's own, never reported (Triton's scratch pointers:
+    otherwise the cubin's instruction words are read first, and a kernel whose every loaded parameter one
+    of them reads has no finding (:func:`read_in_words`); any other is disassembled here.
+    ``appended_args``: how many parameters the compiler appended after the kernel's own, never reported
+    (Triton's scratch pointers:
     ``compile.triton_facts.APPENDED_ARGS``). ``arg_names`` are the Python parameters that are not
     constexpr, in order. Raises :class:`~regsurvey.errors.CorruptObjectError` if nvdisasm rejects the
     cubin or it records no parameter layout, and :class:`~regsurvey.lint.LintInputError` (a ValueError)
@@ -210,5 +235,16 @@ def lint_nvidia(ptx: str, cubin: bytes, *, appended_args: int, arg_names: Sequen
     from ..objects.nvidia_object import disassemble, param_bank
 
     if sass is None:
+        if words_first() and read_in_words(ptx, cubin, appended_args=appended_args):
+            return []
         sass = disassemble(cubin)
     return lint_ptx_sass(ptx, sass, appended_args=appended_args, arg_names=arg_names, bank=param_bank(cubin))
+
+
+WORDS_VAR = "REGSURVEY_LINT_WORDS"
+
+
+def words_first() -> bool:
+    """Whether the lint reads a cubin's instruction words before it disassembles it (``REGSURVEY_LINT_WORDS=off``:
+    every cubin is disassembled, as before; benchmarks compare the two)."""
+    return os.environ.get(WORDS_VAR, "on") != "off"

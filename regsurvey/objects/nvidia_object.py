@@ -277,6 +277,22 @@ def disassemble_many(cubins: list[bytes]) -> list[str]:
     return ["\n".join(lines) + "\n" for lines in texts]
 
 
+def instruction_words(data: bytes) -> tuple[int, list[tuple[int, int]]]:
+    """The architecture of a cubin and the two 64-bit words (little-endian) of each 16-byte instruction of its
+    code (every ``.text.*`` section: the kernel and the functions it calls); CorruptObjectError where it does
+    not read."""
+    with _readable():
+        elf = ELFFile(io.BytesIO(data))
+        check_extent(elf, len(data), "cubin")
+        words = []
+        for section in elf.iter_sections():
+            if section.name.startswith(".text."):
+                code = section.data()
+                words += [(int.from_bytes(code[i:i + 8], "little"), int.from_bytes(code[i + 8:i + 16], "little"))
+                          for i in range(0, len(code) - 15, 16)]
+        return _sm_arch(elf), words
+
+
 def with_regcount_at_most(data: bytes, limit: int) -> bytes:
     """The cubin with its kernel's REGCOUNT attribute lowered to ``limit`` where it is above (a copy;
     ``data`` itself when nothing changes): for nvdisasm's life ranges, which refuse REGCOUNT 255."""

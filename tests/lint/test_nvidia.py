@@ -209,3 +209,83 @@ def test_parameters_of_any_names_are_found_where_the_ptx_reads_them() -> None:
     _, params = ptx_params(ptx)
     loads, escaped = _ptx_reads(ptx, params)
     assert loads == {1: ("ld.param.u32 %r1, [n];", 6)} and escaped == {0}
+
+
+def _read_elsewhere(cubin: bytes, offset: int) -> bytes:
+    """The cubin with every instruction that reads constant bank 0 at ``offset`` (a form the table knows)
+    made to read 4 bytes in instead (the bank's header, no parameter): as a miscompile that loses a
+    parameter's read."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    from regsurvey.objects.sass_words import FORM_MASK, forms
+
+    const, _ = forms(int(ck_arch(cubin)))  # type: ignore[misc]
+    out = bytearray(cubin)
+    changed = 0
+    for section in ELFFile(io.BytesIO(cubin)).iter_sections():
+        if not section.name.startswith(".text."):
+            continue
+        start = section["sh_offset"]
+        for at in range(start, start + section["sh_size"] - 15, 16):
+            low = int.from_bytes(out[at:at + 8], "little")
+            if low & FORM_MASK not in const or (low >> 54) & 0x1F:
+                continue
+            bit = const[low & FORM_MASK][0]
+            field = ((1 << (54 - bit)) - 1) << bit
+            if (low & field) >> bit == offset:
+                out[at:at + 8] = (low & ~field | 4 << bit).to_bytes(8, "little")
+                changed += 1
+    assert changed
+    return bytes(out)
+
+
+def ck_arch(cubin: bytes) -> int:
+    from regsurvey.objects.nvidia_object import instruction_words
+
+    return instruction_words(cubin)[0]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reads_decoded_from_the_words_are_reads_nvdisasm_prints(case: str) -> None:
+    """Issue 37, item 3: the lint reads a cubin's instruction words before disassembling it. Each read it
+    decodes there (form, bank, offset, width: objects/sass_forms.json) is one nvdisasm prints, no wider; a
+    kernel whose every loaded parameter such a read covers is clean, as the full lint says."""
+    from regsurvey.lint.nvidia import read_in_words
+    from regsurvey.objects.sass_words import bank_zero_reads
+
+    ck, names = compiled(case)
+    cubin, ptx = ck.asm["cubin"], ck.asm["ptx"]
+    printed, _ = sass_bank_reads(disassemble(cubin))
+    decoded = bank_zero_reads(cubin)
+    if decoded is None:  # a form the table does not know: the lint disassembles the cubin
+        assert not read_in_words(ptx, cubin, appended_args=APPENDED)
+        return
+    assert all(any(s == start and end <= e for s, e in printed) for start, end in decoded)
+    assert read_in_words(ptx, cubin, appended_args=APPENDED)  # clean kernels: no disassembly needed
+
+
+def test_the_table_covers_the_kernels_it_was_learned_on() -> None:
+    from regsurvey.objects.sass_words import bank_zero_reads
+
+    assert all(bank_zero_reads(compiled(case)[0].asm["cubin"]) is not None
+               for case in ("add-sm90", "many-sm90", "matmul-sm90", "add-sm100", "matmul-sm100"))
+
+
+@pytest.mark.parametrize("case", ["add-sm90", "many-sm90", "add-sm100"])
+def test_a_parameter_read_lost_in_the_cubin_is_found_by_the_full_lint(case: str) -> None:
+    """A cubin whose instruction reading ``out_ptr`` reads another offset instead (bits changed in the
+    object): no decoded read covers the parameter, so the lint disassembles the cubin and reports it, as
+    it did before the words were read."""
+    from regsurvey.lint.nvidia import read_in_words
+
+    ck, names = compiled(case)
+    base = param_bank_base(ck.metadata.target.arch)
+    lost = _read_elsewhere(ck.asm["cubin"], base + 16)
+    ptx = ck.asm["ptx"]
+    assert not read_in_words(ptx, lost, appended_args=APPENDED)
+    found = lint_nvidia(ptx, lost, arg_names=names, appended_args=APPENDED)
+    assert [(f.arg_index, f.arg_name) for f in found] == [(2, names[2])]  # add_kernel's out_ptr
+    assert found == lint_ptx_sass(ptx, disassemble(lost), arg_names=names, appended_args=APPENDED,
+                                  bank=param_bank(lost))
