@@ -36,22 +36,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _git(repo: Path, *args: str) -> None:
+def git(repo: Path, *args: str) -> None:
+    """Run git in ``repo`` (an author of its own: the benchmark's commits)."""
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
                    env={**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
                         "GIT_COMMITTER_EMAIL": "b@b"})
 
 
-def _copy(project: Path, into: Path) -> Path:
+def copy_project(project: Path, into: Path) -> Path:
+    """``project`` (the demo: its keys and kernels) copied into a git repository of its own under ``into``."""
     repo = into / "project"
     if project == ROOT:
         shutil.copytree(ROOT / "keys", repo / "keys")
         shutil.copytree(ROOT / "decode_layer", repo / "decode_layer")
     else:
         shutil.copytree(project, repo, ignore=shutil.ignore_patterns("__pycache__", ".regsurvey"))
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "project")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "project")
     return repo
 
 
@@ -109,7 +111,7 @@ def main() -> None:
         results = {}
         for reuse in (False, True):
             mode = "with records" if reuse else "without records"
-            repo = _copy(args.project.resolve(), work / mode.replace(" ", "-"))
+            repo = copy_project(args.project.resolve(), work / mode.replace(" ", "-"))
             store, cache = work / f"{mode}-store", work / f"{mode}-cache"
             print(f"{mode}:")
             first = _survey(repo, store, cache, args.targets, args.jobs, reuse)

@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from key_reuse import copy_project, git  # benchmarks/, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMELINES: list[Path] = []  # where each survey's timeline goes (--timelines), if anywhere
 
@@ -53,25 +55,6 @@ with toolchain.device_as(get_target(sys.argv[2])):
     load_kinds(root, root / "keys")
 print(time.perf_counter() - t)
 '''
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-                        "GIT_COMMITTER_EMAIL": "b@b"})
-
-
-def _copy(project: Path, into: Path) -> Path:
-    repo = into / "project"
-    if project == ROOT:
-        shutil.copytree(ROOT / "keys", repo / "keys")
-        shutil.copytree(ROOT / "decode_layer", repo / "decode_layer")
-    else:
-        shutil.copytree(project, repo, ignore=shutil.ignore_patterns("__pycache__", ".regsurvey"))
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "project")
-    return repo
 
 
 def _env(tree: Path, cache: Path, server: bool) -> dict[str, str]:
@@ -167,7 +150,7 @@ def main() -> None:
     name = args.project.name if args.project.resolve() != ROOT else "demo"
     with tempfile.TemporaryDirectory(prefix="regsurvey-targets37-") as scratch:
         work = Path(scratch)
-        repos = {side: _copy(args.project.resolve(), work / side) for side in trees}
+        repos = {side: copy_project(args.project.resolve(), work / side) for side in trees}
         floor = import_floor(repos["new"], args.targets.split(",")[0])
         print(f"{name}, {args.targets}, -j {args.jobs}; I (import floor) {floor:.1f} s")
         first: dict[str, tuple[dict, float]] = {}
@@ -202,8 +185,8 @@ def main() -> None:
                 touched.write_text(kept + "\n# touched by benchmarks/targets37.py\n")
                 if not touched.is_relative_to(repos[side]):  # an installed library's file: the project's commit
                     (repos[side] / "NOTES.md").write_text("a commit of its own: not the stored survey\n")
-                    _git(repos[side], "add", "-A")
-                    _git(repos[side], "commit", "-qm", "notes")
+                    git(repos[side], "add", "-A")
+                    git(repos[side], "commit", "-qm", "notes")
                 data, wall = _survey(tree, repos[side], work / f"{side}-s2", work / f"{side}-c2", args.targets,
                                      args.jobs, server=True)
             finally:

@@ -349,16 +349,17 @@ class Worker:
         """The key's launches for workers that help with it (None: one cannot travel; they run the body)."""
         start = time.perf_counter()
         portable = []
-        for launch in launches:
-            try:
-                made = toolchain.portable_launch(launch, target)
-            except Exception:  # its hash raised: the compile below says why
-                made = None
-            if made is None:
-                self._spent("hash_s", start)
-                return None
-            portable.append(made)
-        self._spent("hash_s", start)
+        try:
+            for launch in launches:
+                try:
+                    made = toolchain.portable_launch(launch, target)
+                except Exception:  # its hash raised: the compile below says why
+                    made = None
+                if made is None:
+                    return None
+                portable.append(made)
+        finally:
+            self._spent("hash_s", start)
         return CapturedKey(tuple(messages), tuple(portable))
 
     def _restored(self, replay: CapturedKey, target: Target) -> list[CapturedLaunch] | None:

@@ -174,20 +174,27 @@ def sweep(width):
 '''
 
 
+def shared_key_survey(repo: Path, tmp_path: Path, keys: str, launches: int) -> dict[str, Any]:
+    """A survey at -j 2 of ``keys``, one key of ``launches`` builds: every launch built, each compiled once."""
+    (repo / "keys" / "toy.py").write_text(keys)
+    commit_all(repo, f"one key, {launches} builds")
+    proc = run(repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "--timeout", "300")
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    survey: dict[str, Any] = json.loads(out)
+    rows = survey["rows"]
+    assert [r["launch"] for r in rows] == list(range(launches)) and all(r["status"] == "ok" for r in rows)
+    assert compiles(rows) == Counter(dict.fromkeys((r["triton_hash"] for r in rows), 1))
+    return survey
+
+
 def test_an_idle_worker_shares_the_launches_of_a_key_in_flight(toy_repo: Path, tmp_path: Path) -> None:
     """One key of six builds at -j 2: the second worker has no key of its own, so it helps with that one.
     Each build is compiled once, by one of the two, and the key's rows are those of one worker that
     compiled them all (none reused); the survey says how many launches the helper compiled."""
-    (toy_repo / "keys" / "toy.py").write_text(MANY_LAUNCHES_KEYS)
-    commit_all(toy_repo, "one key, six builds")
-    proc = run(toy_repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "--timeout", "300")
-    out, err = proc.communicate(timeout=900)
-    assert proc.returncode == 0, err
-    survey = json.loads(out)
+    survey = shared_key_survey(toy_repo, tmp_path, MANY_LAUNCHES_KEYS, launches=6)
     rows = survey["rows"]
-    assert [r["launch"] for r in rows] == list(range(6)) and all(r["status"] == "ok" for r in rows)
     assert len({r["triton_hash"] for r in rows}) == 6 and not any(r["reused"] for r in rows)
-    assert compiles(rows) == Counter(dict.fromkeys((r["triton_hash"] for r in rows), 1))
     assert survey["timing"]["keys_shared"] == 1 and 1 <= survey["timing"]["launches_shared"] <= 5
     # The kind body ran once: the helper compiled the launches the first worker captured (issue 37, item 1).
     assert survey["timing"]["kind_bodies"] == 1 and survey["timing"]["copies_replayed"] == 1
@@ -219,14 +226,6 @@ LOCAL_KERNEL_KEYS = MANY_LAUNCHES_KEYS.replace('''def sweep(width):
 def test_a_helper_runs_the_kind_body_where_a_launch_cannot_travel(toy_repo: Path, tmp_path: Path) -> None:
     """A key launching a kernel defined inside its kind body: its launches cannot be made again by name in
     another worker, so the helper runs the body itself, as before issue 37; the rows are those of one worker."""
-    (toy_repo / "keys" / "toy.py").write_text(LOCAL_KERNEL_KEYS)
-    commit_all(toy_repo, "one key, seven builds, one of a local kernel")
-    proc = run(toy_repo, tmp_path / "store", tmp_path / "triton", "-j", "2", "--timeout", "300")
-    out, err = proc.communicate(timeout=900)
-    assert proc.returncode == 0, err
-    survey = json.loads(out)
-    rows = survey["rows"]
-    assert [r["launch"] for r in rows] == list(range(7)) and all(r["status"] == "ok" for r in rows)
-    assert compiles(rows) == Counter(dict.fromkeys((r["triton_hash"] for r in rows), 1))
+    survey = shared_key_survey(toy_repo, tmp_path, LOCAL_KERNEL_KEYS, launches=7)
     assert survey["timing"]["keys_shared"] == 1
     assert survey["timing"]["kind_bodies"] == 2 and "copies_replayed" not in survey["timing"]
