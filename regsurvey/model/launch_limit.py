@@ -51,7 +51,7 @@ def shared_limit(target: Target) -> int:
     """The most LDS (AMD: the CU's, which one workgroup may have whole) or shared memory (NVIDIA: what a
     block may use, the SM's less the driver's reserve per block) a build of ``target`` may use and launch."""
     if target.is_amd:
-        return target.shared_bytes_per_cu
+        return target.max_lds_per_workgroup
     return target.shared_bytes_per_cu - target.device.reserved_shared_memory_per_block
 
 
@@ -64,7 +64,8 @@ def register_limit(target: Target, num_warps: int) -> int:
     register file's sub-partitions, at most ``max_regs_per_thread``."""
     if target.is_amd:
         waves_per_simd = -(-num_warps // target.simds_per_cu)
-        return _align_down(target.regs_per_lane // waves_per_simd, target.reg_alloc_granule)
+        return min(target.max_vgprs_per_wave,
+                   _align_down(target.regs_per_lane // waves_per_simd, target.reg_alloc_granule))
     per_warp = target.regs_per_lane // _align(num_warps, target.reg_sub_partitions)
     return min(target.max_regs_per_thread, _align_down(per_warp, target.reg_alloc_granule) // target.warp_size)
 
@@ -90,8 +91,8 @@ def launch_limit(row: Row) -> LaunchLimit | None:
     limit = shared_limit(target)
     value = row.resources.get(memory)
     if value is not None and value > limit:
-        return LaunchLimit(memory, value, limit, f"the CU's {limit} B" if target.is_amd else
-                           f"the {limit} B a block may use")
+        return LaunchLimit(memory, value, limit, f"the {limit} B a workgroup may have" if target.lds_per_workgroup
+                           else f"the CU's {limit} B" if target.is_amd else f"the {limit} B a block may use")
     if not row.num_warps:
         return None
     waves = f"workgroup of {row.num_warps} waves" if target.is_amd else f"block of {row.num_warps} warps"

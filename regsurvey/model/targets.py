@@ -86,16 +86,52 @@ class Target:
     # How the hardware allocates what occupancy counts, in the units it allocates them.
     reg_alloc_granule: int  # AMD: VGPRs per lane (unified with AGPRs); NVIDIA: registers per warp
     shared_alloc_granule: int  # bytes: LDS per workgroup (AMD), shared memory per block (NVIDIA)
-    sgprs_per_simd: int = 0  # AMD only: SGPRs per SIMD (800 on CDNA3/4)
+    sgprs_per_simd: int = 0  # AMD only: SGPRs per SIMD (800 on CDNA3/4; 0: SGPRs never limit waves, gfx10+)
     sgpr_alloc_granule: int = 0  # AMD only: SGPRs per wave, allocated in granules of this many
     trap_sgprs: int = 0  # AMD only: SGPRs reserved per wave for the trap handler (LLVM enables it for amdhsa)
     reg_sub_partitions: int = 0  # NVIDIA only: the register file's sub-partitions (a warp's registers are in one)
     max_regs_per_thread: int = 0  # NVIDIA only: the most registers a thread may hold
+    # AMD only: the LDS one workgroup may allocate, where it is less than the unit's (RDNA: 64 KiB of a WGP's
+    # 128 KiB); 0: the unit's (shared_bytes_per_cu).
+    lds_per_workgroup: int = 0
+    max_vgprs: int = 0  # AMD: the VGPRs one wave may address (RDNA 256, gfx1250 1024); 0: regs_per_lane
+    # AMD RDNA (gfx10 to gfx12.0): the unit occupancy counts over is a workgroup processor, two CUs of two SIMD32s
+    # each, in WGP mode (Triton's default): simds_per_cu, shared_bytes_per_cu and max_blocks_per_cu are the WGP's.
+    # A kernel compiled in CU mode (Triton's ``wgp_cu_mode="cu"``; the descriptor's COMPUTE_PGM_RSRC1.WGP_MODE
+    # clear) keeps its waves on one CU: half the SIMDs and the LDS, 16 workgroups (``occupancy_unit``).
+    has_cu_mode: bool = False
     # NVIDIA only: where the kernel's parameters start in constant bank 0 (c[0x0][base]) when the cubin does
     # not say (its EIATTR_PARAM_CBANK does: the lint takes that).
     param_bank_base: int = 0
     torch_hip_version: str | None = None  # what torch.version.hip reports on such a machine
     management: ManagementFacts | None = None  # what NVML / AMD SMI report (compile.management answers it)
+
+    def vgpr_file(self, wave_size: int) -> tuple[int, int]:
+        """AMD: the VGPRs a lane of a wave of ``wave_size`` may have on one SIMD and their allocation granule.
+        ``regs_per_lane`` and ``reg_alloc_granule`` are a wave of ``warp_size``'s; the same file holds half
+        as many registers a lane, in half the granule, for waves twice as wide (RDNA's wave64: LLVM's
+        getTotalNumVGPRs and getVGPRAllocGranule)."""
+        if wave_size == self.warp_size:
+            return self.regs_per_lane, self.reg_alloc_granule
+        return self.regs_per_lane * self.warp_size // wave_size, self.reg_alloc_granule * self.warp_size // wave_size
+
+    def occupancy_unit(self, *, cu_mode: bool = False) -> tuple[int, int, int]:
+        """AMD: the SIMDs, LDS bytes and most workgroups of the unit whose waves occupancy counts: the CU
+        (CDNA), the WGP (RDNA in WGP mode), or one CU of it (RDNA in CU mode: ``cu_mode``). LLVM's
+        getEUsPerCU, getLocalMemorySize and getMaxWorkGroupsPerCU (16 barriers a CU, 32 a WGP)."""
+        if cu_mode and self.has_cu_mode:
+            return self.simds_per_cu // 2, self.shared_bytes_per_cu // 2, self.max_blocks_per_cu // 2
+        return self.simds_per_cu, self.shared_bytes_per_cu, self.max_blocks_per_cu
+
+    @property
+    def max_vgprs_per_wave(self) -> int:
+        """AMD: the most VGPRs (CDNA: VGPRs and AGPRs) a lane of one wave may hold."""
+        return self.max_vgprs or self.regs_per_lane
+
+    @property
+    def max_lds_per_workgroup(self) -> int:
+        """AMD: the most LDS one workgroup may allocate."""
+        return self.lds_per_workgroup or self.shared_bytes_per_cu
 
     @property
     def device_name(self) -> str:
@@ -199,6 +235,45 @@ _MI355X = DeviceProperties(
     gcnArchName="gfx950:sramecc+:xnack-",
 )
 
+# RDNA and gfx1250 (issue 39): PROVISIONAL, to be checked against public readings (docs/figures.md gives the sources).
+# HIP reports an RDNA GPU's workgroup processors as its multiprocessors (WGP mode: two CUs each).
+_RX7900XTX = DeviceProperties(
+    name="AMD Radeon RX 7900 XTX", major=11, minor=0, multi_processor_count=48, total_memory=24_560 * _MIB,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=64 * _KIB, shared_memory_per_block_optin=64 * _KIB,
+    shared_memory_per_multiprocessor=64 * _KIB * 48, reserved_shared_memory_per_block=0,
+    L2_cache_size=6 * _MIB, clock_rate=2_482_000, memory_clock_rate=1_250_000, memory_bus_width=384,
+    gcnArchName="gfx1100",
+)
+_RADEON8060S = DeviceProperties(
+    name="AMD Radeon Graphics", major=11, minor=5, multi_processor_count=20, total_memory=96 * 1024 * _MIB,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=64 * _KIB, shared_memory_per_block_optin=64 * _KIB,
+    shared_memory_per_multiprocessor=64 * _KIB * 20, reserved_shared_memory_per_block=0,
+    L2_cache_size=2 * _MIB, clock_rate=2_900_000, memory_clock_rate=4_000_000, memory_bus_width=256,
+    gcnArchName="gfx1151", is_integrated=1,
+)
+_RX9070XT = DeviceProperties(
+    name="AMD Radeon RX 9070 XT", major=12, minor=0, multi_processor_count=32, total_memory=16 * 1024 * _MIB,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=64 * _KIB, shared_memory_per_block_optin=64 * _KIB,
+    shared_memory_per_multiprocessor=64 * _KIB * 32, reserved_shared_memory_per_block=0,
+    L2_cache_size=8 * _MIB, clock_rate=2_970_000, memory_clock_rate=1_259_000, memory_bus_width=256,
+    gcnArchName="gfx1201",
+)
+_GFX1250 = DeviceProperties(
+    name="AMD Instinct MI450X", major=12, minor=5, multi_processor_count=256, total_memory=432 * 1024 * _MIB,
+    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+    shared_memory_per_block=320 * _KIB, shared_memory_per_block_optin=320 * _KIB,
+    shared_memory_per_multiprocessor=320 * _KIB * 256, reserved_shared_memory_per_block=0,
+    L2_cache_size=4 * _MIB, clock_rate=2_400_000, memory_clock_rate=2_000_000, memory_bus_width=8192,
+    gcnArchName="gfx1250",
+)
+
 # What NVML and AMD SMI report. H200: read through libnvidia-ml on the H200 of the device machine (driver
 # 580.159.04, December 2026; benchmarks/nvml_probe.py). B200: nvidia-smi printouts of B200 machines (183359 MiB),
 # the same driver assumed. MI300X and MI355X: the PCI device IDs amdgpu and vLLM's device table name, the
@@ -216,6 +291,13 @@ _B300_MANAGEMENT = ManagementFacts(pci_device_id=0x3182, memory_total=275_040 * 
                                    cuda_driver_version=13000)
 _MI300X_MANAGEMENT = ManagementFacts(pci_device_id=0x74A1, memory_total=_MI300X.total_memory, driver_version="")
 _MI355X_MANAGEMENT = ManagementFacts(pci_device_id=0x75A3, memory_total=_MI355X.total_memory, driver_version="")
+
+# RDNA and gfx1250: PROVISIONAL PCI device IDs (amdgpu's table), the VRAM torch reports.
+_RX7900XTX_MANAGEMENT = ManagementFacts(pci_device_id=0x744C, memory_total=_RX7900XTX.total_memory, driver_version="")
+_RADEON8060S_MANAGEMENT = ManagementFacts(pci_device_id=0x1586, memory_total=_RADEON8060S.total_memory,
+                                          driver_version="")
+_RX9070XT_MANAGEMENT = ManagementFacts(pci_device_id=0x7550, memory_total=_RX9070XT.total_memory, driver_version="")
+_GFX1250_MANAGEMENT = ManagementFacts(pci_device_id=0x75B0, memory_total=_GFX1250.total_memory, driver_version="")
 
 # Occupancy facts: AMD CDNA3/CDNA4 ISA guides and ROCm docs (512 unified VGPRs+AGPRs per lane,
 # 8 waves per SIMD, 4 SIMDs per CU, LDS 64 KiB on MI300X and 160 KiB on MI355X); NVIDIA's CUDA
@@ -244,6 +326,38 @@ TARGETS: dict[str, Target] = {
             shared_bytes_per_cu=160 * 1024, sgprs_per_simd=800, torch_hip_version="7.0.51831",
             management=_MI355X_MANAGEMENT, reg_alloc_granule=8, shared_alloc_granule=320 * 4,
             sgpr_alloc_granule=16, trap_sgprs=16,
+        ),
+        # RDNA 3, 3.5, 4 (wave32; Triton compiles them in WGP mode): 1536 VGPRs a lane on a SIMD32 for wave32 in
+        # granules of 24 (LLVM's Feature1_5xVGPRs: gfx1100, gfx1151, gfx1201), 16 waves a SIMD, no SGPR limit; a
+        # WGP of 4 SIMDs with 128 KiB of LDS, of which one workgroup may have 64 KiB, in blocks of 512 B.
+        Target(
+            name="gfx1100", backend="hip", arch="gfx1100", warp_size=32, device=_RX7900XTX,
+            regs_per_lane=1536, max_waves_per_simd=16, simds_per_cu=4, max_blocks_per_cu=32,
+            shared_bytes_per_cu=128 * 1024, torch_hip_version="7.0.51831", management=_RX7900XTX_MANAGEMENT,
+            reg_alloc_granule=24, shared_alloc_granule=512, lds_per_workgroup=64 * 1024, has_cu_mode=True,
+            max_vgprs=256,
+        ),
+        Target(
+            name="gfx1151", backend="hip", arch="gfx1151", warp_size=32, device=_RADEON8060S,
+            regs_per_lane=1536, max_waves_per_simd=16, simds_per_cu=4, max_blocks_per_cu=32,
+            shared_bytes_per_cu=128 * 1024, torch_hip_version="7.0.51831", management=_RADEON8060S_MANAGEMENT,
+            reg_alloc_granule=24, shared_alloc_granule=512, lds_per_workgroup=64 * 1024, has_cu_mode=True,
+            max_vgprs=256,
+        ),
+        Target(
+            name="gfx1201", backend="hip", arch="gfx1201", warp_size=32, device=_RX9070XT,
+            regs_per_lane=1536, max_waves_per_simd=16, simds_per_cu=4, max_blocks_per_cu=32,
+            shared_bytes_per_cu=128 * 1024, torch_hip_version="7.0.51831", management=_RX9070XT_MANAGEMENT,
+            reg_alloc_granule=24, shared_alloc_granule=512, lds_per_workgroup=64 * 1024, has_cu_mode=True,
+            max_vgprs=256,
+        ),
+        # gfx1250 (wave32 only, no CU mode): 1024 VGPRs a lane in granules of 16, 16 waves a SIMD, 4 SIMDs sharing
+        # 320 KiB of LDS (any of it one workgroup's) in blocks of 2 KiB.
+        Target(
+            name="gfx1250", backend="hip", arch="gfx1250", warp_size=32, device=_GFX1250,
+            regs_per_lane=1024, max_waves_per_simd=16, simds_per_cu=4, max_blocks_per_cu=32,
+            shared_bytes_per_cu=320 * 1024, torch_hip_version="7.0.51831", management=_GFX1250_MANAGEMENT,
+            reg_alloc_granule=16, shared_alloc_granule=2048, max_vgprs=1024,
         ),
         Target(
             name="sm90", backend="cuda", arch=90, warp_size=32, device=_H200,
@@ -286,6 +400,8 @@ _ALIASES = {
     "sm_90": "sm90", "sm_90a": "sm90", "sm90a": "sm90", "h100": "sm90", "h200": "sm90",
     "sm_100": "sm100", "sm_100a": "sm100", "sm100a": "sm100", "b200": "sm100",
     "sm_103": "sm103", "sm_103a": "sm103", "sm103a": "sm103", "b300": "sm103", "gb300": "sm103",
+    "rx7900xtx": "gfx1100", "7900xtx": "gfx1100", "strix-halo": "gfx1151", "rx9070xt": "gfx1201", "9070xt": "gfx1201",
+    "mi450x": "gfx1250", "mi450": "gfx1250",
     "sm_120": "sm120", "sm_120a": "sm120", "sm120a": "sm120", "rtx5090": "sm120", "rtx-5090": "sm120",
 }
 

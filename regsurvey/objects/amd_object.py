@@ -1,4 +1,4 @@
-"""Read an AMD HSACO (the ELF code object Triton emits for gfx942/gfx950).
+"""Read an AMD HSACO (the ELF code object Triton emits for gfx942, gfx950, RDNA and gfx1250).
 
 The only module that reads AMD objects. Two levels:
 
@@ -62,11 +62,26 @@ _USER_SGPRS = (
 # The occupancy facts of each target (registers and LDS per CU, waves per SIMD, allocation granules) live
 # in its record in model/targets.py.
 # COMPUTE_PGM_RSRC1 holds the registers the hardware allocates per wave, as (count / granule) - 1:
-# GRANULATED_WORKITEM_VGPR_COUNT (bits 0-5, the unified VGPR+AGPR count in granules of 8 on gfx90a+
-# wave64) and GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9). The descriptor's
+# GRANULATED_WORKITEM_VGPR_COUNT (bits 0-5, in the granules of ``vgpr_encoding_granule``) and
+# GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9; reserved, 0, on gfx10+). The descriptor's
 # format, read before the object's target is known (``parse_hsaco``), so not a target's record.
-_VGPR_ENCODING_GRANULE = 8
 _SGPR_ENCODING_GRANULE = 8
+
+
+def gfx_major(arch: str) -> int:
+    """The GFX generation of an arch: ``gfx942`` -> 9, ``gfx1100`` -> 11, ``gfx1250`` -> 12."""
+    return int(arch[3:-2]) if arch.startswith("gfx") and arch[3:].isalnum() and len(arch) > 5 else 0
+
+
+def vgpr_encoding_granule(arch: str, *, wave32: bool) -> int:
+    """VGPRs per granule of the descriptor's VGPR count (LLVM's getVGPREncodingGranule, checked against
+    ``; VGPRBlocks`` of Triton's compiles): 8 on gfx90a+ (wave64, the unified VGPR+AGPR count); on gfx10+ 8
+    for wave32 and 4 for wave64; 16 on gfx1250, whose waves may address 1024 VGPRs."""
+    if arch.startswith("gfx125"):
+        return 16
+    if gfx_major(arch) >= 10:
+        return 8 if wave32 else 4
+    return 8
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,15 @@ class KernelDescriptor:
     # than the kernel uses so that no more waves fit: the metadata note's counts do not show that.
     allocated_vgprs: int
     allocated_sgprs: int
+    wave32: bool = False  # kernel_code_properties.ENABLE_WAVEFRONT_SIZE32 (gfx10+): waves of 32 lanes, else 64
+    # COMPUTE_PGM_RSRC1.WGP_MODE (gfx10 to gfx12.0): a workgroup's waves may use both CUs of a workgroup
+    # processor; clear, they stay on one CU (CU mode). False before gfx10, and on gfx1250 (no such bit).
+    wgp_mode: bool = False
+
+    @property
+    def wave_size(self) -> int:
+        """Lanes per wave: 32 or 64."""
+        return 32 if self.wave32 else 64
 
     @property
     def kernarg_segment_ptr_sgpr(self) -> int | None:
@@ -172,15 +196,15 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
         target = root.get("amdhsa.target")
         if not isinstance(target, str) or not target:
             raise CorruptObjectError("HSACO metadata has no amdhsa.target")
+        # "amdgpu9.50-amd-amdhsa-unknown-gfx950" or "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".
+        arch = target.rsplit("-", 1)[-1].split(":", 1)[0]
         symbols = _symbol_bytes(elf, data)
-        kernels = tuple(_kernel(meta, symbols) for meta in kinds)
+        kernels = tuple(_kernel(meta, symbols, arch) for meta in kinds)
     except CorruptObjectError:
         raise
     except PARSE_ERRORS as exc:
         # pyelftools and msgpack report a cut or altered object in many ways; all mean "corrupt".
         raise CorruptObjectError(f"not a readable HSACO: {first_line(exc)}") from None
-    # "amdgpu9.50-amd-amdhsa-unknown-gfx950" or "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".
-    arch = target.rsplit("-", 1)[-1].split(":", 1)[0]
     return HsacoInfo(arch=arch, target=target, kernels=kernels)
 
 
@@ -243,6 +267,8 @@ def read_hsaco(data: bytes, *, lds_bytes: int, num_warps: int, target: Target,
             lds_bytes=lds_bytes,
             num_warps=num_warps,
             target=target,
+            wave_size=kernel.descriptor.wave_size,
+            cu_mode=target.has_cu_mode and not kernel.descriptor.wgp_mode,
         ),
         kernarg_bytes=_int(meta, ".kernarg_segment_size"),
         vgpr_total=total_vgpr,
@@ -274,29 +300,39 @@ def _code_vgprs(code_text: str, *, accum_offset: int) -> int:
     return named if _align(named, 4) == accum_offset else accum_offset
 
 
-def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, target: Target) -> int:
-    """Waves per SIMD that fit on one CU of ``target`` (CDNA3/CDNA4), 0 if one workgroup cannot fit.
+def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, target: Target,
+                  wave_size: int | None = None, cu_mode: bool = False) -> int:
+    """Waves per SIMD that fit on one CU (RDNA: one workgroup processor) of ``target``, 0 if one workgroup
+    cannot fit.
 
-    ``vgprs`` are the VGPRs a wave holds per lane (the unified VGPR+AGPR count) and ``sgprs`` its
+    ``vgprs`` are the VGPRs a wave holds per lane (the unified VGPR+AGPR count on CDNA) and ``sgprs`` its
     SGPRs, as the kernel descriptor allocates them (``KernelDescriptor.allocated_vgprs`` /
     ``allocated_sgprs``). Those, not the metadata note's counts, are what LLVM's ``; Occupancy``
     comes from: under ``amdgpu-waves-per-eu`` (Triton's ``waves_per_eu=N``) LLVM allocates at least
     getMinNumVGPRs(N) = alignDown(512 / (N + 1), 8) + 1 VGPRs and the matching SGPRs, so that no more
-    than N waves fit, however few the kernel uses.
+    than N waves fit, however few the kernel uses. ``wave_size`` is the kernel's (the descriptor's; the
+    target's by default) and ``cu_mode`` whether it was compiled in CU mode (RDNA).
 
-    The rules, from LLVM AMDGPU (AMDGPUBaseInfo.cpp, AMDGPUSubtarget.cpp) for gfx90a+ parts:
+    The rules, from LLVM AMDGPU (AMDGPUBaseInfo.cpp, AMDGPUSubtarget.cpp), with each target's figures in its
+    record (``model.targets``):
 
-    - VGPRs (getNumWavesPerEUWithNumVGPRs): 512 per lane; waves = 512 // alignTo(vgprs, 8), at most 8.
+    - VGPRs (getNumWavesPerEUWithNumVGPRs): the SIMD's file for the wave size over the VGPRs rounded up to the
+      allocation granule, at most the target's waves a SIMD (CDNA: 512 // alignTo(vgprs, 8), at most 8;
+      RDNA 3/4 wave32: 1536 // alignTo(vgprs, 24), wave64: 768 // alignTo(vgprs, 12), at most 16; gfx1250:
+      1024 // alignTo(vgprs, 16), at most 16). ``Target.vgpr_file``.
     - SGPRs (getOccupancyWithNumSGPRs, gfx9 only): 800 per SIMD; a wave takes alignTo(sgprs, 16) plus
       the 16 trap-handler SGPRs. Checked against ``; Occupancy`` in Triton 3.9's amdgcn text:
-      78 SGPRs -> 8, 86 and 94 -> 7, 102 and 106 -> 6.
-    - LDS (getOccupancyWithWorkGroupSizes): workgroups per CU = LDS per CU // LDS per workgroup,
-      the latter rounded up to the allocation block (512 B gfx942, 1280 B gfx950: AMDGPUUsage's
-      COMPUTE_PGM_RSRC2 LDS_SIZE; LLVM rounds too since llvm/llvm-project#205637, in Triton 3.9's
-      code generator, and skipped it before), at most max_blocks_per_cu and at most what the register
-      limit leaves room for; times num_warps waves each, spread over the 4 SIMDs (rounded up, as
+      78 SGPRs -> 8, 86 and 94 -> 7, 102 and 106 -> 6. From gfx10 on SGPRs do not limit waves.
+    - LDS (getOccupancyWithWorkGroupSizes): workgroups per unit = the unit's LDS // LDS per workgroup,
+      the latter rounded up to the allocation block (512 B gfx942 and RDNA, 1280 B gfx950, 2 KiB gfx1250:
+      AMDGPUUsage's COMPUTE_PGM_RSRC2 LDS_SIZE; LLVM rounds too since llvm/llvm-project#205637, in Triton
+      3.9's code generator, and skipped it before), at most max_blocks_per_cu and at most what the register
+      limit leaves room for; times num_warps waves each, spread over the unit's SIMDs (rounded up, as
       LLVM does: where they do not divide evenly, the SIMD that holds the most; 3 workgroups of 2
-      waves are 2, 2, 1 and 1 waves a SIMD, so 2).
+      waves are 2, 2, 1 and 1 waves a SIMD, so 2). The unit is a CU of 4 SIMDs on CDNA; on RDNA a
+      workgroup processor of 4 SIMDs and 128 KiB of LDS in WGP mode, one CU of it (2 SIMDs, 64 KiB, 16
+      workgroups) in CU mode (``Target.occupancy_unit``). A workgroup above the LDS one may have (64 KiB on
+      RDNA) cannot launch.
 
     LLVM's own ``; Occupancy`` comment never sees Triton's LDS: Triton allocates it dynamically, so
     LLVM counts 0 bytes and assumes workgroups of one wave. It equals this function with
@@ -307,21 +343,24 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
     """
     if num_warps < 1:
         raise ValueError(f"num_warps must be at least 1, not {num_warps}")
-    max_waves = target.max_waves_per_simd
-    waves = min(max_waves, target.regs_per_lane // _align(max(vgprs, 1), target.reg_alloc_granule))
+    regs, granule = target.vgpr_file(wave_size or target.warp_size)
+    simds, lds_per_unit, max_workgroups = target.occupancy_unit(cu_mode=cu_mode)
+    waves = min(target.max_waves_per_simd, regs // _align(max(vgprs, 1), granule))
     if target.sgprs_per_simd:
         sgpr_waves = target.sgprs_per_simd // (_align(max(sgprs, 1), target.sgpr_alloc_granule) + target.trap_sgprs)
         waves = min(waves, sgpr_waves)
 
-    # A workgroup is resident whole or not at all: count whole workgroups per CU, then spread their
-    # waves over the SIMDs. For num_warps <= 4 the register term comes back unchanged; for 8 waves
-    # per workgroup an odd register limit rounds down (LLVM's flat min() does not).
-    workgroups = min(target.max_blocks_per_cu, waves * target.simds_per_cu // num_warps)
+    # A workgroup is resident whole or not at all: count whole workgroups per unit, then spread their
+    # waves over the SIMDs. For num_warps <= the SIMDs the register term comes back unchanged; for more
+    # waves per workgroup an odd register limit rounds down (LLVM's flat min() does not).
+    workgroups = min(max_workgroups, waves * simds // num_warps)
+    if lds_bytes > target.max_lds_per_workgroup:
+        return 0
     if lds_bytes > 0:
-        workgroups = min(workgroups, target.shared_bytes_per_cu // _align(lds_bytes, target.shared_alloc_granule))
+        workgroups = min(workgroups, lds_per_unit // _align(lds_bytes, target.shared_alloc_granule))
     if workgroups == 0:
         return 0  # one workgroup needs more LDS or registers than a CU has: it cannot launch
-    return min(waves, -(-(workgroups * num_warps) // target.simds_per_cu))
+    return min(waves, -(-(workgroups * num_warps) // simds))
 
 
 def _metadata_notes(elf: ELFFile) -> list[bytes]:
@@ -363,7 +402,7 @@ def _symbol_bytes(elf: ELFFile, data: bytes) -> dict[str, bytes]:
     return out
 
 
-def _kernel(meta: Any, symbols: dict[str, bytes]) -> HsacoKernel:
+def _kernel(meta: Any, symbols: dict[str, bytes], arch: str) -> HsacoKernel:
     if not isinstance(meta, dict) or not isinstance(meta.get(".name"), str):
         raise CorruptObjectError("HSACO metadata has a kernel entry without .name")
     name = meta[".name"]
@@ -383,12 +422,14 @@ def _kernel(meta: Any, symbols: dict[str, bytes]) -> HsacoKernel:
         )
         for arg in listed
     )
-    return HsacoKernel(name=name, metadata=MappingProxyType(meta), args=args, descriptor=_descriptor(kd))
+    return HsacoKernel(name=name, metadata=MappingProxyType(meta), args=args, descriptor=_descriptor(kd, arch))
 
 
-def _descriptor(kd: bytes) -> KernelDescriptor:
+def _descriptor(kd: bytes, arch: str) -> KernelDescriptor:
     (group, private, kernarg, _r0, entry, _r1, rsrc3, rsrc1, rsrc2, props, preload, _r3) = _KD.unpack(kd)
     enables = {name: bool(props >> bit & 1) for name, bit, _size in _USER_SGPRS}
+    rdna = gfx_major(arch) >= 10
+    wave32 = rdna and bool(props >> 10 & 1)  # ENABLE_WAVEFRONT_SIZE32, bit 10
     return KernelDescriptor(
         group_segment_fixed_size=group,
         private_segment_fixed_size=private,
@@ -404,8 +445,10 @@ def _descriptor(kd: bytes) -> KernelDescriptor:
         user_sgpr_count=rsrc2 >> 1 & 0x1F,  # USER_SGPR_COUNT, bits 1-5
         enable_private_segment=bool(rsrc2 & 1),
         accum_offset=((rsrc3 & 0x3F) + 1) * 4,  # ACCUM_OFFSET holds accum_offset / 4 - 1
-        allocated_vgprs=((rsrc1 & 0x3F) + 1) * _VGPR_ENCODING_GRANULE,
+        allocated_vgprs=((rsrc1 & 0x3F) + 1) * vgpr_encoding_granule(arch, wave32=wave32),
         allocated_sgprs=((rsrc1 >> 6 & 0xF) + 1) * _SGPR_ENCODING_GRANULE,
+        wave32=wave32,
+        wgp_mode=rdna and not arch.startswith("gfx125") and bool(rsrc1 >> 29 & 1),  # WGP_MODE, bit 29
     )
 
 

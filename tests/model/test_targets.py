@@ -26,7 +26,8 @@ KIB = 1024
 
 
 def test_the_targets() -> None:
-    assert list(TARGETS) == ["gfx942", "gfx950", "sm90", "sm100", "sm103", "sm120"]
+    assert list(TARGETS) == ["gfx942", "gfx950", "gfx1100", "gfx1151", "gfx1201", "gfx1250",
+                             "sm90", "sm100", "sm103", "sm120"]
     assert all(name == t.name for name, t in TARGETS.items())
     assert DEFAULT_LIST_TARGET in TARGETS and ANY_TARGET not in TARGETS
 
@@ -38,16 +39,19 @@ def test_the_targets() -> None:
     ("sm100", "sm100"), ("sm_100a", "sm100"), ("B200", "sm100"),
     ("sm103", "sm103"), ("sm_103a", "sm103"), ("B300", "sm103"), ("GB300", "sm103"),
     ("sm120", "sm120"), ("sm_120a", "sm120"), ("SM_120", "sm120"), ("RTX5090", "sm120"),
+    ("gfx1100", "gfx1100"), ("RX7900XTX", "gfx1100"), ("gfx1151", "gfx1151"), ("strix-halo", "gfx1151"),
+    ("gfx1201", "gfx1201"), ("RX9070XT", "gfx1201"), ("gfx1250", "gfx1250"),
 ])
 def test_a_target_by_its_name_or_a_common_alias(typed: str, name: str) -> None:
     assert get_target(typed) is TARGETS[name]
 
 
-@pytest.mark.parametrize("typed", ["gfx1100", "sm_80", "sm_121", "mi250x", "", "*"])
+@pytest.mark.parametrize("typed", ["gfx1030", "sm_80", "sm_121", "mi250x", "", "*"])
 def test_an_unknown_target_lists_the_known_ones(typed: str) -> None:
     with pytest.raises(UnknownTargetError) as raised:
         get_target(typed)
-    assert str(raised.value) == f"unknown target {typed!r}; known targets: gfx942, gfx950, sm90, sm100, sm103, sm120"
+    assert str(raised.value) == (f"unknown target {typed!r}; known targets: gfx942, gfx950, gfx1100, gfx1151, "
+                                 "gfx1201, gfx1250, sm90, sm100, sm103, sm120")
     assert isinstance(raised.value, ValueError)
 
 
@@ -56,6 +60,11 @@ def test_what_triton_compiles_for() -> None:
                 for t in TARGETS.values()}
     assert compiled == {"gfx942": ("hip", "gfx942", 64, "gfx942", True, False),
                         "gfx950": ("hip", "gfx950", 64, "gfx950", True, False),
+                        # RDNA and gfx1250: wave32, the only wave size Triton 3.9 compiles them for.
+                        "gfx1100": ("hip", "gfx1100", 32, "gfx1100", True, False),
+                        "gfx1151": ("hip", "gfx1151", 32, "gfx1151", True, False),
+                        "gfx1201": ("hip", "gfx1201", 32, "gfx1201", True, False),
+                        "gfx1250": ("hip", "gfx1250", 32, "gfx1250", True, False),
                         "sm90": ("cuda", 90, 32, "sm_90a", False, True),
                         "sm100": ("cuda", 100, 32, "sm_100a", False, True),
                         "sm103": ("cuda", 103, 32, "sm_103a", False, True),
@@ -133,6 +142,8 @@ def test_what_the_management_libraries_report_is_the_same_gpu() -> None:
 
 # Each target is one record holding every per-arch fact the readers, the lint and the occupancy rules use.
 AMD_ONLY = ("sgprs_per_simd", "sgpr_alloc_granule", "trap_sgprs", "torch_hip_version")
+# From gfx10 on SGPRs do not limit waves (LLVM's getOccupancyWithNumSGPRs): no SGPR facts.
+SGPR_FACTS = AMD_ONLY[:3]
 NVIDIA_ONLY = ("reg_sub_partitions", "max_regs_per_thread", "param_bank_base")
 
 
@@ -141,6 +152,9 @@ def test_a_target_has_every_fact_of_its_vendor_and_none_of_the_other() -> None:
     assert {f.name for f in fields(Target)} >= {*AMD_ONLY, *NVIDIA_ONLY, "reg_alloc_granule", "shared_alloc_granule"}
     for target in TARGETS.values():
         mine, other = (AMD_ONLY, NVIDIA_ONLY) if target.is_amd else (NVIDIA_ONLY, AMD_ONLY)
+        if target.is_amd and target.warp_size == 32:
+            assert not any(getattr(target, name) for name in SGPR_FACTS), target.name
+            mine = tuple(name for name in mine if name not in SGPR_FACTS)
         assert all(getattr(target, name) for name in mine), target.name
         assert not any(getattr(target, name) for name in other), target.name
         assert target.reg_alloc_granule > 0 and target.shared_alloc_granule > 0, target.name
