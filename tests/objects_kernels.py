@@ -153,6 +153,10 @@ SIGNATURES: dict[str, dict[str, str]] = {
 TARGETS = {
     "gfx942": GPUTarget("hip", "gfx942", 64),
     "gfx950": GPUTarget("hip", "gfx950", 64),
+    "gfx1100": GPUTarget("hip", "gfx1100", 32),
+    "gfx1151": GPUTarget("hip", "gfx1151", 32),
+    "gfx1201": GPUTarget("hip", "gfx1201", 32),
+    "gfx1250": GPUTarget("hip", "gfx1250", 32),
     "sm90": GPUTarget("cuda", 90, 32),
     "sm100": GPUTarget("cuda", 100, 32),
     "sm103": GPUTarget("cuda", 103, 32),

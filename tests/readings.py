@@ -87,6 +87,13 @@ def note_waves(note: dict[str, Any]) -> int:
     return int(note[".max_flat_workgroup_size"]) // int(note[".wavefront_size"])
 
 
+def note_wave_mode(note: dict[str, Any]) -> dict[str, Any]:
+    """The kernel's wave size and, on RDNA, whether it runs in CU mode, from the note (``.wavefront_size``,
+    ``.workgroup_processor_mode``: 1 in WGP mode, absent before gfx10 and on gfx1250): the keyword arguments
+    of :func:`amd_occupancy_reading`."""
+    return {"wave_size": int(note[".wavefront_size"]), "cu_mode": note.get(".workgroup_processor_mode") == 0}
+
+
 def asm_comment(text: str, name: str) -> int:
     """The value of LLVM's ``; NAME: value`` comment in an amdgcn text."""
     match = re.search(rf"^\s*; {name}: (\d+)", text, re.M)
@@ -246,28 +253,31 @@ def declare_lds(llir: str, lds_bytes: int) -> str:
 
 
 # The LDS allocation block (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE granularity), for LLVM before the fix.
-_LDS_BLOCK = {"gfx942": 512, "gfx950": 1280}
+_LDS_BLOCK = {"gfx942": 512, "gfx950": 1280, "gfx1100": 512, "gfx1151": 512, "gfx1201": 512, "gfx1250": 2048}
 
 
 @functools.cache
-def llvm_occupancy(target: str, *, lds_bytes: int = 0, workgroup: int = 64, vgprs: int = 0) -> int:
+def llvm_occupancy(target: str, *, lds_bytes: int = 0, workgroup: int = 64, vgprs: int = 0,
+                   features: str = "") -> int:
     """LLVM's ``; Occupancy`` for a kernel that only declares ``lds_bytes`` of LDS (``amdgpu-lds-size``,
     the attribute LLVM's own LDS lowering sets), workgroups of exactly ``workgroup`` work-items
     (``amdgpu-flat-work-group-size``) and, with ``vgprs``, uses that many VGPRs (an inline asm clobbering
     the last): LLVM's occupancy model (``GCNSubtarget::computeOccupancy``) given those figures and no
-    others. 0 where LLVM says the LDS is more than a CU has.
+    others. ``features``: target features of the kernel (``+cumode``: RDNA's CU mode; ``+wavefrontsize64``).
+    0 where LLVM says the LDS is more than a workgroup may have.
 
     The LLVM of Triton before 3.9 divides a CU's LDS by the bytes asked, not by the blocks the hardware
     allocates (its FIXME, fixed by llvm/llvm-project#205637): there the LDS is declared rounded up to the
-    block (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE: 512 B on gfx942, 1280 B on gfx950), the one figure
-    of the model not left to LLVM."""
+    block (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE: 512 B on gfx942 and RDNA, 1280 B on gfx950, 2 KiB on
+    gfx1250), the one figure of the model not left to LLVM."""
     if not TRITON_39_CODEGEN and lds_bytes:
         block = _LDS_BLOCK[target]
         lds_bytes = -(-lds_bytes // block) * block
     clobber = f'  call void asm sideeffect "", "~{{v{vgprs - 1}}}"()\n' if vgprs else ""
+    featured = f' "target-features"="{features}"' if features else ""
     module = (f"define amdgpu_kernel void @lds_reading() #0 {{\n{clobber}  ret void\n}}\n"
               f'attributes #0 = {{ "amdgpu-flat-work-group-size"="{workgroup},{workgroup}" '
-              f'"amdgpu-lds-size"="{lds_bytes}" }}\n')
+              f'"amdgpu-lds-size"="{lds_bytes}"{featured} }}\n')
     text, said = llvm_amdgcn(module, target)
     if "exceeds limit" in said:  # "local memory (N) exceeds limit (M)": no workgroup fits
         return 0
@@ -275,29 +285,33 @@ def llvm_occupancy(target: str, *, lds_bytes: int = 0, workgroup: int = 64, vgpr
     return asm_comment(text, "Occupancy")
 
 
-def amd_occupancy_reading(text: str, *, lds_bytes: int, num_warps: int, target: str) -> int:
+def amd_occupancy_reading(text: str, *, lds_bytes: int, num_warps: int, target: str, wave_size: int = 64,
+                          cu_mode: bool = False) -> int:
     """Waves per SIMD as LLVM counts them for this kernel, given its LDS and workgroup size.
 
     LLVM's ``; Occupancy`` in the kernel's own amdgcn is its register limit: it saw no LDS (Triton's is
     dynamic) and workgroups of one wave and up (``amdgpu-flat-work-group-size`` "1,N"). Its limit for the
     kernel's LDS and workgroup size comes from LLVM too, for a kernel declaring both
-    (:func:`llvm_occupancy`); LLVM takes the least of its limits. LLVM rounds the LDS up to the
-    allocation block itself since llvm/llvm-project#205637 (in Triton 3.9's code generator), as the
-    hardware allocates it (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE granularity).
+    (:func:`llvm_occupancy`, in the kernel's wave size and, on RDNA, its CU or WGP mode); LLVM takes the
+    least of its limits. LLVM rounds the LDS up to the allocation block itself since llvm/llvm-project#205637
+    (in Triton 3.9's code generator), as the hardware allocates it (AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE
+    granularity).
 
-    One rule LLVM's model does not have: a workgroup is resident on a CU whole or not at all (its waves
-    share its LDS and barrier; ROCm Compute Profiler's CDNA model: "All wavefronts of a workgroup are
-    scheduled on the same CU"), so the register limit holds whole workgroups of ``num_warps`` waves over
-    the CU's 4 SIMDs. LLVM's ``min()`` of its limits skips that: 8-wave workgroups under a 3-wave
-    register limit fit 12 // 8 = 1 workgroup per CU, 2 waves a SIMD, where LLVM says 3. 0: no workgroup
-    fits.
+    One rule LLVM's model does not have: a workgroup is resident on a CU (RDNA: a WGP, or in CU mode one CU)
+    whole or not at all (its waves share its LDS and barrier; ROCm Compute Profiler's CDNA model: "All
+    wavefronts of a workgroup are scheduled on the same CU"), so the register limit holds whole workgroups
+    of ``num_warps`` waves over the unit's SIMDs (4; 2 in RDNA's CU mode). LLVM's ``min()`` of its limits
+    skips that: 8-wave workgroups under a 3-wave register limit fit 12 // 8 = 1 workgroup per CU, 2 waves a
+    SIMD, where LLVM says 3. 0: no workgroup fits.
     """
     registers = asm_comment(text, "Occupancy")
-    lds = llvm_occupancy(target, lds_bytes=lds_bytes, workgroup=num_warps * 64)
-    workgroups = registers * 4 // num_warps
+    features = "+cumode" if cu_mode else ""
+    lds = llvm_occupancy(target, lds_bytes=lds_bytes, workgroup=num_warps * wave_size, features=features)
+    simds = 2 if cu_mode else 4
+    workgroups = registers * simds // num_warps
     if not workgroups or not lds:
         return 0
-    return min(registers, lds, -(-workgroups * num_warps // 4))
+    return min(registers, lds, -(-workgroups * num_warps // simds))
 
 
 def vgpr_spills(text: str) -> int:
@@ -329,7 +343,8 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
         "vgpr_spill": vgpr_spills(text),
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "lds_bytes": lds,
-        "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"]),
+        "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"],
+                                           **note_wave_mode(note)),
         **amd_loop_spill_reading(text),
     }
     # The note in the binary says the same as the text.
@@ -458,7 +473,7 @@ def independent_reading(store: Path, row: dict[str, Any], cache: Path | None = N
         reading = amd_second_reading(store, row)
         assert reading["lds_bytes"] == shared, (row["key"], reading["lds_bytes"], shared)
         occupancy = amd_occupancy_reading(stored_text(store, row, "amdgcn"), lds_bytes=shared, num_warps=warps,
-                                          target=row["target"])
+                                          target=row["target"], **note_wave_mode(note))
         return {**reading, "occupancy": occupancy}
     # A block's threads as the cubin requires them (EIATTR_REQNTID: x, y, z).
     assert [x * y * z for attr, payload in nv_info_entries(obj) if attr == 0x10 and len(payload) == 12

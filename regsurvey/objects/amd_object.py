@@ -331,8 +331,8 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
       LLVM does: where they do not divide evenly, the SIMD that holds the most; 3 workgroups of 2
       waves are 2, 2, 1 and 1 waves a SIMD, so 2). The unit is a CU of 4 SIMDs on CDNA; on RDNA a
       workgroup processor of 4 SIMDs and 128 KiB of LDS in WGP mode, one CU of it (2 SIMDs, 64 KiB, 16
-      workgroups) in CU mode (``Target.occupancy_unit``). A workgroup above the LDS one may have (64 KiB on
-      RDNA) cannot launch.
+      workgroups) in CU mode (``Target.occupancy_unit``); workgroups of one wave take no barrier and are not
+      limited in number. A workgroup above the LDS one may have (64 KiB on RDNA) cannot launch.
 
     LLVM's own ``; Occupancy`` comment never sees Triton's LDS: Triton allocates it dynamically, so
     LLVM counts 0 bytes and assumes workgroups of one wave. It equals this function with
@@ -353,7 +353,9 @@ def amd_occupancy(*, vgprs: int, sgprs: int, lds_bytes: int, num_warps: int, tar
     # A workgroup is resident whole or not at all: count whole workgroups per unit, then spread their
     # waves over the SIMDs. For num_warps <= the SIMDs the register term comes back unchanged; for more
     # waves per workgroup an odd register limit rounds down (LLVM's flat min() does not).
-    workgroups = min(max_workgroups, waves * simds // num_warps)
+    # A workgroup of one wave takes no barrier, so the unit's limit on workgroups (its barriers) does not
+    # hold it (LLVM's getMaxWorkGroupsPerCU: RDNA's 16 waves a SIMD are 64 one-wave workgroups a WGP).
+    workgroups = waves * simds // num_warps if num_warps == 1 else min(max_workgroups, waves * simds // num_warps)
     if lds_bytes > target.max_lds_per_workgroup:
         return 0
     if lds_bytes > 0:

@@ -61,6 +61,7 @@ from ..readings import (
     asm_metadata,
     cuda_blocks_per_sm,
     note_metadata,
+    note_wave_mode,
     note_waves,
     nv_info_entries,
     nvdisasm_text,
@@ -349,7 +350,8 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
         "sgpr_spill": asm_metadata(text, "sgpr_spill_count"),
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),
         "lds_bytes": lds,
-        "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"]),
+        "occupancy": amd_occupancy_reading(text, lds_bytes=lds, num_warps=note_waves(note), target=row["target"],
+                                           **note_wave_mode(note)),
         **amd_loop_spill_reading(text),  # LLVM's own loop comments
     }
     # The object's own note says what the text says (else the stored text is not this object's).
