@@ -94,6 +94,18 @@ def note_wave_mode(note: dict[str, Any]) -> dict[str, Any]:
     return {"wave_size": int(note[".wavefront_size"]), "cu_mode": note.get(".workgroup_processor_mode") == 0}
 
 
+def amd_register_comments(text: str) -> tuple[int, int, int]:
+    """LLVM's ``; NumVgprs``, ``; NumAgprs`` and ``; TotalNumVgprs`` of an amdgcn text. Targets without AGPRs
+    (gfx10 and later: RDNA, gfx1250) print neither of the last two: there no AGPRs, and the total is the
+    VGPRs (asserted: such a text is for gfx10+)."""
+    vgpr = asm_comment(text, "NumVgprs")
+    if re.search(r"^\s*; NumAgprs: ", text, re.M):
+        return vgpr, asm_comment(text, "NumAgprs"), asm_comment(text, "TotalNumVgprs")
+    arch = re.search(r'^\s*\.amdgcn_target "[^"]*-gfx(\d+)', text, re.M)
+    assert arch and len(arch.group(1)) == 4, "no NumAgprs comment on a target with AGPRs"
+    return vgpr, 0, vgpr
+
+
 def asm_comment(text: str, name: str) -> int:
     """The value of LLVM's ``; NAME: value`` comment in an amdgcn text."""
     match = re.search(rf"^\s*; {name}: (\d+)", text, re.M)
@@ -329,14 +341,13 @@ def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
     hsaco = (store / row["object"]["path"]).read_bytes()
     note = note_metadata(hsaco)
     lds = amd_lds_reading(stored_text(store, row, "ttgir"), hsaco)
-    agpr = asm_comment(text, "NumAgprs")
-    vgpr = asm_comment(text, "NumVgprs")
+    vgpr, agpr, vgpr_total = amd_register_comments(text)
     if agpr:  # the AGPRs start at the arch VGPRs rounded up to 4: all the object records of them
         assert -(-vgpr // 4) * 4 == _directive(text, "accum_offset")
     reading = {
         "vgpr": vgpr,
         "agpr": agpr,
-        "vgpr_total": asm_comment(text, "TotalNumVgprs"),
+        "vgpr_total": vgpr_total,
         "sgpr": asm_comment(text, "TotalNumSgprs"),
         "scratch_bytes": asm_comment(text, "ScratchSize"),
         "kernarg_bytes": asm_metadata(text, "kernarg_segment_size"),

@@ -57,6 +57,7 @@ from ..readings import (
     amd_lds_reading,
     amd_loop_spill_reading,
     amd_occupancy_reading,
+    amd_register_comments,
     asm_comment,
     asm_metadata,
     cuda_blocks_per_sm,
@@ -81,8 +82,9 @@ LIBRARIES = {"liger_kernel": "liger_kernel", "fla": "fla", "gemlite": "gemlite",
 # Surveyed in full by the default test run (the fastest: conch compiles its 192 builds in about 35 s, Liger
 # its 40 in about 11); the others are `slow`.
 IN_DEFAULT_RUN = ("conch", "liger_kernel")
-# Targets surveyed only where named (`--target`): each library's survey on them is `slow`.
-OPT_IN_TARGETS = ("sm103", "sm120")
+# Targets surveyed only where named (`--target`), by vendor: each library's survey on each group is `slow`
+# (`pytest -m slow -k "opt_in and amd"` surveys the AMD ones).
+OPT_IN_TARGETS = {"nvidia": ("sm103", "sm120"), "amd": ("gfx1100", "gfx1151", "gfx1201", "gfx1250")}
 # Libraries whose kinds name fewer targets (the keys file says why).
 LIBRARY_TARGETS = {"torchao": ("gfx950", "sm90", "sm100")}
 # Builds the installed toolchain fails on (as it would on a GPU): (library, key pattern, target, kernel
@@ -180,14 +182,15 @@ def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     return _corpora[library]
 
 
-@pytest.fixture(params=[pytest.param(library, marks=pytest.mark.slow) for library in sorted(LIBRARIES)])
+@pytest.fixture(params=[pytest.param((library, vendor), marks=pytest.mark.slow, id=f"{library}-{vendor}")
+                        for library in sorted(LIBRARIES) for vendor in OPT_IN_TARGETS])
 def opt_in_corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """The library's survey on the targets surveyed only where named (:data:`OPT_IN_TARGETS`), made once per
-    test session; `slow`: the default run keeps to the matrices' targets."""
-    library = request.param
-    name = f"{library}-opt-in"
+    """The library's survey on one vendor's targets surveyed only where named (:data:`OPT_IN_TARGETS`), made
+    once per test session; `slow`: the default run keeps to the matrices' targets."""
+    library, vendor = request.param
+    name = f"{library}-opt-in-{vendor}"
     if name not in _corpora:
-        _corpora[name] = Corpus(library, tmp_path_factory.mktemp(f"realworld-{name}"), OPT_IN_TARGETS)
+        _corpora[name] = Corpus(library, tmp_path_factory.mktemp(f"realworld-{name}"), OPT_IN_TARGETS[vendor])
     return _corpora[name]
 
 
@@ -341,9 +344,10 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
     hsaco = (corpus.store / row["object"]["path"]).read_bytes()
     note = note_metadata(hsaco)
     lds = amd_lds_reading(stored_text(corpus.store, row, "ttgir"), hsaco)
+    vgpr, agpr, vgpr_total = amd_register_comments(text)
     reading = {
-        "vgpr": asm_comment(text, "NumVgprs"),
-        "agpr": asm_comment(text, "NumAgprs"),
+        "vgpr": vgpr,
+        "agpr": agpr,
         "sgpr": asm_comment(text, "TotalNumSgprs"),
         "scratch_bytes": asm_comment(text, "ScratchSize"),
         "vgpr_spill": vgpr_spills(text),  # to scratch and to AGPRs
@@ -355,7 +359,7 @@ def amd_reading(corpus: Corpus, row: dict[str, Any]) -> dict[str, int]:
         **amd_loop_spill_reading(text),  # LLVM's own loop comments
     }
     # The object's own note says what the text says (else the stored text is not this object's).
-    assert note[".vgpr_count"] == asm_comment(text, "TotalNumVgprs"), row["key"]
+    assert note[".vgpr_count"] == vgpr_total, row["key"]
     assert note[".sgpr_count"] == reading["sgpr"] and note[".sgpr_spill_count"] == reading["sgpr_spill"], row["key"]
     assert note[".private_segment_fixed_size"] == reading["scratch_bytes"], row["key"]
     return reading
