@@ -127,13 +127,14 @@ def amdsmi_get_processor_type(processor_handle: Any) -> dict[str, Any]:
 
 
 def amdsmi_get_gpu_asic_info(processor_handle: Any) -> dict[str, Any]:
-    """The ASIC's names and IDs: market name, PCI IDs, gfx version, compute units."""
+    """The ASIC's names and IDs: market name, PCI IDs, gfx version, compute units (the CUs, which on RDNA are
+    twice HIP's multiprocessors: HIP counts workgroup processors)."""
     target = _gpu(processor_handle)
     facts = standin_state.facts(target)
     return {"market_name": target.device.name, "vendor_id": "0x1002", "vendor_name": _VENDOR_NAME,
             "subvendor_id": "0x1002", "device_id": f"0x{facts.pci_device_id:04x}", "rev_id": "0x00",
             "asic_serial": "0x0000000000000000", "oam_id": 0,
-            "num_compute_units": target.device.multi_processor_count, "target_graphics_version": str(target.arch)}
+            "num_compute_units": target.physical_compute_units, "target_graphics_version": str(target.arch)}
 
 
 def amdsmi_get_gpu_board_info(processor_handle: Any) -> dict[str, Any]:
@@ -158,9 +159,10 @@ def amdsmi_get_gpu_memory_total(processor_handle: Any, mem_type: int) -> int:
 
 
 def amdsmi_get_gpu_vram_info(processor_handle: Any) -> dict[str, Any]:
-    """VRAM kind and size (MB)."""
+    """VRAM kind (HBM on Instinct, GDDR6 or LPDDR5 on Radeon) and size (MB)."""
     target = _gpu(processor_handle)
-    return {"vram_type": "HBM", "vram_vendor": "UNKNOWN", "vram_size": standin_state.facts(target).memory_total >> 20}
+    facts = standin_state.facts(target)
+    return {"vram_type": facts.vram_type, "vram_vendor": "UNKNOWN", "vram_size": facts.memory_total >> 20}
 
 
 def amdsmi_get_gpu_device_bdf(processor_handle: Any) -> str:

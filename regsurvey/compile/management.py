@@ -128,8 +128,8 @@ def command_facts(target: Target) -> dict[str, Any]:
         "driver_version": m.driver_version, "cuda_driver_version": m.cuda_driver_version,
         "pci_device_id": m.pci_device_id, "uuid": uuid(target),
         "clock_sm_mhz": d.clock_rate // 1000, "clock_memory_mhz": d.memory_clock_rate // 1000,
-        "gfx_version": str(target.arch) if target.is_amd else "", "compute_units": d.multi_processor_count,
-        "vram_bytes": m.memory_total,
+        "gfx_version": str(target.arch) if target.is_amd else "", "compute_units": target.physical_compute_units,
+        "vram_bytes": m.memory_total, "vram_type": m.vram_type,
     }
 
 

@@ -153,7 +153,8 @@ def _amd_smi(facts: dict[str, Any], argv: list[str]) -> int:
         if parts & {"--asic", "-a"}:
             entry["asic"] = _asic(facts)
         if parts & {"--vram", "-v"}:
-            entry["vram"] = {"type": "HBM", "size": {"value": facts["vram_bytes"] // (1 << 20), "unit": "MB"}}
+            entry["vram"] = {"type": facts["vram_type"],
+                             "size": {"value": facts["vram_bytes"] // (1 << 20), "unit": "MB"}}
         if as_json:
             print(json.dumps([entry], indent=4))
         else:

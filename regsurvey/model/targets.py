@@ -66,6 +66,7 @@ class ManagementFacts:
     driver_version: str  # nvmlSystemGetDriverVersion; "" where not known (AMD: not answered)
     cuda_driver_version: int = 0  # nvmlSystemGetCudaDriverVersion (13000 = CUDA 13.0); 0 on AMD
     subsystem_id: int = 0  # NVML's pciSubSystemId (board vendor and model); 0 where not read
+    vram_type: str = "HBM"  # AMD SMI's VRAM kind (amdsmi_get_gpu_vram_info, amd-smi static --vram); AMD only
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,14 @@ class Target:
         return self.device.multi_processor_count
 
     @property
+    def physical_compute_units(self) -> int:
+        """AMD: the CUs the KFD and AMD SMI count (``num_compute_units``, rocminfo's "Compute Unit"). HIP in WGP
+        mode (RDNA) reports the workgroup processors, two CUs each, as its multiprocessors; NVIDIA: the SMs."""
+        return self.compute_units * 2 if self.has_cu_mode else self.compute_units
+
+    @property
     def is_amd(self) -> bool:
-        """True for AMD Instinct (HIP) targets."""
+        """True for AMD (HIP) targets: Instinct and Radeon."""
         return self.backend == "hip"
 
     @property
@@ -235,43 +242,64 @@ _MI355X = DeviceProperties(
     gcnArchName="gfx950:sramecc+:xnack-",
 )
 
-# RDNA and gfx1250 (issue 39): PROVISIONAL, to be checked against public readings (docs/figures.md gives the sources).
-# HIP reports an RDNA GPU's workgroup processors as its multiprocessors (WGP mode: two CUs each).
+# RDNA and gfx1250 (issue 39). ROCm's hipGetDeviceProperties (clr hip_device.cpp, rocdevice.cpp) from gfx10 on
+# runs in WGP mode (GPU_ENABLE_WGP_MODE, on by default; off for gfx12.5): it reports the WGPs, two CUs each, as
+# multiprocessors, doubles the SIMDs and waves of one (threads per multiprocessor: 32 waves x 2 x 32 lanes), and
+# counts the registers as comgr's TotalNumVGPRs (1536 on gfx1100, gfx1151, gfx1201; 1024 on gfx1250) x SIMDs x
+# wave size. The LDS per block is one CU's (clr's ISA table: 64 KiB), "per multiprocessor" that times the count.
+# cooperativeLaunch: amdgpu's kfd_gws_init gives gfx11 (MES 68 on) and gfx12+ GWS, so cooperative queues (Linux;
+# hipInfo on Windows says 0). #N below: issue N of ROCm/ROCm. The name is the HSA product name (libdrm's
+# amdgpu.ids; an older amdgpu.ids drops the "AMD ").
+# RX 7900 XTX: hipInfo on one (#5871, Windows, HIP 7.12: 48 multiprocessors, 2482 MHz, memory 1250 MHz,
+# 384 bits, L2 6291456, 196608 registers, 2048 threads); rocminfo on Linux, ROCm 7.2.1 (#6074: "AMD Radeon RX
+# 7900 XTX", 2482 MHz); torch's printout (#5040, ROCm 6.4: total_memory=24560MB, 48, L2 6MB).
 _RX7900XTX = DeviceProperties(
     name="AMD Radeon RX 7900 XTX", major=11, minor=0, multi_processor_count=48, total_memory=24_560 * _MIB,
-    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    warp_size=32, regs_per_multiprocessor=1536 * 4 * 32, regs_per_block=1536 * 4 * 32,
     max_threads_per_multi_processor=2048, max_threads_per_block=1024,
     shared_memory_per_block=64 * _KIB, shared_memory_per_block_optin=64 * _KIB,
     shared_memory_per_multiprocessor=64 * _KIB * 48, reserved_shared_memory_per_block=0,
     L2_cache_size=6 * _MIB, clock_rate=2_482_000, memory_clock_rate=1_250_000, memory_bus_width=384,
     gcnArchName="gfx1100",
 )
+# Radeon 8060S (Strix Halo, Ryzen AI Max+ 395) on Linux: rocminfo and torch's printout on one (#5807, Fedora,
+# ROCm 7.13: "Radeon 8060S Graphics", 40 CUs, 2900 MHz, L2 2048 KB, a 65575852 KB GPU pool: total_memory=64038MB,
+# which follows what the BIOS and driver give the GPU; 20 multiprocessors, is_integrated=1). The memory clock and
+# bus: torch's fields on Windows (torch 2.13, HIP 7.15: 800 MHz, 512 bits; 196608 registers, 2048 threads).
 _RADEON8060S = DeviceProperties(
-    name="AMD Radeon Graphics", major=11, minor=5, multi_processor_count=20, total_memory=96 * 1024 * _MIB,
-    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    name="Radeon 8060S Graphics", major=11, minor=5, multi_processor_count=20, total_memory=65_575_852 * _KIB,
+    warp_size=32, regs_per_multiprocessor=1536 * 4 * 32, regs_per_block=1536 * 4 * 32,
     max_threads_per_multi_processor=2048, max_threads_per_block=1024,
     shared_memory_per_block=64 * _KIB, shared_memory_per_block_optin=64 * _KIB,
     shared_memory_per_multiprocessor=64 * _KIB * 20, reserved_shared_memory_per_block=0,
-    L2_cache_size=2 * _MIB, clock_rate=2_900_000, memory_clock_rate=4_000_000, memory_bus_width=256,
+    L2_cache_size=2 * _MIB, clock_rate=2_900_000, memory_clock_rate=800_000, memory_bus_width=512,
     gcnArchName="gfx1151", is_integrated=1,
 )
+# RX 9070 XT: torch's printout (#5040, ROCm 6.4: total_memory=16304MB, 32 multiprocessors, L2 8MB); rocminfo on
+# Linux, ROCm 7.1.1 (#5849: 2570 MHz, 64 CUs). The memory clock is hipInfo's on a Radeon AI PRO R9700 (#6167,
+# Windows: the same Navi 48 and 20 Gbps GDDR6 on 256 bits, 1259 MHz; 196608 registers), not a 9070 XT reading.
 _RX9070XT = DeviceProperties(
-    name="AMD Radeon RX 9070 XT", major=12, minor=0, multi_processor_count=32, total_memory=16 * 1024 * _MIB,
-    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    name="AMD Radeon RX 9070 XT", major=12, minor=0, multi_processor_count=32, total_memory=16_304 * _MIB,
+    warp_size=32, regs_per_multiprocessor=1536 * 4 * 32, regs_per_block=1536 * 4 * 32,
     max_threads_per_multi_processor=2048, max_threads_per_block=1024,
     shared_memory_per_block=64 * _KIB, shared_memory_per_block_optin=64 * _KIB,
     shared_memory_per_multiprocessor=64 * _KIB * 32, reserved_shared_memory_per_block=0,
-    L2_cache_size=8 * _MIB, clock_rate=2_970_000, memory_clock_rate=1_259_000, memory_bus_width=256,
+    L2_cache_size=8 * _MIB, clock_rate=2_570_000, memory_clock_rate=1_259_000, memory_bus_width=256,
     gcnArchName="gfx1201",
 )
+# gfx1250: no reading is public. The part is the Instinct MI455X as AMD's own GPU emulator names it
+# (ROCm/rocm-systems emulation/rocjitsu/configs/gfx1250_mi455x.json: 256 CUs of 4 SIMDs, 16 waves a SIMD, 320 KiB
+# LDS, 432 GiB, 24576-bit bus at 1600 MHz, 2700 MHz, L2 196608 KiB); the figures are HIP's rules over that
+# configuration, none read: no WGP mode on gfx12.5 (clr rocsettings.cpp), so 256 multiprocessors of 64 waves;
+# registers comgr's 1024 VGPRs x 4 x 32; gcnArchName as AMD's own tests (RCCL, clr) quote HIP's on the part.
 _GFX1250 = DeviceProperties(
-    name="AMD Instinct MI450X", major=12, minor=5, multi_processor_count=256, total_memory=432 * 1024 * _MIB,
-    warp_size=32, regs_per_multiprocessor=65536, regs_per_block=65536,
+    name="AMD Instinct MI455X", major=12, minor=5, multi_processor_count=256, total_memory=432 * 1024 * _MIB,
+    warp_size=32, regs_per_multiprocessor=1024 * 4 * 32, regs_per_block=1024 * 4 * 32,
     max_threads_per_multi_processor=2048, max_threads_per_block=1024,
     shared_memory_per_block=320 * _KIB, shared_memory_per_block_optin=320 * _KIB,
     shared_memory_per_multiprocessor=320 * _KIB * 256, reserved_shared_memory_per_block=0,
-    L2_cache_size=4 * _MIB, clock_rate=2_400_000, memory_clock_rate=2_000_000, memory_bus_width=8192,
-    gcnArchName="gfx1250",
+    L2_cache_size=192 * _MIB, clock_rate=2_700_000, memory_clock_rate=1_600_000, memory_bus_width=24576,
+    gcnArchName="gfx1250:sramecc+:xnack-",
 )
 
 # What NVML and AMD SMI report. H200: read through libnvidia-ml on the H200 of the device machine (driver
@@ -292,12 +320,17 @@ _B300_MANAGEMENT = ManagementFacts(pci_device_id=0x3182, memory_total=275_040 * 
 _MI300X_MANAGEMENT = ManagementFacts(pci_device_id=0x74A1, memory_total=_MI300X.total_memory, driver_version="")
 _MI355X_MANAGEMENT = ManagementFacts(pci_device_id=0x75A3, memory_total=_MI355X.total_memory, driver_version="")
 
-# RDNA and gfx1250: PROVISIONAL PCI device IDs (amdgpu's table), the VRAM torch reports.
-_RX7900XTX_MANAGEMENT = ManagementFacts(pci_device_id=0x744C, memory_total=_RX7900XTX.total_memory, driver_version="")
+# RDNA and gfx1250: the PCI device IDs rocminfo gives as Chip ID and amdgpu.ids names (0x744C C8 RX 7900 XTX,
+# 0x1586 C1 Radeon 8060S, 0x7550 C0 RX 9070 XT); gfx1250's 0x75C1 is the device ID of AMD's emulator
+# configuration for the MI455X (no amdgpu.ids entry). AMD SMI's memory kind: amd-smi's "GDDR6" on Navi 31, LPDDR5
+# (amdgpu's kind for LPDDR5X) on Strix Halo. The VRAM as torch reports it.
+_RX7900XTX_MANAGEMENT = ManagementFacts(pci_device_id=0x744C, memory_total=_RX7900XTX.total_memory, driver_version="",
+                                        vram_type="GDDR6")
 _RADEON8060S_MANAGEMENT = ManagementFacts(pci_device_id=0x1586, memory_total=_RADEON8060S.total_memory,
-                                          driver_version="")
-_RX9070XT_MANAGEMENT = ManagementFacts(pci_device_id=0x7550, memory_total=_RX9070XT.total_memory, driver_version="")
-_GFX1250_MANAGEMENT = ManagementFacts(pci_device_id=0x75B0, memory_total=_GFX1250.total_memory, driver_version="")
+                                          driver_version="", vram_type="LPDDR5")
+_RX9070XT_MANAGEMENT = ManagementFacts(pci_device_id=0x7550, memory_total=_RX9070XT.total_memory, driver_version="",
+                                       vram_type="GDDR6")
+_GFX1250_MANAGEMENT = ManagementFacts(pci_device_id=0x75C1, memory_total=_GFX1250.total_memory, driver_version="")
 
 # Occupancy facts: AMD CDNA3/CDNA4 ISA guides and ROCm docs (512 unified VGPRs+AGPRs per lane,
 # 8 waves per SIMD, 4 SIMDs per CU, LDS 64 KiB on MI300X and 160 KiB on MI355X); NVIDIA's CUDA
@@ -401,7 +434,7 @@ _ALIASES = {
     "sm_100": "sm100", "sm_100a": "sm100", "sm100a": "sm100", "b200": "sm100",
     "sm_103": "sm103", "sm_103a": "sm103", "sm103a": "sm103", "b300": "sm103", "gb300": "sm103",
     "rx7900xtx": "gfx1100", "7900xtx": "gfx1100", "strix-halo": "gfx1151", "rx9070xt": "gfx1201", "9070xt": "gfx1201",
-    "mi450x": "gfx1250", "mi450": "gfx1250",
+    "mi455x": "gfx1250", "mi450x": "gfx1250", "mi450": "gfx1250",
     "sm_120": "sm120", "sm_120a": "sm120", "sm120a": "sm120", "rtx5090": "sm120", "rtx-5090": "sm120",
 }
 

@@ -67,7 +67,7 @@ def test_pynvml_and_a_vendored_copy_loaded_before_the_survey_answer_alike(tmp_pa
             vendored.nvmlInit()
 
 
-@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+@pytest.mark.parametrize("target", ["gfx942", "gfx950", "gfx1100", "gfx1151", "gfx1201", "gfx1250"])
 def test_amdsmi_answers_what_torch_answers_on_that_gpu(target: str) -> None:
     import torch
 
@@ -80,8 +80,14 @@ def test_amdsmi_answers_what_torch_answers_on_that_gpu(target: str) -> None:
         asic = amdsmi.amdsmi_get_gpu_asic_info(handle)
         assert asic["market_name"] == torch.cuda.get_device_name()
         assert asic["target_graphics_version"] == target
-        assert asic["device_id"] == {"gfx942": "0x74a1", "gfx950": "0x75a3"}[target]  # amdgpu's PCI IDs
-        assert asic["num_compute_units"] == torch.cuda.get_device_properties().multi_processor_count
+        assert asic["device_id"] == {"gfx942": "0x74a1", "gfx950": "0x75a3", "gfx1100": "0x744c", "gfx1151": "0x1586",
+                                     "gfx1201": "0x7550", "gfx1250": "0x75c1"}[target]  # amdgpu's PCI IDs
+        # AMD SMI counts CUs; HIP in WGP mode (RDNA) counts workgroup processors of two CUs as multiprocessors.
+        wgp_mode = target in ("gfx1100", "gfx1151", "gfx1201")
+        assert asic["num_compute_units"] == torch.cuda.get_device_properties().multi_processor_count * (
+            2 if wgp_mode else 1)
+        assert amdsmi.amdsmi_get_gpu_vram_info(handle)["vram_type"] == {
+            "gfx1100": "GDDR6", "gfx1151": "LPDDR5", "gfx1201": "GDDR6"}.get(target, "HBM")
         assert (amdsmi.amdsmi_get_gpu_memory_total(handle, amdsmi.AmdSmiMemoryType.VRAM)
                 == torch.cuda.get_device_properties().total_memory)
         with pytest.raises(amdsmi.AmdSmiLibraryException):
@@ -117,6 +123,17 @@ def test_the_smi_commands_answer_the_targets_gpu() -> None:
     assert nvidia.returncode == 9 and "couldn't communicate with the NVIDIA driver" in nvidia.stdout
     assert unknown.returncode == 2 and "does not answer --showpower" in unknown.stderr
     assert not any(directory in os.environ["PATH"] for directory in management._command_dirs.values())
+    # An RDNA GPU as amd-smi shows one (an RX 7900 XTX: 96 CUs, 24 GB of GDDR6; HIP's 48 are its WGPs).
+    with toolchain.device_as(get_target("gfx1100")):
+        static = json.loads(subprocess.run(["amd-smi", "static", "--json"], capture_output=True, text=True,
+                                           check=True).stdout)
+        ids = subprocess.run(["rocm-smi", "--showid"], capture_output=True, text=True, check=True).stdout
+    assert static[0]["asic"] | static[0]["vram"] == {
+        "market_name": "AMD Radeon RX 7900 XTX", "vendor_id": "0x1002",
+        "vendor_name": "Advanced Micro Devices Inc. [AMD/ATI]", "device_id": "0x744c",
+        "target_graphics_version": "gfx1100", "num_compute_units": 96,
+        "type": "GDDR6", "size": {"value": 24560, "unit": "MB"}}
+    assert "Device ID: \t0x744c" in ids
 
 
 def test_the_stand_ins_of_a_process_killed_go_with_the_next_one_made(tmp_path: Path) -> None:

@@ -206,7 +206,8 @@ def _launcher_view_table() -> dict[str, dict[str, Any]]:
     return table
 
 
-@pytest.mark.parametrize("target", ["sm90", "sm100", "sm103", "sm120", "gfx942", "gfx950"])
+@pytest.mark.parametrize("target", ["sm90", "sm100", "sm103", "sm120", "gfx942", "gfx950", "gfx1100", "gfx1151",
+                                    "gfx1201", "gfx1250"])
 def test_launcher_reads_the_devices_real_properties(target: str) -> None:
     import torch
     import triton
