@@ -45,6 +45,17 @@ DEFAULT_KNOBS: dict[str, dict[str, tuple[Any, ...]]] = {
           LLVM_KNOB: LLVM_OPTIONS},
     NVIDIA: {"num_warps": (4, 8), "num_stages": (2, 3, 4), "maxnreg": (128, 168, 255)},
 }
+# The wave32 AMD targets (RDNA, gfx1250) differ: a wave addresses at most 256 VGPRs of a SIMD's 1536 on RDNA,
+# so waves_per_eu below 5 reserves nothing more (LLVM cannot allocate past 256; docs/figures.md), and up to 16
+# waves fit; their WMMA has no kpack and no 32-wide instruction; RDNA runs a workgroup on one CU or on a whole
+# WGP (Triton's ``wgp_cu_mode``: on one CU the LDS a workgroup sees is the CU's, and its waves share 2 SIMDs).
+_WAVE32_AMD_KNOBS: dict[str, tuple[Any, ...]] = {
+    "num_warps": (2, 4, 8), "num_stages": (1, 2, 3), "waves_per_eu": (6, 8, 12), SCHED_KNOB: SCHED_STRATEGIES,
+    LLVM_KNOB: LLVM_OPTIONS}
+TARGET_KNOBS: dict[str, dict[str, tuple[Any, ...]]] = {
+    **{name: {**_WAVE32_AMD_KNOBS, "wgp_cu_mode": ("cu",)} for name in ("gfx1100", "gfx1151", "gfx1201")},
+    "gfx1250": _WAVE32_AMD_KNOBS,
+}
 # Knobs a target's Triton takes but ignores: gfx950's backend overwrites kpack with 1 (with a warning).
 IGNORED_KNOBS = {"gfx950": ("kpack",)}
 # A launch option that never reaches the code (how the grid is launched): the control variant.
@@ -92,7 +103,8 @@ def knobs_for(row: Row, asked: list[tuple[str, tuple[Any, ...]]], options: froze
     ignored = IGNORED_KNOBS.get(target.name, ())
     constexprs = row.build or {}
     if not asked:
-        return [Knob(name, values, True) for name, values in DEFAULT_KNOBS[target.vendor].items()
+        defaults = TARGET_KNOBS.get(target.name, DEFAULT_KNOBS[target.vendor])
+        return [Knob(name, values, True) for name, values in defaults.items()
                 if (name == LLVM_KNOB or _option_of(name) in options) and name not in ignored]
     knobs = []
     for name, values in asked:

@@ -109,3 +109,17 @@ def test_parse_knob() -> None:
     assert parse_knob("sched_strategy=max-ilp") == ("sched_strategy", ("max-ilp",))
     with pytest.raises(SpaceError):
         parse_knob("num_warps")
+
+
+def test_the_wave32_amd_targets_knobs() -> None:
+    """RDNA and gfx1250: their Triton's own launch options; no kpack or 32-wide WMMA to try, waves_per_eu where
+    it can still bind (a wave addresses 256 VGPRs of RDNA's 1536), and on RDNA one CU in place of the WGP."""
+    from regsurvey.compile.toolchain import launch_option_names
+    from regsurvey.model.targets import TARGETS
+
+    for target in ("gfx1100", "gfx1151", "gfx1201", "gfx1250"):
+        options = launch_option_names(TARGETS[target])
+        knobs = {k.name: k.values for k in knobs_for(_row(target=target), [], options)}
+        assert "kpack" not in knobs and "matrix_instr_nonkdim" not in knobs
+        assert knobs["waves_per_eu"] == (6, 8, 12)
+        assert knobs.get("wgp_cu_mode") == (None if target == "gfx1250" else ("cu",))
