@@ -219,3 +219,46 @@ def upgrade_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     git(repo, "init", "-q", "-b", "main")
     commit_all(repo, "two kinds")
     return repo.resolve(), root / "store"
+
+
+# A target this Triton cannot build for: a record regsurvey does not have (gfx1250's with an arch no LLVM knows),
+# which Triton 3.11 is said to build first. What a survey naming it says, in one line.
+MADE_UP_TARGET = "gfx9999"
+
+
+@pytest.fixture
+def made_up_target(monkeypatch: pytest.MonkeyPatch) -> str:
+    """:data:`MADE_UP_TARGET` among the targets (in this process) for the test; the line that refuses a survey of
+    it, as compile.toolchain's probe finds this Triton unable to build for it (for real: a compile of it)."""
+    import dataclasses
+
+    import triton
+
+    from regsurvey.compile import triton_facts
+    from regsurvey.model import targets
+
+    record = dataclasses.replace(targets.TARGETS["gfx1250"], name=MADE_UP_TARGET, arch=MADE_UP_TARGET)
+    monkeypatch.setitem(targets.TARGETS, MADE_UP_TARGET, record)
+    monkeypatch.setitem(triton_facts.FIRST_BUILDING_RELEASE, MADE_UP_TARGET, (3, 11))
+    return (f"target {MADE_UP_TARGET}: Triton {triton.__version__} cannot build for it (its AMD backend does not "
+            f"know {MADE_UP_TARGET}); Triton 3.11 or newer can")
+
+
+# A ptxas that is none: says it is CUDA {release}'s, refuses the --gpu-name values {refuses} names as ptxas does,
+# and otherwise writes an empty cubin. What the probe of what a Triton builds is given to find an older ptxas.
+STAND_IN_PTXAS = """#!/bin/sh
+case "$*" in *--version*) echo "Cuda compilation tools, release {release}, V{release}.0"; exit 0;; esac
+for arg in "$@"; do case "$arg" in --gpu-name=*) name="${{arg#--gpu-name=}}";; esac; done
+case " {refuses} " in *" $name "*) echo "ptxas fatal   : Value '$name' is not defined for option 'gpu-name'" >&2
+    exit 255;; esac
+while [ $# -gt 0 ]; do if [ "$1" = -o ]; then : > "$2"; fi; shift; done
+"""
+# The variables naming the ptxas Triton runs (below sm_90 and from it on; Triton 3.6 to 3.9 alike).
+PTXAS_VARIABLES = ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH")
+
+
+def write_stand_in_ptxas(where: Path, release: str, refuses: tuple[str, ...] = ()) -> Path:
+    """:data:`STAND_IN_PTXAS` of CUDA ``release``, refusing ``refuses`` (``sm_103a`` ...), at ``where``."""
+    where.write_text(STAND_IN_PTXAS.format(release=release, refuses=" ".join(refuses)))
+    where.chmod(0o755)
+    return where

@@ -41,6 +41,7 @@ import mmap
 import os
 import pickle
 import re
+import signal
 import sys
 import time
 import traceback
@@ -55,7 +56,7 @@ from ..keys.session import CapturedLaunch, CaptureSession
 from ..model.compile_time import StageTimes
 from ..model.targets import TARGETS, Target
 from . import management
-from .triton_facts import FP_FUSION_VAR, PTXAS_LOG, object_key
+from .triton_facts import AMDGCN, FP_FUSION_VAR, PTXAS_LOG, object_key
 
 # Each target gets its own fake device index: JITFunction caches binder, backend and target per
 # device, so a per-target index keeps one worker from reusing gfx950's binder for sm90.
@@ -1269,6 +1270,176 @@ def warm_up() -> None:
     for target in TARGETS.values():
         with contextlib.suppress(Exception):  # a backend this Triton lacks: its keys fail, with a message
             make_backend(gpu_target(target))
+
+
+# What cannot_build compiles: one kernel that does nothing, in Triton's own IR.
+_PROBE_TTIR = "module {\n  tt.func public @regsurvey_probe() {\n    tt.return\n  }\n}\n"
+_PROBE_TIMEOUT_S = 60.0  # (tens of milliseconds; a loaded machine's cold disk: seconds)
+
+# How each part of a compile says it does not know the arch it is asked for (read in what it printed and
+# raised), first match wins; its groups are what it says. Triton's own backend ("unsupported
+# target", its TargetInfo: 3.5's gfx1250, whose LLVM knew it); Triton 3.9's AMD code generator deriving its
+# triple; LLVM, which says so on stderr and goes on, building for no processor in particular
+# ("amdgcn-amd-amdhsa--gfx000"); ptxas; LLVM ending the process (a ptxas older than the target: Triton asks
+# LLVM for the PTX version that ptxas reads, too old for the target); a Triton without the backend at all.
+_DOES_NOT_KNOW: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"unsupported target: '([^']+)'"), "its {vendor} backend does not know {0}"),
+    (re.compile(r"invalid AMD GPU architecture: ([\w:+-]+)"), "its LLVM does not know {0}"),
+    (re.compile(r"'([^']+)' is not a recognized processor for this target"), "its LLVM does not know {0}"),
+    (re.compile(r"Value '([^']+)' is not defined for option 'gpu-name'"), "its {ptxas} does not know {0}"),
+    (re.compile(r"LLVM ERROR: PTX version (\d+\.\d+) does not support target '([^']+)'"),
+     "its {ptxas} reads PTX {0}, too old for {1}"),
+    (re.compile(r"LLVM ERROR: ([^\n]+)"), "its LLVM stops: {0}"),
+    (re.compile(r"(0) compatible backends for target"), "it has no {vendor} backend"),
+)
+# What the probe's child writes of the processor an AMD build is for (the object's .amdgcn_target).
+_BUILT_FOR = "regsurvey-probe: built for "
+_AMDGCN_TARGET = re.compile(r'\.amdgcn_target\s+"([^"]+)"')
+
+
+@functools.cache
+def cannot_build(target: Target) -> str | None:
+    """Why this process's Triton cannot build for ``target``, in a few words (``its LLVM does not know
+    gfx1250``); None where it can. Asked once per target and process, by compiling one kernel that does
+    nothing through every stage of Triton's pipeline for it, as ``triton.compile`` runs them but past its
+    cache (tens of milliseconds): Triton's own passes, LLVM, and ptxas or the AMD assembler and linker, each
+    as Triton calls it. In a child process of this one (a fork): LLVM ends the process it runs in on some
+    targets it cannot build for. What the compile printed counts as much as whether it raised: LLVM builds for
+    a processor it does not know, only saying so on stderr. A failure that names no arch (this probe's own,
+    a missing linker) is no answer: None, and the survey's builds say what they say."""
+    import tempfile
+    import warnings
+
+    try:  # what every child would do first, done once here: Triton's compiler modules and the backend
+        from triton.compiler.compiler import make_backend
+
+        make_backend(gpu_target(target))
+    except Exception as exc:  # (a Triton without the backend)
+        return _does_not_know(target, f"{type(exc).__name__}: {exc}")
+    with tempfile.TemporaryFile() as said, tempfile.TemporaryDirectory(prefix="regsurvey-probe-") as scratch:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with warnings.catch_warnings():  # (Python 3.12 warns of a fork beside threads: the child runs none)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: says everything into ``said``, then ends without Python's exit handlers
+            try:
+                _probe_child(target, said.fileno(), scratch)
+            finally:
+                os._exit(0)
+        reaped = False
+        try:
+            reaped = _reaped(pid, _PROBE_TIMEOUT_S)
+        finally:  # (past the time-out, or Ctrl-C: the child goes too; never a pid reaped, which may be reused)
+            if not reaped:
+                _ended(pid)
+        said.seek(0)
+        text = said.read().decode(errors="replace")
+    why = _does_not_know(target, text)
+    built_for = next((line.removeprefix(_BUILT_FOR) for line in text.splitlines() if line.startswith(_BUILT_FOR)),
+                     None)
+    if why is None and built_for and not re.search(rf"-{re.escape(str(target.arch))}(?::|$)", built_for):
+        why = f"its LLVM built for {built_for}, not {target.arch}"
+    return why
+
+
+def _probe_child(target: Target, said: int, scratch: str) -> None:
+    """In the probe's child: :func:`_probe_compile`, everything it prints and the exception it raises (if any)
+    into the file descriptor ``said`` (its stdout and stderr too: LLVM and MLIR write to the process's
+    stderr), and the processor an AMD build is for."""
+    os.dup2(said, 1)
+    os.dup2(said, 2)
+    with open(said, "w", closefd=False) as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            texts = _probe_compile(target, scratch)
+        except Exception as exc:  # whatever the compile raised: read with what it printed
+            print(f"\n{type(exc).__name__}: {exc}", flush=True)
+            return
+        found = _AMDGCN_TARGET.search(texts.get(AMDGCN, ""))
+        if found:
+            print(f"\n{_BUILT_FOR}{found[1]}", flush=True)
+
+
+def _reaped(pid: int, timeout: float) -> bool:
+    """Whether child ``pid`` ended and was reaped within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def _ended(pid: int) -> None:
+    """Child ``pid``, not yet reaped, killed and reaped."""
+    with contextlib.suppress(ChildProcessError, ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def _probe_compile(target: Target, scratch: str) -> dict[str, Any]:
+    """:data:`_PROBE_TTIR` compiled for ``target`` by Triton's own stages (``backend.add_stages``), in order
+    from its IR as ``triton.compile`` takes an IR file (written in ``scratch``), with nothing read from or
+    written to its cache; each stage's output by its name (``ttgir`` ... ``hsaco`` or ``cubin``)."""
+    import inspect
+
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import IRSource, make_backend
+
+    gpu = gpu_target(target)
+    backend = make_backend(gpu)
+    path = os.path.join(scratch, "regsurvey_probe.ttir")
+    with open(path, "w") as f:
+        f.write(_PROBE_TTIR)
+    context = ir.context()
+    source = IRSource(path, context, backend)
+    options = backend.parse_options(source.parse_options())
+    metadata: dict[str, Any] = {"target": gpu, **options.__dict__}
+    stages: dict[str, Callable[[Any, dict[str, Any]], Any]] = {}
+    backend.add_stages(stages, options, source.language)
+    made = {"options": options, "codegen_fns": backend.get_codegen_implementation(options),
+            "module_map": backend.get_module_map(), "context": context}
+    if "target" in inspect.signature(source.make_ir).parameters:  # (Triton 3.5 on)
+        made["target"] = gpu
+    module = source.make_ir(**made)
+    texts: dict[str, Any] = {}
+    for name in list(stages)[list(stages).index(source.ext) + 1:]:
+        module = texts[name] = stages[name](module, metadata)
+    return texts
+
+
+def _does_not_know(target: Target, said: str) -> str | None:
+    """What :data:`_DOES_NOT_KNOW` finds in ``said``, in its words; None where nothing does."""
+    for pattern, words in _DOES_NOT_KNOW:
+        found = pattern.search(said)
+        if found:
+            ptxas = _ptxas_named(target, said) if "{ptxas}" in words else ""
+            return words.format(*(group.strip() for group in found.groups()), vendor=target.vendor, ptxas=ptxas)
+    return None
+
+
+# Triton's message of a failed ptxas run ends with the command it ran, the ptxas first.
+_PTXAS_COMMAND = re.compile(r"Repro command: (\S+)")
+
+
+def _ptxas_named(target: Target, said: str) -> str:
+    """The ptxas that refused the arch, as a refusal names it: ``CUDA 12.8 ptxas``, and its path where it is
+    not Triton's own (``TRITON_PTXAS_PATH`` and the like). The one Triton's message names, else the one it
+    runs for the target."""
+    import subprocess
+
+    import triton
+
+    command = _PTXAS_COMMAND.search(said)
+    try:
+        path = command[1] if command else ptxas_path(int(target.arch))
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except Exception:  # (none to ask: it says nothing of its release)
+        return "ptxas"
+    found = re.search(r"release (\d+\.\d+)", version)
+    named = f"CUDA {found[1]} ptxas" if found else "ptxas"
+    own = os.path.dirname(os.path.realpath(triton.__file__)) + os.sep
+    return named if os.path.realpath(path).startswith(own) else f"{named} {path}"
 
 
 def ptxas_path(arch: int) -> str:

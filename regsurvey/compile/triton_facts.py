@@ -24,14 +24,59 @@ SUPPORTED_TRITON = ((3, 6), (3, 9))
 
 def supported_triton(version: str) -> bool:
     """Whether Triton ``version`` (``3.6.0``, ``3.9.0+git1a2b3c``) is a release regsurvey works with."""
-    found = re.match(r"(\d+)\.(\d+)", version)
-    return found is not None and SUPPORTED_TRITON[0] <= (int(found[1]), int(found[2])) <= SUPPORTED_TRITON[1]
+    found = release(version)
+    return found is not None and SUPPORTED_TRITON[0] <= found <= SUPPORTED_TRITON[1]
 
 
 def supported_text() -> str:
     """The supported releases in words: ``3.6 to 3.9``."""
     (a, b), (c, d) = SUPPORTED_TRITON
     return f"{a}.{b} to {c}.{d}"
+
+
+def release(version: str) -> tuple[int, int] | None:
+    """The (major, minor) release of Triton ``version`` (``3.6.0``, ``3.9.0+git1a2b3c``); None if unreadable."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+# The first Triton release that builds each target (every release after it does too), as a compile of one
+# small kernel per target with each PyPI wheel from 3.0.0 to 3.9.0 found (Linux x86-64, Python 3.11; AMD
+# before 3.5 linked by an ld.lld given in TRITON_HIP_LLD_PATH); the releases before say:
+# - gfx950: 3.1.0 "unsupported target: 'gfx950'" (Triton's own AMD backend); 3.2.0 builds it (triton#5452,
+#   "[release/3.2.x] Add gfx950 target definition").
+# - gfx1250: 3.5.1 "unsupported target: 'gfx1250'" (its LLVM knows the processor); 3.4.0 the same, and its LLVM,
+#   given a module alone, prints "'gfx1250' is not a recognized processor for this target (ignoring processor)"
+#   and builds for "gfx000"; 3.6.0 builds it (triton#8131, "[AMD] Add gfx1250 skeleton").
+# - sm100, sm120: 3.2.0's ptxas (CUDA 12.4) "Value 'sm_100' is not defined for option 'gpu-name'" (and LLVM
+#   knows no sm_120); 3.3.0 builds both with its ptxas-blackwell (CUDA 12.8; pytorch#153951 names the sm_120
+#   fix of 3.3.1).
+# - sm103: 3.5.1's ptxas (CUDA 12.8) "Value 'sm_103a' is not defined for option 'gpu-name'" (3.3's LLVM knows
+#   no sm_103a either); 3.6.0 builds it with its ptxas-blackwell (CUDA 12.9: triton#10331 lists the ptxas of
+#   each wheel).
+# - gfx942, gfx1100, gfx1151, gfx1201, sm90: 3.0.0 builds them, the oldest release tried.
+# benchmarks/first_triton.py makes those compiles again in each environment it is given.
+FIRST_BUILDING_RELEASE: dict[str, tuple[int, int]] = {
+    "gfx942": (3, 0), "gfx950": (3, 2), "gfx1100": (3, 0), "gfx1151": (3, 0), "gfx1201": (3, 0), "gfx1250": (3, 6),
+    "sm90": (3, 0), "sm100": (3, 3), "sm103": (3, 6), "sm120": (3, 3),
+}
+
+
+def cannot_build_text(target: str, version: str, why: str) -> str:
+    """The one line that refuses a survey of ``target`` with Triton ``version``, which cannot build for it
+    (``why``, as :func:`regsurvey.compile.toolchain.cannot_build` says): ``target gfx1250: Triton 3.4.0
+    cannot build for it (its LLVM does not know gfx1250); Triton 3.6 or newer can``. Where ``version`` is
+    already that release or newer, what it runs is not what the release ships (a ``TRITON_PTXAS_PATH``, a
+    build of its own): the line says so."""
+    first = FIRST_BUILDING_RELEASE.get(target)
+    if first is None:
+        since = "regsurvey knows no Triton release that can"
+    else:
+        since = f"Triton {first[0]}.{first[1]} or newer can"
+        installed = release(version)
+        if installed is not None and installed >= first:
+            since += ", with the compilers it ships"
+    return f"target {target}: Triton {version} cannot build for it ({why}); {since}"
 
 
 # The keys of a compiled kernel's ``asm`` (``CompiledKernel.asm``): its texts, from Triton's IR to the

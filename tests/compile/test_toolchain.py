@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -14,9 +15,9 @@ import pytest
 import regsurvey as rs
 from regsurvey.compile import toolchain
 from regsurvey.keys.session import CaptureSession
-from regsurvey.model.targets import get_target
+from regsurvey.model.targets import TARGETS, Target, get_target
 
-from ..conftest import TOY
+from ..conftest import PTXAS_VARIABLES, TOY, write_stand_in_ptxas
 
 
 def capture(target: str, body: Callable[[], Any]) -> CaptureSession:
@@ -575,3 +576,54 @@ def test_a_launch_whose_kernel_hashes_otherwise_is_refused(ops: Any) -> None:
     other = dataclasses.replace(portable, cache_hash="0" * 64)  # as a source changed since it travelled
     with pytest.raises(toolchain.NotRestorable, match="hashes otherwise"):
         toolchain.restored_launch(other, target)
+
+
+# -- which targets this Triton builds for (compile.toolchain.cannot_build; CI runs it on Triton 3.6 too) ---------
+
+
+def test_this_triton_builds_for_every_target() -> None:
+    assert {name: toolchain.cannot_build(target) for name, target in TARGETS.items()} == dict.fromkeys(TARGETS)
+
+
+def made_up(base: str, arch: str | int, case: str) -> Target:
+    """A target record regsurvey does not have: ``base``'s with another arch, named for the test ``case`` (the
+    probe's answer is kept per record and process)."""
+    return dataclasses.replace(get_target(base), name=f"{case}-{arch}", arch=arch)
+
+
+@pytest.mark.parametrize(("base", "arch", "why"), [
+    ("gfx1250", "gfx9999", "its AMD backend does not know gfx9999"),  # Triton's own passes, before LLVM
+    ("sm120", 999, "its LLVM does not know sm_999a"),  # LLVM says so first; the ptxas then refuses it too
+])
+def test_an_arch_this_triton_does_not_know_is_said_in_a_few_words(base: str, arch: str | int, why: str) -> None:
+    assert toolchain.cannot_build(made_up(base, arch, "unknown")) == why
+
+
+def stand_in_ptxas(where: Path, monkeypatch: pytest.MonkeyPatch, release: str, refuses: tuple[str, ...] = ()) -> Path:
+    """:func:`tests.conftest.write_stand_in_ptxas` at ``where``, the ptxas Triton runs for every arch."""
+    write_stand_in_ptxas(where, release, refuses)
+    for variable in PTXAS_VARIABLES:
+        monkeypatch.setenv(variable, str(where))
+    return where
+
+
+def test_llvm_building_for_a_processor_it_does_not_know_is_refused_though_it_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LLVM builds for a processor it does not know, saying so only on stderr: with a ptxas that takes anything,
+    the compile goes through, and the probe still says no."""
+    stand_in_ptxas(tmp_path / "ptxas", monkeypatch, "13.0")
+    assert toolchain.cannot_build(made_up("sm120", 999, "any-ptxas")) == "its LLVM does not know sm_999a"
+    assert toolchain.cannot_build(made_up("sm120", 120, "any-ptxas")) is None
+
+
+def test_a_ptxas_that_does_not_know_the_arch_is_named_by_its_release_and_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ptxas older than the target (``TRITON_PTXAS_PATH`` naming an old CUDA's) refuses its ``--gpu-name``.
+    Triton 3.9 asks LLVM for the PTX version that ptxas reads, too old for sm_120a, and LLVM ends the process
+    it runs in: the probe's child, not this one; Triton 3.6 hands the PTX to ptxas."""
+    ptxas = stand_in_ptxas(tmp_path / "ptxas", monkeypatch, "12.0", refuses=("sm_90a", "sm_120a"))
+    old = made_up("sm90", 90, "old-ptxas")
+    assert toolchain.cannot_build(old) == f"its CUDA 12.0 ptxas {ptxas} does not know sm_90a"
+    assert toolchain.cannot_build(made_up("sm120", 120, "old-ptxas")) in (
+        f"its CUDA 12.0 ptxas {ptxas} reads PTX 8.0, too old for sm_120a",
+        f"its CUDA 12.0 ptxas {ptxas} does not know sm_120a")

@@ -50,3 +50,29 @@ def test_the_supported_releases_are_pyprojects_and_the_installed_one() -> None:
     assert facts.supported_triton(triton.__version__)
     assert [facts.supported_triton(v) for v in ("3.5.1", "3.6.0", "3.9.0+git1a2b", "3.10.0", "4.0", "x")] == [
         False, True, True, False, False, False]
+
+
+def test_every_target_names_the_first_release_that_builds_it_and_this_one_builds_each() -> None:
+    """FIRST_BUILDING_RELEASE holds every target; a release at least as new as a target's first (this one, 3.6
+    or 3.9 in CI) builds it, as compile.toolchain's probe finds."""
+    from regsurvey.compile.toolchain import cannot_build
+
+    assert set(facts.FIRST_BUILDING_RELEASE) == set(TARGETS)
+    installed = facts.release(triton.__version__)
+    assert installed is not None
+    assert {name: cannot_build(TARGETS[name]) for name, first in facts.FIRST_BUILDING_RELEASE.items()
+            if first <= installed} == dict.fromkeys(TARGETS)
+
+
+def test_a_refusal_is_one_line_naming_the_release_that_can() -> None:
+    assert facts.cannot_build_text("gfx1250", "3.4.0", "its LLVM does not know gfx1250") == (
+        "target gfx1250: Triton 3.4.0 cannot build for it (its LLVM does not know gfx1250); Triton 3.6 or newer can")
+    # A release that ships what builds it, running something else (TRITON_PTXAS_PATH): said so.
+    why = "its CUDA 12.8 ptxas /opt/ptxas does not know sm_103a"
+    assert facts.cannot_build_text("sm103", "3.9.0+git1a2b", why) == (
+        "target sm103: Triton 3.9.0+git1a2b cannot build for it (its CUDA 12.8 ptxas /opt/ptxas does not know "
+        "sm_103a); Triton 3.6 or newer can, with the compilers it ships")
+    assert facts.cannot_build_text("gfx9999", "3.9.0", "its AMD backend does not know gfx9999") == (
+        "target gfx9999: Triton 3.9.0 cannot build for it (its AMD backend does not know gfx9999); regsurvey "
+        "knows no Triton release that can")
+    assert [facts.release(v) for v in ("3.6.0", "3.10.1+git1a2b", "x")] == [(3, 6), (3, 10), None]
