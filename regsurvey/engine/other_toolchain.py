@@ -27,13 +27,14 @@ import multiprocessing
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from ..compile.triton_facts import supported_text, supported_triton
+from ..compile.triton_facts import cannot_build_text, supported_text, supported_triton
+from ..model.targets import get_target
 from .errors import SurveyError
 
 # The spelling of "this process's own environment" wherever a toolchain is named (upgrade's --to default).
@@ -92,6 +93,11 @@ try:
     found["nvdisasm"] = tool_path("nvdisasm")
 except BaseException:
     pass
+try:
+    from regsurvey.model.targets import TARGETS
+    found["cannot_build"] = {name: toolchain.cannot_build(target) for name, target in TARGETS.items()}
+except BaseException:
+    pass
 done(toolchain=blocks)
 """
 
@@ -120,6 +126,9 @@ class OtherToolchain:
     # The nvdisasm its Triton bundles (None: none): the one that reads its ptxas' cubins whole (CUDA 13's
     # computes no life ranges of a CUDA 12 cubin), for their source-line pressure.
     nvdisasm: str | None = None
+    # Every target's name, and why its Triton cannot build for it (compile.toolchain.cannot_build there; None:
+    # it can). Empty where it did not say (one a survey will not refuse).
+    cannot_build: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -211,7 +220,8 @@ def _checked(python: str, found: dict[str, Any]) -> OtherToolchain:
                           f"({_one_line(found['silent'])})")
     return OtherToolchain(python=python, python_version=version, triton=found["triton"], torch=found["torch"],
                           toolchain=found["toolchain"], extra_path=tuple(dependency_path(found["lacking"])),
-                          nvdisasm=found.get("nvdisasm"))
+                          nvdisasm=found.get("nvdisasm"),
+                          cannot_build=dict(found.get("cannot_build", {})))
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -246,6 +256,26 @@ def toolchain_name(python: str | None) -> str:
     import triton
 
     return f"triton {triton.__version__}"
+
+
+def refuse_unbuildable(targets: Iterable[str], python: str | None) -> None:
+    """SurveyError, in one line, for the first of ``targets`` (names) that the Triton of ``python`` (None:
+    this environment's) cannot build for, naming the release that can (``target gfx1250: Triton 3.4.0 cannot
+    build for it (its LLVM does not know gfx1250); Triton 3.6 or newer can``): what a survey of them does
+    before any key is compiled. This environment's Triton is asked here, once per target and process
+    (:func:`regsurvey.compile.toolchain.cannot_build`); another's was asked by :func:`probed`, there."""
+    for target in dict.fromkeys(get_target(name) for name in targets):
+        if python is not None:
+            found = probed(python)
+            why, version = found.cannot_build.get(target.name), found.triton
+        else:
+            import triton
+
+            from ..compile.toolchain import cannot_build
+
+            why, version = cannot_build(target), triton.__version__
+        if why is not None:
+            raise SurveyError(cannot_build_text(target.name, version, why))
 
 
 def nvdisasm_of(python: str | None) -> str | None:

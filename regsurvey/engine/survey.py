@@ -39,7 +39,7 @@ from .key_reads import KeyReads
 from .key_reads import enabled as key_reads_enabled
 from .key_records import KeyRecords, namespace, recordable, reused_rows
 from .launcher_messages import survey_said_once
-from .other_toolchain import local_only, other_environment
+from .other_toolchain import local_only, other_environment, refuse_unbuildable
 from .protocol import KeysListed
 from .ray_address import ray_address
 from .schedule import Policy, Schedule, Targeted, Transport
@@ -107,6 +107,8 @@ def survey_checkout(checkout: Checkout, objects_dir: Path, options: SurveyOption
     if options.targets:
         for t in options.targets:
             get_target(t)  # raises UnknownTargetError with the known names
+        if ray_address(options) is None:  # (on a Ray cluster the actors' Triton compiles, not this one)
+            refuse_unbuildable(options.targets, options.toolchain)  # SurveyError: one line naming the release
     if not (checkout.root / "keys").is_dir():
         raise SurveyError(f"no keys/ directory in {checkout.label} ({checkout.root}): nothing to survey")
     local_only(ray_address(options), options.toolchain)
@@ -208,6 +210,8 @@ def _listed(pool: Pool[Any], checkout: Checkout, options: SurveyOptions,
     keys = [k for k in listed.keys if selected(k, options)]
     if not keys:
         raise SurveyError("no key matches the selection (--kind/--key)")
+    if ray_address(options) is None:  # the targets the keys' matrices name, where none was asked for
+        refuse_unbuildable((k.target for k in keys), options.toolchain)
     backends = sorted({get_target(k.target).backend for k in keys})
     return listed, keys, {backend: pool.toolchain(backend) for backend in backends}
 

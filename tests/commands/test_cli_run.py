@@ -13,7 +13,7 @@ import pytest
 
 from regsurvey.model.results import SCHEMA_VERSION, Row
 
-from ..conftest import commit_all, git
+from ..conftest import PTXAS_VARIABLES, commit_all, git, write_stand_in_ptxas
 from .runner import unwrapped
 
 BROKEN_KERNELS = '''
@@ -199,8 +199,27 @@ def test_stored_survey_per_commit_and_target(toy_repo: Path, tmp_path: Path) -> 
             assert (store / row["object"]["path"]).is_file()
 
 
+def test_a_target_the_triton_in_use_cannot_build_for_is_one_line(toy_repo: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: Triton made to run a ptxas older than sm103 (CUDA 12.0's, a stand-in) cannot build for it, as its
+    probe finds, and says so before anything compiles. Triton 3.9 writes the PTX version that ptxas reads, which
+    LLVM cannot write sm_103a in (LLVM ends the probe's process); 3.6 hands ptxas the PTX, which it refuses."""
+    import triton
+
+    ptxas = write_stand_in_ptxas(tmp_path / "ptxas", "12.0", refuses=("sm_103a",))
+    for variable in PTXAS_VARIABLES:
+        monkeypatch.setenv(variable, str(ptxas))
+    out = regsurvey("run", "-q", "--target", "sm103", "--store", str(tmp_path / "store"), cwd=toy_repo)
+    assert (out.returncode, out.stdout) == (2, ""), out.stderr
+    assert out.stderr in [f"regsurvey: error: target sm103: Triton {triton.__version__} cannot build for it (its CUDA "
+                          f"12.0 ptxas {ptxas} {why}); Triton 3.6 or newer can, with the compilers it ships\n"
+                          for why in ("reads PTX 8.0, too old for sm_103a", "does not know sm_103a")], out.stderr
+    assert list((tmp_path / "store").rglob("*.cubin")) == []
+
+
 @pytest.mark.parametrize(("args", "message"), [
-    (("--target", "gfx999"), "unknown target 'gfx999'; known targets: gfx942, gfx950, sm90, sm100, sm103, sm120"),
+    (("--target", "gfx999"), "unknown target 'gfx999'; known targets: gfx942, gfx950, gfx1100, gfx1151, gfx1201, "
+                             "gfx1250, sm90, sm100, sm103, sm120"),
     (("--commit", "no-such-rev"), "unknown revision 'no-such-rev' in {repo}"),
 ])
 def test_bad_input_is_one_line(toy_repo: Path, args: tuple[str, ...], message: str) -> None:

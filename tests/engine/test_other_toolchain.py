@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from regsurvey.engine.other_toolchain import PACKAGE_PARENT
+from regsurvey.model.targets import TARGETS
 
 from ..commands.runner import assert_one_line_error, invoke
 from ..conftest import commit_all, git
@@ -114,6 +115,20 @@ def test_every_surveying_command_takes_a_toolchain(command: list[str], tmp_path:
                           "virtual environment)")
 
 
+def test_a_target_that_toolchains_triton_cannot_build_for_is_refused_in_one_line(tmp_path: Path) -> None:
+    """That environment's Triton is asked what it cannot build for (compile.toolchain.cannot_build, there); a
+    survey naming such a target is refused before anything starts, in its Triton's name."""
+    why = "its CUDA 12.8 ptxas /opt/cuda-12.8/bin/ptxas does not know sm_103a"
+    answer = {**_usable_answer(), "cannot_build": {**dict.fromkeys(TARGETS), "sm103": why}}
+    usable = _answering(tmp_path / "python", answer)
+    assert_one_line_error(invoke("run", "-C", tmp_path, "--toolchain", usable, "-t", "sm90,sm103"),
+                          f"target sm103: Triton 3.6.0 cannot build for it ({why}); Triton 3.6 or newer can, with the "
+                          "compilers it ships")
+    # The others pass (and the survey goes on: here to the project's missing keys).
+    assert_one_line_error(invoke("run", "-C", tmp_path, "--toolchain", usable, "-t", "sm90"),
+                          f"no keys/ directory in working tree ({tmp_path}): nothing to survey")
+
+
 def test_another_toolchain_on_ray_is_one_line(tmp_path: Path) -> None:
     usable = _answering(tmp_path / "python", _usable_answer())
     # (--ray sets REGSURVEY_RAY in this process: given here, the runner puts it back as it was)
@@ -171,6 +186,13 @@ def test_the_workers_import_that_environments_torch_and_triton_and_this_regsurve
     assert triton_file.startswith(prefix + os.sep) and said["torch"].startswith(prefix + os.sep)
     assert said["regsurvey"] == f"{PACKAGE_PARENT}/regsurvey/__init__.py"
     assert survey["toolchain"]["cuda"]["triton"] == version  # the block the listing worker recorded: its Triton's
+
+
+def test_that_environments_triton_says_it_builds_for_every_target(other_python: str) -> None:
+    """The probe's question asked there, of its own Triton (CI: 3.6, which builds for every target)."""
+    from regsurvey.engine.other_toolchain import probed
+
+    assert probed(os.path.abspath(other_python)).cannot_build == dict.fromkeys(TARGETS)
 
 
 def test_a_survey_through_toolchain_is_the_survey_made_inside_that_environment(

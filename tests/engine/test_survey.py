@@ -33,7 +33,7 @@ from regsurvey.model.results import Row, SaidOnce
 from regsurvey.model.targets import UnknownTargetError
 from regsurvey.model.version import READER_REVISION
 
-from ..conftest import TOY
+from ..conftest import MADE_UP_TARGET, TOY
 
 PLANTED = "CompilationError: at 12:4: out of resources"
 
@@ -126,12 +126,24 @@ def test_an_unknown_target_or_no_keys_directory_is_said_before_anything_starts(t
     announced: list[str] = []
     progress = Progress(on_survey=announced.append)
     checkout = SimpleNamespace(root=tmp_path, label="HEAD~1 (abc1234567)")
-    with pytest.raises(UnknownTargetError, match="unknown target 'gfx1100'; known targets: gfx942, gfx950, sm90, "
-                                                 "sm100"):
-        survey_checkout(checkout, tmp_path / "objects", SurveyOptions(targets=("gfx1100",)), progress)
+    with pytest.raises(UnknownTargetError, match="unknown target 'gfx999'; known targets: gfx942, gfx950, gfx1100, "
+                                                 "gfx1151, gfx1201, gfx1250, sm90, sm100"):
+        survey_checkout(checkout, tmp_path / "objects", SurveyOptions(targets=("gfx999",)), progress)
     with pytest.raises(SurveyError) as raised:
         survey_checkout(checkout, tmp_path / "objects", SurveyOptions(), progress)
     assert str(raised.value) == f"no keys/ directory in HEAD~1 (abc1234567) ({tmp_path}): nothing to survey"
+    assert announced == [] and not (tmp_path / "objects").exists()
+
+
+def test_a_target_this_triton_cannot_build_for_is_refused_before_anything_starts(tmp_path: Path,
+                                                                               made_up_target: str) -> None:
+    announced: list[str] = []
+    (tmp_path / "keys").mkdir()
+    checkout = SimpleNamespace(root=tmp_path, label="HEAD")
+    with pytest.raises(SurveyError) as raised:
+        survey_checkout(checkout, tmp_path / "objects", SurveyOptions(targets=("sm90", MADE_UP_TARGET)),
+                        Progress(on_survey=announced.append))
+    assert str(raised.value) == made_up_target
     assert announced == [] and not (tmp_path / "objects").exists()
 
 
@@ -260,6 +272,18 @@ def test_the_survey_of_a_pool_holds_the_selected_keys_rows_in_the_keys_order(tmp
     assert survey.reader == READER_REVISION and survey.created.endswith("+00:00")
     # The compile seconds of what built, kept for the next survey's order.
     assert json.loads((tmp_path / "store" / "costs.json").read_text()) == {"sm90:gemm/w2": 0.5, "sm90:gemm/w8": 0.5}
+
+
+def test_a_target_the_matrices_name_that_this_triton_cannot_build_for_is_refused_before_any_key_is_sent(
+        tmp_path: Path, made_up_target: str) -> None:
+    """No target asked for: the keys' own, as listed, are checked before the schedule sends any."""
+    listed = KeysListed((key("gemm/w2"), key("gemm/w2", MADE_UP_TARGET)), "sm90",
+                        declared=(("gemm", ("sm90", MADE_UP_TARGET)),))
+    pool = Pool(listed, {})
+    with pytest.raises(SurveyError) as raised:
+        surveyed(pool, SimpleNamespace(root=TOY), tmp_path / "objects", SurveyOptions(), Progress())
+    assert str(raised.value) == made_up_target
+    assert pool.sent == [] and pool.asked[-1] == ("close",) and not any(a[0] == "toolchain" for a in pool.asked)
 
 
 def test_a_selection_of_no_key_closes_the_pool_and_says_so(tmp_path: Path) -> None:
