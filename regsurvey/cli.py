@@ -19,7 +19,9 @@ def main() -> None:
     """Register, spill and occupancy surveys of Triton kernels, key by key, target by target.
 
     Compiles every kernel key of a commit offline on the installed Triton (no GPU needed) for AMD
-    gfx942/gfx950 and NVIDIA sm90/sm100 (sm103, sm120 on request), and reads what the objects really use.
+    gfx942/gfx950 (gfx1100, gfx1151, gfx1201, gfx1250 on request) and NVIDIA sm90/sm100 (sm103, sm120 on
+    request), and reads what the objects really use. A target that Triton cannot build for is refused,
+    naming the Triton release that can.
     """
 
 

@@ -13,6 +13,7 @@ from ..revisions.obtain import open_store
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors, split_csv
 from .helptext import examples
 from .options import (
+    TARGET_NAMES,
     check_figures,
     columns_option,
     format_option,
@@ -40,7 +41,7 @@ from .options import (
               help="Look for the first commit where the figure exceeds N in a matching build (default: where it "
                    "differs from GOOD's in a build GOOD has).")
 @click.option("-t", "--target", "targets", multiple=True, metavar="TARGET",
-              help="Only builds for these targets (repeat or comma-separate).")
+              help=f"Only builds for these targets (repeat or comma-separate: {TARGET_NAMES}).")
 @format_option(BisectResult, help="How the found commit's diff against its parent is shown.")
 @click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="Worker processes (default: usable cores).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,

@@ -15,6 +15,7 @@ from ..model.words import ARROW, count
 from ..store.files import write_text
 from .common import EXIT_OK, fail, split_csv, writing
 from .helptext import examples
+from .options import TARGET_NAMES
 
 
 @click.command(context_settings={"ignore_unknown_options": True}, epilog=examples(
@@ -28,7 +29,8 @@ from .helptext import examples
 @click.option("--offline", "offline", metavar="TARGET",
               help="No GPU: a stub driver for TARGET stands in, launches are recorded, not run.")
 @click.option("-t", "--target", "targets", multiple=True, metavar="TARGET",
-              help="Targets the keys file surveys (default: the captured device, else gfx950 and sm90).")
+              help=f"Targets the keys file surveys ({TARGET_NAMES}; default: the captured device, else gfx950 and "
+                   "sm90).")
 @click.option("--records", "records_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also keep the raw launch records (JSON lines) here.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)

@@ -14,7 +14,7 @@ from ..model.coverage import Coverage
 from ..model.targets import get_target
 from .common import EXIT_FINDINGS, EXIT_OK, command_errors
 from .helptext import examples
-from .options import format_option, write_report
+from .options import TARGET_NAMES, format_option, write_report
 
 
 @click.command(epilog=examples(
@@ -24,7 +24,7 @@ from .options import format_option, write_report
 ))
 @click.argument("capture", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-t", "--target", "target", metavar="TARGET",
-              help="The target to specialize both sides for (default: the capture's device).")
+              help=f"The target to specialize both sides for ({TARGET_NAMES}; default: the capture's device).")
 @click.option("--kind", "kinds", multiple=True, metavar="GLOB", help="Only the keys of kinds matching this pattern.")
 @click.option("--key", "keys", multiple=True, metavar="GLOB", help="Only keys whose id matches.")
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),

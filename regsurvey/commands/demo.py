@@ -21,7 +21,7 @@ from ..store.files import write_text
 from ..store.store import Store
 from .common import BAD_INPUT, EXIT_OK, explained, fail, split_csv, writing
 from .helptext import examples
-from .options import make_report_dir, make_survey_options, selection_options, toolchain_option
+from .options import TARGET_NAMES, make_report_dir, make_survey_options, selection_options, toolchain_option
 
 SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
 
@@ -32,7 +32,7 @@ SHOWN_LINES = 10  # of the summary, in the terminal; the report has them all
      "the same on gfx942 and sm100, keeping the demo repository to try other commands in"),
 ))
 @selection_options(
-    target_help=f"Targets (default: {','.join(DEMO_TARGETS)}); e.g. --target gfx942,gfx950,sm90,sm100,sm103,sm120.",
+    target_help=f"Targets (repeat or comma-separate: {TARGET_NAMES}; default: {','.join(DEMO_TARGETS)}).",
     kind_help=f"Kinds to survey (default: {','.join(DEMO_KINDS)}, the one the change touches; "
               "--kind '*' for the whole layer).",
     key_help="Only keys whose id matches, e.g. 'mla_decode/tp4/*' (a quicker look).")

@@ -20,6 +20,7 @@ from ..store.objectstore import ObjectStore
 from .common import EXIT_OK, command_errors, fail
 from .helptext import examples
 from .options import (
+    TARGET_NAMES,
     columns_option,
     format_option,
     make_survey_options,
@@ -48,8 +49,8 @@ from .options import (
                    "root).")
 @click.option("--top", type=click.IntRange(1), default=12, show_default=True,
               help="How many of the lines holding the most registers to list.")
-@selection_options(target_help="Only the builds for these targets (repeat or comma-separate); surveyed if the "
-                   "stored survey has none.")
+@selection_options(target_help=f"Only the builds for these targets (repeat or comma-separate: {TARGET_NAMES}); "
+                   "surveyed if the stored survey has none.")
 @store_options
 @click.option("-C", "--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=Path("."), help="Run as if started in this directory.")

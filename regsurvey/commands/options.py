@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..model.options import SurveyOptions
-from ..model.targets import get_target
+from ..model.targets import TARGETS, get_target
 from ..repo.checkout import repo_root
 from ..store.files import write_text
 from .common import fail, split_csv, usable_cores, writing
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from ..output.formats import Style
 
 
-_TARGET_HELP = "Targets to compile for (repeat or comma-separate); overrides the keys' matrices."
+# The targets every command's --target names: gfx942, gfx950, gfx1100, ... sm120.
+TARGET_NAMES = ", ".join(TARGETS)
+_TARGET_HELP = f"Targets to compile for (repeat or comma-separate: {TARGET_NAMES}); overrides the keys' matrices."
 _KIND_HELP = "Only kinds matching this pattern."
 _KEY_HELP = "Only keys whose id matches, e.g. 'mla_decode/tp8/*'."
 

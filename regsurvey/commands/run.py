@@ -31,6 +31,8 @@ from .options import (
     ("regsurvey run --target gfx950,sm90 --kind 'mla_*'", "survey the working tree's MLA kinds for gfx950 and sm90"),
     ("regsurvey run --commit HEAD~1 --format json > base.json",
      "survey the parent commit, as a file that diff takes in place of a revision"),
+    ("regsurvey run --target gfx1100,gfx1151,gfx1201,gfx1250,sm103,sm120",
+     "the targets surveyed only where named: RDNA 3 to 4, gfx1250, B300, RTX 50-series"),
 ))
 @click.option("--commit", "rev", metavar="REV", help="Survey this git revision (in a temporary worktree). "
               "Default: the working tree as it is.")

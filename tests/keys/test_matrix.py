@@ -50,8 +50,9 @@ def test_target_override() -> None:
 
 
 def test_unknown_target_lists_the_known_ones() -> None:
-    with pytest.raises(UnknownTargetError, match="known targets: gfx942, gfx950, sm90, sm100"):
-        rs.Matrix(targets=["gfx1100"], tp=[4])
+    with pytest.raises(UnknownTargetError, match="known targets: gfx942, gfx950, gfx1100, gfx1151, gfx1201, gfx1250, "
+                                                 "sm90, sm100, sm103, sm120"):
+        rs.Matrix(targets=["gfx1030"], tp=[4])
     assert rs.get_target("MI355X").name == "gfx950" and rs.get_target("sm_90a").name == "sm90"
 
 
