@@ -49,8 +49,8 @@ def release(version: str) -> tuple[int, int] | None:
 #   given a module alone, prints "'gfx1250' is not a recognized processor for this target (ignoring processor)"
 #   and builds for "gfx000"; 3.6.0 builds it (triton#8131, "[AMD] Add gfx1250 skeleton").
 # - sm100, sm120: 3.2.0's ptxas (CUDA 12.4) "Value 'sm_100' is not defined for option 'gpu-name'" (and LLVM
-#   knows no sm_120); 3.3.0 builds both with its ptxas-blackwell (CUDA 12.8; pytorch#153951 names the sm_120
-#   fix of 3.3.1).
+#   knows no sm_120); 3.3.0 builds both with its ptxas-blackwell (CUDA 12.8); 3.3.1 fixes the compile of some
+#   kernels for sm_120 (triton#6771, as pytorch#153951 names it).
 # - sm103: 3.5.1's ptxas (CUDA 12.8) "Value 'sm_103a' is not defined for option 'gpu-name'" (3.3's LLVM knows
 #   no sm_103a either); 3.6.0 builds it with its ptxas-blackwell (CUDA 12.9: triton#10331 lists the ptxas of
 #   each wheel).
