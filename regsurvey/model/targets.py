@@ -384,11 +384,12 @@ TARGETS: dict[str, Target] = {
             reg_alloc_granule=24, shared_alloc_granule=512, lds_per_workgroup=64 * 1024, has_cu_mode=True,
             max_vgprs=256,
         ),
-        # gfx1250 (wave32 only, no CU mode): 1024 VGPRs a lane in granules of 16, 16 waves a SIMD, 4 SIMDs sharing
-        # 320 KiB of LDS (any of it one workgroup's) in blocks of 2 KiB.
+        # gfx1250 (wave32 only, no WGP mode): 1024 VGPRs a lane in granules of 16, 16 waves a SIMD, 4 SIMDs sharing
+        # 320 KiB of LDS (any of it one workgroup's) in blocks of 2 KiB, 16 workgroups of more than one wave (the
+        # barriers of a CU: LLVM gives 32 only to an RDNA WGP).
         Target(
             name="gfx1250", backend="hip", arch="gfx1250", warp_size=32, device=_GFX1250,
-            regs_per_lane=1024, max_waves_per_simd=16, simds_per_cu=4, max_blocks_per_cu=32,
+            regs_per_lane=1024, max_waves_per_simd=16, simds_per_cu=4, max_blocks_per_cu=16,
             shared_bytes_per_cu=320 * 1024, torch_hip_version="7.0.51831", management=_GFX1250_MANAGEMENT,
             reg_alloc_granule=16, shared_alloc_granule=2048, max_vgprs=1024,
         ),

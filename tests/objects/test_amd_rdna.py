@@ -176,7 +176,7 @@ def test_the_lds_limit_is_llvms_at_every_workgroup_boundary(target: str, cu_mode
                     if 0 < (size := unit // workgroups + delta) <= unit + 1} | {record.max_lds_per_workgroup + 1})
     features = "+cumode" if cu_mode else ""
     differ = [(lds, warps, ours, llvm)
-              for warps in (1, 4, 16) for lds in sizes
+              for warps in (1, 2, 4, 16) for lds in sizes
               if (ours := amd_occupancy(vgprs=8, sgprs=16, lds_bytes=lds, num_warps=warps, target=record,
                                         cu_mode=cu_mode))
               != (llvm := llvm_occupancy(target, lds_bytes=lds, workgroup=warps * 32, features=features))]
