@@ -27,7 +27,10 @@ def hold_tile_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
     With BLOCK=16384 on one 64-lane wave that is 512 values per lane: more than the 512-entry unified
     VGPR file holds beside everything else, so gfx950 spills VGPRs to scratch (and fills the AGPRs).
-    With BLOCK=4096 on one 32-thread warp sm90 runs out of its 255 registers and spills to local.
+    With BLOCK=4096 on one 32-thread warp sm90 runs out of its 255 registers and spills to local, and one
+    32-lane wave of RDNA (256 VGPRs a wave) spills 98 VGPRs (gfx1100; 88 on gfx1201) to scratch. gfx1250's
+    waves address 1024 VGPRs: it holds the tile in 635 of them (above v255 through ``s_set_vgpr_msb``), and
+    spills only when ``waves_per_eu=8`` leaves it 128 (208 VGPRs, in clauses).
     """
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -44,7 +47,8 @@ def many_buffers_kernel(
 
     Compiled with ``tt.pointer_range=32`` on the pointers (what a launch gives tensors under 2 GB on
     AMD), each becomes a 4-SGPR buffer resource descriptor: 32 of them cannot fit in gfx950's ~100
-    SGPRs, so LLVM spills SGPRs to VGPR lanes (v_writelane_b32).
+    SGPRs, so LLVM spills SGPRs to VGPR lanes (v_writelane_b32); so do RDNA and gfx1250 (wave32: 32 lanes
+    a VGPR).
     """
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -109,7 +113,9 @@ def nested_loops_kernel(x_ptr, y_ptr, out_ptr, n_outer, n_inner, BLOCK: tl.const
 
     With BLOCK=16384 on one 64-lane wave gfx950 spills before the loops, in the outer loop and in the
     inner one (depths 0, 1 and 2); with BLOCK=4096 on one 32-thread warp sm90 spills before the loops and
-    in the outer one. ``maxnreg`` squeezes a smaller tile into spills in the inner loop as well.
+    in the outer one, and one 32-lane wave of RDNA spills VGPRs to scratch and SGPRs to VGPR lanes at all
+    three depths (gfx1250: SGPRs only, to lanes of v256). ``maxnreg`` squeezes a smaller tile into spills in
+    the inner loop as well.
     """
     offs = tl.arange(0, BLOCK)
     keep = tl.load(x_ptr + offs)
@@ -153,10 +159,14 @@ SIGNATURES: dict[str, dict[str, str]] = {
 TARGETS = {
     "gfx942": GPUTarget("hip", "gfx942", 64),
     "gfx950": GPUTarget("hip", "gfx950", 64),
+    # RDNA 3, 3.5 and 4, and GFX12.5 (issue 39): wave32.
     "gfx1100": GPUTarget("hip", "gfx1100", 32),
     "gfx1151": GPUTarget("hip", "gfx1151", 32),
     "gfx1201": GPUTarget("hip", "gfx1201", 32),
     "gfx1250": GPUTarget("hip", "gfx1250", 32),
+    # Not a regsurvey target: the arch Triton 3.9 compiles gfx1250 code for with kernarg preloading (its
+    # plain gfx1250 passes no argument `inreg`).
+    "gfx1250-strict": GPUTarget("hip", "gfx1250-strict", 32),
     "sm90": GPUTarget("cuda", 90, 32),
     "sm100": GPUTarget("cuda", 100, 32),
     "sm103": GPUTarget("cuda", 103, 32),

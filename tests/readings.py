@@ -326,12 +326,47 @@ def amd_occupancy_reading(text: str, *, lds_bytes: int, num_warps: int, target: 
     return min(registers, lds, -(-workgroups * num_warps // simds))
 
 
+_CLAUSE_SPILL = re.compile(r"^\s*s_clause\s+(0x[0-9a-fA-F]+|\d+)\s*;\s*\d+-byte Folded (?:Spill|Reload)")
+_SCRATCH_SLOT = re.compile(r"^\s*scratch_(store|load)_\w+\s+(?:off,\s*(v\d+|v\[\d+:\d+\]),\s*(?:off|s\d+)|"
+                           r"(v\d+|v\[\d+:\d+\]),\s*off,\s*(?:off|s\d+))(?![\w\[])")
+
+
+def clause_spill_lines(text: str) -> dict[int, tuple[str, int]]:
+    """The spill stores and reloads gfx11+ groups in a clause (by line, from 1: ``store`` or ``reload`` and its
+    dwords): LLVM comments the clause's ``s_clause`` header (``s_clause 0x5 ; 24-byte Folded Spill``), not its
+    members, the scratch accesses at a constant address that follow it; a clause of reloads and stores both is
+    commented as a reload."""
+    lines = [re.sub(r"(v\d+|v\[\d+:\d+\])\s*/\*(v\d+|v\[\d+:\d+\])\*/", r"\2", line) for line in text.splitlines()]
+    out: dict[int, tuple[str, int]] = {}
+    for number, line in enumerate(lines, start=1):
+        header = _CLAUSE_SPILL.match(line)
+        if not header:
+            continue
+        left = (int(header[1], 0) & 0x3F) + 1
+        for later in range(number, len(lines)):
+            code = lines[later].split(";", 1)[0].strip()
+            if not code or code.startswith(".") or code.endswith(":") or code.startswith("s_set_vgpr_msb"):
+                continue  # gfx1250's VGPR-MSB mode changes inside a clause are not of its length
+            slot = _SCRATCH_SLOT.match(lines[later])
+            if slot:
+                reg = slot[2] or slot[3]
+                span = re.match(r"v\[(\d+):(\d+)\]", reg)
+                dwords = int(span[2]) - int(span[1]) + 1 if span else 1
+                out[later + 1] = ("store" if slot[1] == "store" else "reload", dwords)
+            left -= 1
+            if not left:
+                break
+    return out
+
+
 def vgpr_spills(text: str) -> int:
-    """VGPRs the amdgcn spills: to scratch (LLVM's "N-byte Folded Spill" stores, 4 bytes a VGPR) and, on
+    """VGPRs the amdgcn spills: to scratch (LLVM's "N-byte Folded Spill" stores, 4 bytes a VGPR and a 16-bit
+    value's 2 one too; on gfx11+ the stores of the clauses it comments, :func:`clause_spill_lines`) and, on
     gfx90a and later, to AGPRs (its ``v_accvgpr_write_b32 aN, vM ; Reload Reuse`` writes). LLVM's
     ``.vgpr_spill_count`` counts both."""
-    folded = sum(int(n) for n in re.findall(r"; (\d+)-byte Folded Spill", text))
-    return folded // 4 + len(re.findall(r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", text))
+    folded = sum(-(-int(n) // 4) for n in re.findall(r"^(?!\s*s_clause).*; (\d+)-byte Folded Spill", text, re.M))
+    clauses = sum(dwords for kind, dwords in clause_spill_lines(text).values() if kind == "store")
+    return folded + clauses + len(re.findall(r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", text))
 
 
 def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
@@ -510,15 +545,21 @@ def spills_by_line(text: str) -> dict[tuple[str, int], tuple[int, int]]:
     Spill``/``Folded Reload`` to scratch, ``Reload Reuse`` AGPR copies), each counted on the line of the
     ``.loc`` before it (line 0: the compiler gave none). SGPR spills to VGPR lanes are not counted."""
     files = dict(re.findall(r'^\s*\.file\s+(\d+)\s+(?:"[^"]*"\s+)?"([^"]+)"', text, re.M))
+    clauses = clause_spill_lines(text)
     where: tuple[str, int] = ("", 0)
     counts: dict[tuple[str, int], tuple[int, int]] = {}
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", line)
         if loc:
             where = (Path(files.get(loc.group(1), "")).name, int(loc.group(2)))
             continue
-        store = "Folded Spill" in line or re.search(r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", line)
-        reload = "Folded Reload" in line or re.search(r"v_accvgpr_read_b32 v\d+, a\d+\s+;\s+Reload Reuse", line)
+        if _CLAUSE_SPILL.match(line):
+            continue  # its members are the spills
+        member = clauses.get(number, ("", 0))[0]
+        store = member == "store" or "Folded Spill" in line or re.search(
+            r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", line)
+        reload = member == "reload" or "Folded Reload" in line or re.search(
+            r"v_accvgpr_read_b32 v\d+, a\d+\s+;\s+Reload Reuse", line)
         if store or reload:
             stores, reloads = counts.get(where, (0, 0))
             counts[where] = (stores + bool(store), reloads + bool(reload))
@@ -557,13 +598,19 @@ def amd_spill_lines(text: str) -> dict[int, str]:
     ``Folded Reload``), AGPR copies (``Reload Reuse``: an accvgpr write stores, a read reloads) and SGPRs to
     VGPR lanes (``v_writelane_b32 vN, sM, K``; ``v_readlane_b32 sM, vN, K`` from a VGPR that such a write
     fills)."""
-    lines = text.splitlines()
+    # gfx1250 names a VGPR above v255 by the one it encodes and the one meant: `v0 /*v256*/`.
+    lines = [re.sub(r"v\d+\s*/\*(v\d+)\*/", r"\1", line) for line in text.splitlines()]
     lane = re.compile(r"^\s*v_writelane_b32 v(\d+), (?:s\d+|vcc_lo|vcc_hi), \d+\b")
     lane_vgprs = {m[1] for line in lines if (m := lane.match(line))}
     read = re.compile(r"^\s*v_readlane_b32 (?:s\d+|vcc_lo|vcc_hi), v(\d+), \d+\b")
+    clauses = clause_spill_lines(text)
     out: dict[int, str] = {}
     for number, line in enumerate(lines, start=1):
-        if re.search(r"Folded Spill|v_accvgpr_write\S* .*Reload Reuse", line) or lane.match(line):
+        if number in clauses:
+            out[number] = clauses[number][0]
+        elif _CLAUSE_SPILL.match(line):
+            continue  # its members are the spills
+        elif re.search(r"Folded Spill|v_accvgpr_write\S* .*Reload Reuse", line) or lane.match(line):
             out[number] = "store"
         elif re.search(r"Folded Reload|v_accvgpr_read\S* .*Reload Reuse", line) or (
                 (m := read.match(line)) and m[1] in lane_vgprs):

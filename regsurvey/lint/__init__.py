@@ -15,6 +15,7 @@ the PTX uses the argument) or ``note`` (loaded and never read, with nothing sayi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..errors import CorruptObjectError
@@ -106,7 +107,9 @@ def _layouts(text: str, info: HsacoInfo | None) -> dict[str, kernarg.KernargLayo
 
 
 def _arch(target: str | None) -> str:
-    # "amdgpu9.50-amd-amdhsa-unknown-gfx950" or "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".
+    # "amdgpu9.50-amd-amdhsa-unknown-gfx950", "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" or
+    # "amdgpu12.50s-amd-amdhsa-unknown-gfx1250-strict".
     if not target:
         return "amdgcn"
-    return target.rsplit("-", 1)[-1].split(":", 1)[0]
+    found = re.search(r"\b(gfx[0-9a-f]+(?:-strict)?)(?::|$)", target)
+    return found[1] if found else target.rsplit("-", 1)[-1].split(":", 1)[0]

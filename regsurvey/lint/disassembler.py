@@ -4,6 +4,11 @@ Triton's bindings carry no AMD disassembler, and LLVM before 20 does not know gf
 objdump crashes on it), so an installed LLVM >= 20 is needed: on PATH, or Debian/Ubuntu's
 ``/usr/lib/llvm-<N>/bin`` (``apt-get install llvm-22``). ``REGSURVEY_LLVM_OBJDUMP`` names one explicitly
 (and, set to anything else, turns the search off).
+
+Debian's LLVM 22 reads RDNA 3/3.5/4 and gfx1250 objects as Triton 3.9 prints their code, gfx1250's VGPRs
+above v255 included (``v0 /*v256*/``, after the ``s_set_vgpr_msb`` it follows); it writes a zero scalar-load
+offset as ``null`` and gfx12's forced literals as ``lit(...)``. A disassembler that printed v256 as a bare
+``v0`` would leave the lint nothing to judge (``Function.vgprs_unnamed``).
 """
 
 from __future__ import annotations

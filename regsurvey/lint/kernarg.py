@@ -16,8 +16,19 @@ names come from the caller.
 
 Where the analysis cannot see every kernarg access it reports nothing for that kernel rather than
 guess: a kernarg load at a register offset, a global/buffer load through the kernarg pointer, the
-pointer used for anything but a load's base (arithmetic, a move into a VGPR), a call or an indexed
-register move. None of these occurs in Triton 3.9's code for the demo suite or the test kernels.
+pointer used for anything but a load's base (arithmetic, a move into a VGPR, gfx12's ``s_prefetch_data``
+of it), a call or an indexed register move, and gfx1250 code that addresses VGPRs above v255 in a text
+that does not name them (``s_set_vgpr_msb`` without LLVM's ``v0 /*v256*/``: the lanes of v0 and v256
+would be one). None of these occurs in Triton 3.9's code for the demo suite or the test kernels.
+
+Targets. CDNA (gfx942, gfx950) preloads kernargs into user SGPRs behind a compatibility prologue that loads
+them again and jumps to the real entry (:func:`find_entry`). RDNA 3/3.5/4 (gfx11, gfx12.0) preloads
+nothing, though Triton marks the arguments ``inreg``: the kernarg pointer alone is a user SGPR pair (gfx1100
+pads ``.amdhsa_user_sgpr_count`` to 15 around a hardware bug; the padding holds no argument). Triton 3.9
+marks nothing ``inreg`` for gfx1250; its ``gfx1250-strict`` arch does, and LLVM then preloads with no
+prologue at all: the preloaded SGPRs hold the arguments from the first instruction on. Wave32 code (RDNA,
+gfx1250) has 32 lanes a VGPR to spill SGPRs to, VCC is ``vcc_lo`` (``vcc_hi`` an SGPR of its own), and
+VOPD pairs (``v_dual_mov_b32 v1, v2 :: v_dual_add_f32 ...``) read both halves before writing either.
 
 Its length (over 500 lines) is one analysis: the kernarg layout, the dataflow through copies, SGPR
 spills and lane writes, and the verdicts depend on each other's details and are read together.
@@ -29,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..objects.amd_object import HsacoKernel, KernelArg
+from ..objects.amd_spills import slot_addresses
 from ..objects.amdgcn import SGPR_VALUE_FILES, Block, Function, Instruction, Register, reachable
 from ..objects.amdgcn_effects import defs_and_uses
 from .finding import ERROR, NOTE, Finding, Severity
@@ -62,6 +74,7 @@ class KernargLayout:
     preload_length: int  # dwords preloaded
     preload_offset: int  # first preloaded dword of the kernarg segment
     args: tuple[KernelArg, ...]  # the metadata's .args, hidden ones included
+    wave32: bool = False  # waves of 32 lanes (RDNA, gfx1250): VCC is vcc_lo, and vcc_hi an SGPR of its own
 
 
 def layout_from_directives(directives: Mapping[str, int], args: Sequence[KernelArg]) -> KernargLayout:
@@ -79,6 +92,7 @@ def layout_from_directives(directives: Mapping[str, int], args: Sequence[KernelA
         preload_length=directives.get("user_sgpr_kernarg_preload_length", 0),
         preload_offset=directives.get("user_sgpr_kernarg_preload_offset", 0),
         args=tuple(args),
+        wave32=bool(directives.get("wavefront_size32", 0)),
     )
 
 
@@ -91,6 +105,7 @@ def layout_from_hsaco(kernel: HsacoKernel) -> KernargLayout:
         preload_length=kd.kernarg_preload_length,
         preload_offset=kd.kernarg_preload_offset,
         args=kernel.args,
+        wave32=kd.wave32,
     )
 
 
@@ -209,6 +224,7 @@ class _Analysis:
         self.pointer: set[int] = set()  # origins that are the kernarg pointer itself
         self.events: dict[int, _Events] = {}
         self.abstain: str | None = None
+        self.addresses = {id(inst): a for inst, a in zip(function.instructions, slot_addresses(function))}
 
     # -- origins ---------------------------------------------------------------------------------
 
@@ -311,7 +327,9 @@ class _Analysis:
         """Apply one instruction to ``state``: copies move origins, reads are recorded, writes kill."""
         m = inst.mnemonic
         ops = inst.operands
-        if m.startswith(("s_load_", "s_buffer_load_", "s_scratch_load_")):
+        if inst.dual is not None:
+            self._dual(inst, state)
+        elif m.startswith(("s_load_", "s_buffer_load_", "s_scratch_load_")):
             self._scalar_load(inst, state)
         elif m in ("s_mov_b32", "s_mov_b64", "s_cmov_b32", "s_cmov_b64") and len(ops) == 2:
             self._scalar_copy(inst, state, weak=m.startswith("s_cmov"))
@@ -319,9 +337,9 @@ class _Analysis:
             self._writelane(inst, state)
         elif m == "v_readlane_b32" and len(ops) >= 3:
             self._readlane(inst, state)
-        elif m.startswith(("scratch_store_", "buffer_store_dword")) and _constant_address(inst):
+        elif m.startswith(("scratch_store_", "buffer_store_dword", "buffer_store_b")) and _constant_address(inst):
             self._spill_store(inst, state)
-        elif m.startswith(("scratch_load_", "buffer_load_dword")) and _constant_address(inst) \
+        elif m.startswith(("scratch_load_", "buffer_load_dword", "buffer_load_b")) and _constant_address(inst) \
                 and "lds" not in inst.modifiers:
             self._spill_load(inst, state)
         elif _is_vector_copy(inst):
@@ -345,10 +363,31 @@ class _Analysis:
         else:
             self._generic(inst, state)
 
+    def _dual(self, inst: Instruction, state: _State) -> None:
+        """A VOPD pair: both halves read before either writes; a ``v_dual_mov_b32`` of a VGPR is a copy."""
+        copies = []
+        defs: list[Register] = []
+        for half in inst.halves:
+            if _is_vector_copy(half):
+                copies.append((_vector_units(half.operand_registers(0)),
+                               [state.vector.get(u) for u in _vector_units(half.operand_registers(1))]))
+                defs.extend(half.operand_registers(0))
+                continue
+            half_defs, uses = defs_and_uses(half, wave32=True)
+            self._read_units(state, _units(uses), inst)
+            self._read_vector(state, uses, inst)
+            defs.extend(half_defs)
+        self._kill_units(state, _units(defs), inst)
+        self._kill_vector(state, defs)
+        for units, values in copies:
+            for unit, lanes in zip(units, values):
+                if lanes:
+                    state.vector[unit] = lanes
+
     def _generic(self, inst: Instruction, state: _State) -> None:
         m = inst.mnemonic
         ops = inst.operands
-        defs, uses = defs_and_uses(inst)
+        defs, uses = defs_and_uses(inst, wave32=self.layout.wave32)
         if m.startswith("global_") and len(ops) >= 3:
             # global_load v0, v1, s[0:1]: a saddr through the kernarg pointer at a VGPR offset.
             base = state.scalar.get(("s", ops[2].registers[0].index)) if ops[2].register and \
@@ -378,7 +417,8 @@ class _Analysis:
                 self._read(origins, inst)
             self._kill_units(state, dst, inst)
             return
-        offset = _immediate(ops[2].text) if len(ops) >= 3 else 0
+        # gfx11+ disassembly writes a zero offset as the soffset `null` (`s_load_b256 s[44:51], s[0:1], null`).
+        offset = (0 if ops[2].text == "null" else _immediate(ops[2].text)) if len(ops) >= 3 else 0
         extra = inst.modifier("offset")
         if offset is None or other_uses:
             self.abstain = self.abstain or f"a kernarg load at a register offset: `{inst.text}` ({at(inst)})"
@@ -452,16 +492,31 @@ class _Analysis:
         elif origins:
             self._read(origins, inst)
 
-    def _slot(self, inst: Instruction, address_ops: Sequence[int]) -> tuple:
-        offset = _immediate(inst.modifier("offset") or "0") or 0
-        return ("mem", *(inst.operands[i].text for i in address_ops if i < len(inst.operands)), offset)
+    def _slot(self, inst: Instruction) -> tuple | None:
+        """The scratch slot ``inst`` accesses, ("mem", base, byte offset); None if its address is not known
+        (an SGPR address whose value the block does not set: :func:`amd_spills.slot_addresses`)."""
+        address = self.addresses.get(id(inst))
+        return None if address is None else ("mem", *address)
+
+    def _unknown_slot(self, inst: Instruction, state: _State, units: Iterable[tuple]) -> bool:
+        """At a scratch access whose address is not known: refuse the kernel if it may move lanes that hold
+        kernarg values (it stores such a VGPR, or reloads while some slot holds some). True: not known."""
+        if self._slot(inst) is not None:
+            return False
+        if any(state.vector.get(u) for u in units) or any(k[0] == "mem" and v for k, v in state.vector.items()):
+            self.abstain = self.abstain or (f"a scratch access whose slot this analysis cannot name: `{inst.text}` "
+                                            f"({at(inst)})")
+        return True
 
     def _spill_store(self, inst: Instruction, state: _State) -> None:
         # scratch_store_dword off, v5, off offset:16 / buffer_store_dword v5, off, s[0:3], 0 offset:16
         scratch = inst.mnemonic.startswith("scratch_")
         data = inst.operand_registers(1 if scratch else 0)
         self._read_units(state, _units([r for op in inst.operands for r in op.registers]), inst)
-        base = self._slot(inst, (2,) if scratch else (2, 3))
+        if self._unknown_slot(inst, state, _vector_units(data)):
+            return
+        base = self._slot(inst)
+        assert base is not None
         for i, key in enumerate(_vector_units(data)):
             slot = (*base[:-1], base[-1] + 4 * i)
             lanes = state.vector.get(key)
@@ -473,10 +528,13 @@ class _Analysis:
                 state.vector.pop(slot, None)
 
     def _spill_load(self, inst: Instruction, state: _State) -> None:
-        scratch = inst.mnemonic.startswith("scratch_")
         dst = inst.operand_registers(0)
         self._read_units(state, _units([r for op in inst.operands[1:] for r in op.registers]), inst)
-        base = self._slot(inst, (2,) if scratch else (2, 3))
+        if self._unknown_slot(inst, state, ()):
+            self._kill_vector(state, dst)
+            return
+        base = self._slot(inst)
+        assert base is not None
         self._kill_vector(state, dst)
         for i, key in enumerate(_vector_units(dst)):
             lanes = state.vector.get((*base[:-1], base[-1] + 4 * i))
@@ -522,7 +580,7 @@ def _is_vector_copy(inst: Instruction) -> bool:
     m = inst.mnemonic
     if m not in ("v_mov_b32", "v_mov_b32_e32", "v_mov_b32_e64", "v_mov_b64", "v_mov_b64_e32",
                  "v_accvgpr_write_b32", "v_accvgpr_write", "v_accvgpr_read_b32", "v_accvgpr_read",
-                 "v_accvgpr_mov_b32"):
+                 "v_accvgpr_mov_b32", "v_dual_mov_b32"):
         return False
     if len(inst.operands) != 2 or inst.modifiers:
         return False
@@ -572,7 +630,10 @@ def find_entry(function: Function, layout: KernargLayout) -> tuple[int, list[Ins
 
     With kernarg preloading, the code starts with a prologue for firmware that does not preload: it
     s_loads the preloaded arguments into the same SGPRs and branches to the real entry, 256 bytes in.
-    Its loads are never read by design, so the analysis starts at the real entry.
+    Its loads are never read by design, so the analysis starts at the real entry. That is gfx9's (gfx942,
+    gfx950); gfx1250 code that preloads (Triton's ``gfx1250-strict``) has no such prologue and starts at
+    its first instruction, which this shape (s_loads and gfx9's ``s_waitcnt`` only, then an ``s_branch``
+    to a 256-byte aligned block) does not match.
     """
     if not layout.preload_length or not function.blocks:
         return 0, []
@@ -594,6 +655,10 @@ def analyse(function: Function, layout: KernargLayout) -> KernargReport:
     analysis = _Analysis(function, layout, entry)
     if layout.kernarg_ptr_sgpr is None and not layout.preload_length:
         return KernargReport((), frozenset(), {}, None)
+    if function.vgprs_unnamed:
+        # gfx1250 code past v255 in a text that writes v256 as v0: lanes and scratch slots cannot be named.
+        return KernargReport((), frozenset(), {}, "the code addresses VGPRs above v255 (s_set_vgpr_msb) and the "
+                             "text does not say which (no `v0 /*v256*/` annotations)")
     # An unresolved jump got edges to every block (see amdgcn._blocks): still sound, just less precise.
     return analysis.run(prologue)
 

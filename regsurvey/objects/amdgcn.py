@@ -3,12 +3,19 @@
 It knows what the lint (and the AMD object reader's VGPR count) needs and nothing more:
 
 - operands and the registers they name (``s5``, ``s[36:43]``, ``v[0:3]``, ``a[0:15]``, ``ttmp[4:5]``,
-  ``vcc``, ``vcc_lo``, ``exec``, ``m0`` ...), with the modifiers (``offen``, ``offset:16``, ``glc``) apart;
+  ``vcc``, ``vcc_lo``, ``exec``, ``m0`` ...), with the modifiers (``offen``, ``offset:16``, ``glc``, gfx12's
+  ``nv`` and ``scope:SCOPE_SE``) apart;
+- gfx1250's VGPRs above v255: an instruction encodes ``v0`` and ``s_set_vgpr_msb`` supplies the high bits;
+  LLVM (its printer and llvm-objdump alike) writes the register meant after it, ``v0 /*v256*/``, and that
+  register is the operand's;
+- VOPD dual issue (gfx11+): ``v_dual_mul_f32 v1, v2, v3 :: v_dual_add_f32 v4, v5, v6`` is one instruction
+  of two halves (:attr:`Instruction.dual` holds the second), both reading before either writes;
 - functions, their instructions (each with its line in the text, and its address in a disassembly),
   labels and the ``.p2align`` that precedes a label;
 - the highest register of each file that the instructions name (``registers_named``: the exact
   ``NumVgprs`` the resource reader needs where the object holds only a rounded one);
-- branches (``s_branch``, ``s_cbranch_*``, the ``s_getpc``/``s_add``/``s_setpc`` long branch, ``s_endpgm``),
+- branches (``s_branch``, ``s_cbranch_*``, the ``s_getpc``/``s_add``/``s_setpc`` long branch and gfx12's
+  ``s_get_pc_i64``/``s_add_co_u32``/``s_set_pc_i64`` spelling of it, gfx1250's ``s_add_pc_i64``, ``s_endpgm``),
   basic blocks and the CFG;
 - the ``.amdhsa_*`` directives of each ``.amdhsa_kernel`` block and the metadata YAML between
   ``.amdgpu_metadata`` and ``.end_amdgpu_metadata`` (a subset of YAML: block maps, block sequences and
@@ -25,7 +32,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import CorruptObjectError
 
@@ -50,15 +57,29 @@ _REGISTER = re.compile(
 # No AMDGPU register file reaches this index (512 VGPRs, 256 AGPRs, ~106 SGPRs; operands encode 8-10 bits).
 _MAX_REGISTER = 1023
 _MNEMONIC = re.compile(r"^[a-z][a-z0-9_]*$")
+# gfx1250: `v0 /*v256*/`, `-v1 /*v257*/`, `v[0:1] /*v[256:257]*/`: the register the encoded one stands for
+# under the current s_set_vgpr_msb, written after it by LLVM's printer and llvm-objdump.
+_MSB_REGISTER = re.compile(r"(?<![\w.$])([sva](?:\d+|\[\d+:\d+\]))([^\s,]*)\s*/\*\s*([sva](?:\d+|\[\d+:\d+\]))\s*\*/")
+# VOPD (gfx11+): the two halves of a dual-issue VALU instruction.
+_DUAL = " :: "
 # `0000000000001600 <add_kernel>:` and `\ts_load ... // 000000001600: C0060080 00000000 <add_kernel+0x100>`.
 _OBJDUMP_FUNCTION = re.compile(r"^([0-9a-fA-F]+) <([^>]+)>:\s*$")
 _OBJDUMP_ADDRESS = re.compile(r"^\s*([0-9a-fA-F]+):")
+# Where objdump's `// ADDRESS: BYTES` comment starts (after `v0 /*v256*/` it follows `*/` unspaced).
+_OBJDUMP_COMMENT = re.compile(r"//\s*[0-9a-fA-F]+:")
 _LABEL = re.compile(r"^([.\w$]+):")
 _TYPE_FUNCTION = re.compile(r"^\s*\.type\s+([.\w$]+)\s*,\s*@function")
 
 # Instructions that end a basic block. s_cbranch_* falls through as well; s_endpgm and friends end
-# the wave; s_setpc_b64 is a jump (in a kernel: a long branch, see _long_branch_target).
+# the wave; s_setpc_b64 (gfx12: s_set_pc_i64) is a jump (in a kernel: a long branch, see _long_branch_destination);
+# gfx1250's s_add_pc_i64 jumps by an offset from the instruction after it.
 _ENDS_WAVE = {"s_endpgm", "s_endpgm_saved", "s_endpgm_ordered_ps_done", "s_code_end"}
+_SET_PC = ("s_setpc_b64", "s_set_pc_i64")
+_GET_PC = ("s_getpc_b64", "s_get_pc_i64")
+_ADD_PC = "s_add_pc_i64"
+# The halves of a long branch's offset arithmetic (gfx12 spells them s_add_co_u32 ...), and gfx12's 64-bit add.
+_ADD_LOW = {"s_add_u32": 1, "s_add_co_u32": 1, "s_sub_u32": -1, "s_sub_co_u32": -1}
+_ADD_HIGH = ("s_addc_u32", "s_add_co_ci_u32", "s_subb_u32", "s_sub_co_ci_u32")
 
 
 @dataclass(frozen=True)
@@ -107,7 +128,10 @@ class Instruction:
     ``line`` counts from 1 in the text that was parsed. ``address`` is the byte offset from the
     function's start (a disassembly gives it; for assembler text it is None). ``target`` is a
     branch's destination: a label in assembler text, an address (str of the int offset) in a
-    disassembly, or None.
+    disassembly, or None. ``dual`` is the second half of a VOPD dual-issue instruction (``v_dual_X ... ::
+    v_dual_Y ...``): this instruction is then the first half (its ``text`` the whole line), and the two
+    read their operands before either writes. An operand gfx1250 encodes below v256 and LLVM annotates
+    (``v0 /*v256*/``) is the annotated register; ``text`` keeps the line as printed.
     """
 
     mnemonic: str
@@ -117,6 +141,12 @@ class Instruction:
     text: str
     address: int | None = None
     target: str | None = None
+    dual: Instruction | None = None
+
+    @property
+    def halves(self) -> tuple[Instruction, ...]:
+        """The instruction's parts: itself, and the second half of a VOPD pair."""
+        return (self,) if self.dual is None else (self, self.dual)
 
     def operand_registers(self, index: int) -> tuple[Register, ...]:
         """Registers of operand ``index`` (empty if there is no such operand)."""
@@ -150,7 +180,23 @@ class Function:
     instructions: list[Instruction]
     blocks: list[Block]
     start_line: int
-    unresolved_jumps: int = 0  # s_setpc_b64 whose destination could not be found: edges to every block
+    unresolved_jumps: int = 0  # jumps whose destination could not be found: edges to every block
+
+    @property
+    def vgprs_unnamed(self) -> bool:
+        """Whether the code switches to VGPRs above v255 (gfx1250's ``s_set_vgpr_msb`` with a nonzero MSB) and
+        no operand names the register it means (LLVM's ``v0 /*v256*/``): a disassembler's text that prints
+        only the encoded register, v0 for v256. Its VGPR operands cannot be told apart."""
+        switched = False
+        for inst in self.instructions:
+            if "/*" in inst.text:
+                return False
+            if inst.mnemonic == "s_set_vgpr_msb" and inst.operands:
+                try:
+                    switched = switched or bool(_literal(inst.operands[0].text) & 0xFF)
+                except ValueError:
+                    switched = True
+        return switched
 
     def block_of_label(self, label: str) -> Block | None:
         """The block that starts at ``label``."""
@@ -203,7 +249,20 @@ def split_top_level(text: str, separators: str) -> list[str]:
 def parse_instruction(text: str, line: int = 0, address: int | None = None) -> Instruction | None:
     """Parse one instruction (comment already removed); None if ``text`` is not one."""
     text = text.strip()
-    mnemonic, _, rest = text.partition(" ")
+    shown = " ".join(text.split())
+    if "/*" in text:
+        text = _MSB_REGISTER.sub(r"\3\2", text)
+    if _DUAL in text:
+        first, _, second = text.partition(_DUAL)
+        x, y = _one_instruction(first, line, address, shown), _one_instruction(second, line, address, shown)
+        if x is None or y is None:
+            return None
+        return replace(x, dual=y)
+    return _one_instruction(text, line, address, shown)
+
+
+def _one_instruction(text: str, line: int, address: int | None, shown: str) -> Instruction | None:
+    mnemonic, _, rest = text.strip().partition(" ")
     if not _MNEMONIC.match(mnemonic):
         return None
     operands: list[Operand] = []
@@ -218,7 +277,7 @@ def parse_instruction(text: str, line: int = 0, address: int | None = None) -> I
             continue
         operands.append(_operand(tokens[0]))
         modifiers.extend(tokens[1:])
-    return Instruction(mnemonic, tuple(operands), tuple(modifiers), line, " ".join(text.split()), address)
+    return Instruction(mnemonic, tuple(operands), tuple(modifiers), line, shown, address)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -321,10 +380,11 @@ def _parse_assembler(text: str) -> Iterator[Function]:
 
 def _function(name: str, items: list[Instruction | tuple[str, int]], start_line: int) -> Function:
     # Only labels something refers to start a block: `.Ltmp` debug labels split nothing, nor does the
-    # label right after a long branch's s_getpc_b64 (it only names the address the offset is taken from).
+    # label right after a long branch's s_getpc_b64 or s_add_pc_i64 (it only names the address the offset is
+    # taken from).
     defined = {item[0] for item in items if not isinstance(item, Instruction)}
     after_getpc = {item[0] for prev, item in zip(items, items[1:]) if not isinstance(item, Instruction)
-                   and isinstance(prev, Instruction) and prev.mnemonic == "s_getpc_b64"}
+                   and isinstance(prev, Instruction) and prev.mnemonic in (*_GET_PC, _ADD_PC)}
     used = {name for item in items if isinstance(item, Instruction) for op in item.operands
             if "." in op.text or op.text in defined for name in re.findall(r"[.\w$]+", op.text)
             if name in defined} - after_getpc
@@ -334,7 +394,15 @@ def _function(name: str, items: list[Instruction | tuple[str, int]], start_line:
         if not isinstance(item, Instruction) and item[0] not in used:
             continue
         if isinstance(item, Instruction):
-            if _is_branch(item.mnemonic) and item.mnemonic != "s_setpc_b64" and item.operands:
+            if item.mnemonic == _ADD_PC and item.operands:
+                # `s_add_pc_i64 .LBB0_5-.Lpost_addpc0`: the block label the offset is taken to.
+                names = [n for n in re.findall(r"[.\w$]+", item.operands[0].text)
+                         if n in defined and n not in after_getpc]
+                item = _with_target(item, names[0]) if len(names) == 1 else item
+            elif item.mnemonic in _SET_PC:
+                found = _long_branch_destination(instructions, item)
+                item = _with_target(item, found) if found in defined and found not in after_getpc else item
+            elif _is_branch(item.mnemonic) and item.operands:
                 item = _with_target(item, item.operands[0].text)
             instructions.append(item)
         else:
@@ -345,7 +413,7 @@ def _function(name: str, items: list[Instruction | tuple[str, int]], start_line:
 
 
 def _with_target(inst: Instruction, target: str) -> Instruction:
-    return Instruction(inst.mnemonic, inst.operands, inst.modifiers, inst.line, inst.text, inst.address, target)
+    return replace(inst, target=target)
 
 
 # -- objdump ----------------------------------------------------------------------------------------
@@ -364,14 +432,15 @@ def _parse_objdump(text: str) -> Iterator[Function]:
             continue
         if current is None or not raw.startswith((" ", "\t")):
             continue
-        code, _, comment = raw.partition("//")
+        cut = _OBJDUMP_COMMENT.search(raw)
+        code, comment = (raw[:cut.start()], raw[cut.start() + 2:]) if cut else raw.partition("//")[::2]
         address_match = _OBJDUMP_ADDRESS.match(comment)
-        inst = parse_instruction(code, number)
+        address = int(address_match[1], 16) - base if address_match else None
+        inst = parse_instruction(code, number, address)
         if inst is None:
             continue
-        address = int(address_match[1], 16) - base if address_match else None
-        inst = Instruction(inst.mnemonic, inst.operands, inst.modifiers, number, inst.text, address)
-        if _is_branch(inst.mnemonic) and inst.mnemonic != "s_setpc_b64" and inst.operands and address is not None:
+        if _is_branch(inst.mnemonic) and inst.mnemonic not in (*_SET_PC, _ADD_PC) and inst.operands \
+                and address is not None:
             try:
                 # SOPP branches: simm16 in dwords, relative to the next instruction (4 bytes on).
                 simm = int(inst.operands[0].text, 0)
@@ -388,6 +457,20 @@ def _parse_objdump(text: str) -> Iterator[Function]:
 def _objdump_function(name: str, instructions: list[Instruction], start_line: int) -> Function:
     # Padding after the last s_endpgm (s_code_end, s_nop) belongs to no block that matters; blocks
     # start at branch targets, named by their address.
+    for i, inst in enumerate(instructions):
+        if inst.mnemonic in _SET_PC:
+            found = _long_branch_destination(instructions[:i], inst)
+            if found is not None and found.isdigit():
+                instructions[i] = _with_target(inst, found)
+        # s_add_pc_i64 <literal>: bytes from the instruction after it (its own size is its literal's).
+        after = instructions[i + 1].address if i + 1 < len(instructions) else None
+        if inst.mnemonic == _ADD_PC and inst.operands and after is not None:
+            try:
+                offset = _literal(inst.operands[0].text) & 0xFFFFFFFFFFFFFFFF
+            except ValueError:
+                continue
+            offset = offset - (1 << 64) if offset >= 1 << 63 else offset
+            instructions[i] = _with_target(inst, str(after + offset))
     targets = {inst.target for inst in instructions if inst.target is not None}
     starts: dict[int, tuple[tuple[str, ...], int]] = {}
     for i, inst in enumerate(instructions):
@@ -400,7 +483,7 @@ def _objdump_function(name: str, instructions: list[Instruction], start_line: in
 # -- blocks and CFG ---------------------------------------------------------------------------------
 
 def _is_branch(mnemonic: str) -> bool:
-    return mnemonic == "s_branch" or mnemonic.startswith("s_cbranch_") or mnemonic == "s_setpc_b64"
+    return mnemonic in ("s_branch", _ADD_PC, *_SET_PC) or mnemonic.startswith("s_cbranch_")
 
 
 def _blocks(name: str, instructions: list[Instruction], starts: dict[int, tuple[tuple[str, ...], int]],
@@ -425,20 +508,13 @@ def _blocks(name: str, instructions: list[Instruction], starts: dict[int, tuple[
         mnemonic = last_inst.mnemonic
         if mnemonic in _ENDS_WAVE:
             block.successors = []
-        elif mnemonic == "s_setpc_b64":
-            target = _long_branch_target(block, by_label)
-            if target is None:
-                function.unresolved_jumps += 1
-                block.successors = [b.index for b in blocks]
-            else:
-                block.successors = [target]
         elif _is_branch(mnemonic):
             target = by_label.get(last_inst.target or "")
             if target is None:
                 # A branch out of the function we cannot see: assume it may go anywhere.
                 function.unresolved_jumps += 1
                 block.successors = [b.index for b in blocks]
-            elif mnemonic == "s_branch":
+            elif mnemonic in ("s_branch", _ADD_PC, *_SET_PC):
                 block.successors = [target]
             else:
                 block.successors = [target] + ([falls] if falls is not None and falls != target else [])
@@ -447,42 +523,61 @@ def _blocks(name: str, instructions: list[Instruction], starts: dict[int, tuple[
     return function
 
 
-def _long_branch_target(block: Block, by_label: dict[str, int]) -> int | None:
-    """The block a long branch (``s_getpc_b64``, ``s_add_u32``/``s_sub_u32``, ``s_addc``/``s_subb``,
-    ``s_setpc_b64`` on one register pair) jumps to, or None if it is not one."""
-    insts = block.instructions
-    setpc = insts[-1]
+def _long_branch_destination(before: list[Instruction], setpc: Instruction) -> str | None:
+    """Where a long branch jumps: ``s_getpc_b64``, ``s_add_u32``/``s_sub_u32``, ``s_addc``/``s_subb``, then
+    ``setpc`` (``s_setpc_b64``) on one register pair; gfx12 spells the adds ``s_add_co_u32``/``s_add_co_ci_u32``
+    (and gfx1250 the others ``s_get_pc_i64``/``s_set_pc_i64``, or one ``s_add_nc_u64``). ``before`` are the
+    instructions before ``setpc``; the sequence is read from the last branch or end of the wave on. A label
+    name in assembler text (the one in the offset expression, ``(.LBB0_5-.Lpost_getpc0)&4294967295``), an
+    address (str of the int offset) in a disassembly, or None if it is not one."""
     pair = setpc.operand_registers(0)
     if len(pair) != 1 or pair[0].count != 2:
         return None
     lo, hi = pair[0].index, pair[0].index + 1
+    run: list[Instruction] = []
+    for inst in reversed(before):
+        if _is_branch(inst.mnemonic) or inst.mnemonic in _ENDS_WAVE:
+            break
+        run.append(inst)
     getpc = low = high = None
-    for inst in insts[:-1]:
+    sign = 1
+    for inst in reversed(run):
         regs = inst.operand_registers(0)
-        if inst.mnemonic == "s_getpc_b64" and regs == pair:
+        if inst.mnemonic in _GET_PC and regs == pair:
             getpc, low, high = inst, None, None
-        elif regs == (Register("s", lo),) and inst.mnemonic in ("s_add_u32", "s_sub_u32"):
-            low = inst
-        elif regs == (Register("s", hi),) and inst.mnemonic in ("s_addc_u32", "s_subb_u32"):
+        elif regs == (Register("s", lo),) and inst.mnemonic in _ADD_LOW:
+            low, sign = inst, _ADD_LOW[inst.mnemonic]
+        elif regs == (Register("s", hi),) and inst.mnemonic in _ADD_HIGH:
             high = inst
+        elif regs == pair and inst.mnemonic == "s_add_nc_u64":
+            low, high, sign = inst, None, 1
+        elif any(r.file == "s" and lo <= r.index + k <= hi for r in regs for k in range(r.count)):
+            getpc = None  # the pair written otherwise: not the offset arithmetic of a long branch
     if getpc is None or low is None or len(low.operands) < 3:
         return None
     expression = low.operands[2].text
-    # Assembler text: the destination label appears in the expression (`(.LBB0_5-.Lpost_getpc0)&...`).
-    for name in re.findall(r"[.\w$]+", expression):
-        if name in by_label and not name.startswith(".Lpost_getpc"):
-            return by_label[name]
-    # Disassembly: numbers, relative to the instruction after s_getpc_b64.
+    # Assembler text: the destination label appears in the expression.
+    names = [n for n in re.findall(r"(?<![\w.$])[.A-Za-z_$][.\w$]*\b(?!\s*\()", expression)
+             if not n.startswith(".Lpost_getpc")]
+    if names:
+        return names[0]
+    # Disassembly: numbers, relative to the instruction after s_getpc_b64 (4 bytes).
     if getpc.address is None:
         return None
     try:
-        value = int(expression, 0) & 0xFFFFFFFF
-        value |= (int(high.operands[2].text, 0) & 0xFFFFFFFF) << 32 if high is not None else 0
+        value = _literal(expression) & (0xFFFFFFFFFFFFFFFF if low.mnemonic == "s_add_nc_u64" else 0xFFFFFFFF)
+        value |= (_literal(high.operands[2].text) & 0xFFFFFFFF) << 32 if high is not None else 0
     except (ValueError, IndexError):
         return None
     value = value - (1 << 64) if value >= 1 << 63 else value
-    offset = value if low.mnemonic == "s_add_u32" else -value
-    return by_label.get(str(getpc.address + 4 + offset))
+    return str(getpc.address + 4 + sign * value)
+
+
+def _literal(text: str) -> int:
+    """An integer operand as llvm-objdump prints it: ``0xffffbc14``, ``-4``, gfx12's ``lit(0xffffffff)`` or
+    ``lit64(...)`` (a literal where an inline constant would do); ValueError for anything else."""
+    inner = re.fullmatch(r"lit(?:64)?\((.*)\)", text.strip())
+    return int(inner[1] if inner else text, 0)
 
 
 def registers_named(text: str) -> dict[str, int]:
@@ -495,7 +590,7 @@ def registers_named(text: str) -> dict[str, int]:
     extent: dict[str, int] = {}
     for function in parse_functions(text):
         for inst in function.instructions:
-            for operand in inst.operands:
+            for operand in (op for half in inst.halves for op in half.operands):
                 for reg in operand.registers:
                     end = reg.index + reg.count
                     if end > extent.get(reg.file, 0):

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from ..model.pressure import Frame, Pressure
-from ..objects.amd_spills import lane_vgprs, spill_accesses
+from ..objects.amd_spills import SlotAddress, is_16bit, lane_vgprs, slot_addresses, spill_accesses
 from ..objects.amdgcn import Function, Instruction, Register, parse_functions
 from ..objects.amdgcn_effects import defs_and_uses
 from ..objects.loop_spills import amd_function_loops
@@ -49,6 +49,9 @@ def amd_pressure(text: str, target: str) -> Pressure:
     if not functions:
         raise ValueError("the amdgcn text holds no kernel")
     function = functions[0]
+    if function.vgprs_unnamed:
+        raise ValueError("the amdgcn text addresses VGPRs above v255 (s_set_vgpr_msb) without naming them "
+                         "(`v0 /*v256*/`): its live VGPRs cannot be counted")
     raw = text.splitlines()
     frames = _frames_by_line(raw)
     slots = lane_vgprs(function)
@@ -107,8 +110,10 @@ class _SpillSlots:
     """Where the spilled values live between a spill store and its reloads, as bits of three more masks
     (their values' classes: VGPR, AGPR, SGPR), so that the liveness that counts registers counts them too:
 
-    - a scratch slot: each dword a ``Folded Spill`` store writes and a ``Folded Reload`` reads, named by the
-      access's base operands and offset; a VGPR's or an AGPR's value, by the register stored;
+    - a scratch slot: each dword a ``Folded Spill`` store writes and a ``Folded Reload`` reads (each half of
+      one, for a 16-bit spill), named by its address (:func:`~regsurvey.objects.amd_spills.slot_addresses`;
+      an access whose address is not known is a slot of its own); a VGPR's or an AGPR's value, by the
+      register stored;
     - an AGPR that holds a VGPR's value (``v_accvgpr_write ... ; Reload Reuse``): a VGPR value, counted as the
       AGPR itself (live as the registers are), moved from the AGPRs' count to the VGPRs';
     - a VGPR lane that holds an SGPR's value (``v_writelane_b32 vN, sM, L`` / ``v_readlane_b32 sM, vN, L``),
@@ -118,7 +123,8 @@ class _SpillSlots:
     had nothing been spilled."""
 
     def __init__(self, function: Function, spills: list[tuple[str, str, int] | None], lane_vgprs: set[int]):
-        self.ids: dict[tuple[str, int], int] = {}
+        self.ids: dict[tuple, int] = {}
+        self.addresses = {id(inst): address for inst, address in zip(function.instructions, slot_addresses(function))}
         self.reuse_agprs = 0  # AGPRs written by a Reload Reuse: a VGPR value's spill space
         self.lane_vgprs = sum(1 << i for i in lane_vgprs)
         # Each slot bit's class, from the stores that write it (a reload of a slot no store writes, an
@@ -145,12 +151,17 @@ class _SpillSlots:
         reload names (none for an AGPR's ``Reload Reuse``: the AGPR is live as registers are)."""
         kind, medium, _ = spill
         if medium == "scratch":
-            data, base = _scratch_operands(inst, kind)
+            data = _scratch_data(inst, kind)
             if data is None:
                 return []
-            first = int(inst.modifier("offset") or 0) // 4
-            return [(self.ids.setdefault((base, first + k), len(self.ids)), _FILE_OF[data.file])
-                    for k in range(data.count)]
+            address: SlotAddress | None = self.addresses.get(id(inst))
+            if address is None:
+                keys: list[tuple] = [("unknown", id(inst), k) for k in range(data.count)]
+            elif is_16bit(inst):
+                keys = [(address[0], "half", address[1] // 2)]
+            else:
+                keys = [(address[0], address[1] // 4 + k) for k in range(data.count)]
+            return [(self.ids.setdefault(key, len(self.ids)), _FILE_OF[data.file]) for key in keys]
         if medium == "vgpr-lane":
             lane_vgpr = inst.operand_registers(0 if kind == "store" else 1)[0].index
             return [(self.ids.setdefault((f"v{lane_vgpr}", int(inst.operands[2].text)), len(self.ids)), 2)]
@@ -179,14 +190,12 @@ class _SpillSlots:
         return {c: n for c, n in counts.items() if c in self.spilled}
 
 
-def _scratch_operands(inst: Instruction, kind: str) -> tuple[Register | None, str]:
-    """A scratch spill's register (stored or reloaded) and the text of its address operands: ``scratch_`` and
-    ``global_`` accesses put the data second (after the address) when storing, ``buffer_`` ones first."""
+def _scratch_data(inst: Instruction, kind: str) -> Register | None:
+    """A scratch spill's register (stored or reloaded): ``scratch_`` and ``global_`` accesses put the data second
+    (after the address) when storing, ``buffer_`` ones first."""
     at = 1 if kind == "store" and not inst.mnemonic.startswith("buffer_") else 0
     regs = inst.operand_registers(at)
-    data = regs[0] if len(regs) == 1 and regs[0].file in ("v", "a") else None
-    base = "|".join(op.text for i, op in enumerate(inst.operands) if i != at)
-    return data, base
+    return regs[0] if len(regs) == 1 and regs[0].file in ("v", "a") else None
 
 
 # -- liveness ---------------------------------------------------------------------------------------------
@@ -216,6 +225,8 @@ def _effects(inst: Instruction) -> tuple[Masks, Masks]:
 def _partial_write(inst: Instruction) -> bool:
     m = inst.mnemonic
     if m == "v_writelane_b32" or "_d16" in m:
+        return True
+    if inst.operands and inst.operands[0].text.endswith((".l", ".h")):  # gfx11+ true16: one half of a VGPR
         return True
     if m.endswith("_sdwa") and inst.modifier("dst_unused") == "UNUSED_PRESERVE":
         return True

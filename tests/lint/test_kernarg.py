@@ -1,7 +1,8 @@
 """The AMD kernarg lint: clean on real compiled kernels, exact on the ones a mutation breaks.
 
 Real kernels are compiled here (tests/objects_kernels.py, offline) or committed with the script that
-regenerates them (tests/fixtures/lint/regenerate.py, which also says what each mutation does). Small
+regenerates them (tests/fixtures/lint/regenerate.py; the mutations are tests/lint/mutations.py's, which
+tests/lint/test_kernarg_rdna.py applies to RDNA and gfx1250 compiles). Small
 hand-written kernels pin the dataflow's rules: scratch spills of lane VGPRs, loops, vcc, copies of the
 kernarg pointer.
 """
@@ -16,11 +17,13 @@ import pytest
 from regsurvey.compile.triton_facts import APPENDED_ARGS, arg_names_from_ttir
 from regsurvey.lint import ERROR, NOTE, LintInputError, lint_amdgcn
 from regsurvey.lint.disassembler import disassemble, find_objdump
-from regsurvey.lint.kernarg import analyse, find_entry, layout_from_hsaco
+from regsurvey.lint.kernarg import analyse, args_from_metadata, find_entry, layout_from_directives, layout_from_hsaco
+from regsurvey.objects import amdgcn
 from regsurvey.objects.amd_object import parse_hsaco
 from regsurvey.objects.amdgcn import parse_functions
 
 from ..objects_kernels import SIGNATURES, compile_kernel
+from .mutations import MUTATIONS
 
 APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
 
@@ -114,6 +117,17 @@ def test_fixture_bases_are_clean(name: str) -> None:
     text = (FIXTURES / base["amdgcn"]).read_text()
     llir = (FIXTURES / base["llir"]).read_text()
     assert lint_amdgcn(text, llir=llir, arg_names=base["arg_names"], appended_args=APPENDED) == []
+
+
+@pytest.mark.parametrize("name", list(MANIFEST["mutants"]))
+def test_the_shared_mutations_make_the_committed_mutants(name: str) -> None:
+    """tests/lint/mutations.py, which the RDNA tests apply to fresh compiles, is what made these fixtures."""
+    mutant, base = _mutant(name)
+    text, offsets, description = MUTATIONS[name]((FIXTURES / base["amdgcn"]).read_text())
+    assert text == (FIXTURES / mutant["amdgcn"]).read_text() and description == mutant["mutation"]
+    visible = [a for a in base["args"] if not a["value_kind"].startswith("hidden_")]
+    assert sorted({n for o in offsets for a, n in zip(visible, base["arg_names"])
+                   if a["offset"] <= o < a["offset"] + a["size"]}) == mutant["expected"]
 
 
 @pytest.mark.parametrize("name", list(MANIFEST["mutants"]))
@@ -237,6 +251,43 @@ def test_lanes_followed_through_scratch_and_agprs() -> None:
                                 "\tscratch_store_dword off, v40")) == ["a"]
     # n read by nothing (s_cmp gone): loaded in the body and never read.
     assert lost(SCRATCH.replace("\ts_cmp_eq_u32 s4, 0\n", "")) == ["n"]
+
+
+SGPR_SLOT = """\
+\ts_load_dwordx2 s[2:3], s[0:1], 0x0
+\ts_load_dword s4, s[0:1], 0x8
+\ts_waitcnt lgkmcnt(0)
+\tv_writelane_b32 v40, s2, 0
+\tv_writelane_b32 v40, s3, 1
+\ts_movk_i32 s5, 0x1010
+\tscratch_store_dword off, v40, s5      ; past the 4 KiB an offset reaches: the address in an SGPR
+\ts_movk_i32 s5, 0x1020
+\tscratch_store_dword off, v41, s5      ; another slot through the same register
+\tv_mov_b32_e32 v40, 0
+\ts_movk_i32 s5, 0x1010
+\tscratch_load_dword v42, off, s5
+\tv_readlane_b32 s6, v42, 0
+\tv_readlane_b32 s7, v42, 1
+\tglobal_store_dword v0, v1, s[6:7]
+\ts_cmp_eq_u32 s4, 0
+\ts_endpgm"""
+
+
+def test_scratch_slots_addressed_through_an_sgpr() -> None:
+    """A frame past the offset's reach (gfx11's large kernels; tests/pressure/test_pressure_rdna.py has a real
+    one): slots are told by the SGPR's value, not its name."""
+    assert lost(SGPR_SLOT) == []  # 0x1010 again: the lanes come back, though s5 addressed 0x1020 in between
+    reload = "\ts_movk_i32 s5, 0x1010\n\tscratch_load_dword"
+    assert lost(SGPR_SLOT.replace(reload, "\ts_movk_i32 s5, 0x1020\n\tscratch_load_dword")) == ["a"]
+    # An address the block does not set, while a slot holds lanes: the kernel is not judged.
+    unknown = SGPR_SLOT.replace(reload, "\ts_add_u32 s5, s9, 16\n\tscratch_load_dword")
+    assert lost(unknown) == []
+    text = kernel(unknown)
+    (function,) = parse_functions(text)
+    meta = amdgcn.metadata(text)
+    assert meta is not None
+    layout = layout_from_directives(amdgcn.amdhsa_directives(text)["k"], args_from_metadata(meta["amdhsa.kernels"][0]))
+    assert "cannot name" in (analyse(function, layout).abstain or "")
 
 
 LOOP = """\

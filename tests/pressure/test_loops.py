@@ -1,6 +1,7 @@
 """The loops in a build's register pressure (regsurvey/pressure/build.py): each loop's source line, each
 spill's loop and each line's loop depth, on ``nested_loops_kernel`` (tests/objects_kernels.py), which
-spills before, in and under two nested loops, compiled for gfx942, gfx950, sm90 and sm100."""
+spills before, in and under two nested loops, compiled for gfx942, gfx950, RDNA (gfx1100, gfx1201), gfx1250,
+sm90 and sm100 (the cases of tests/objects/test_loop_spills.py)."""
 
 from __future__ import annotations
 
