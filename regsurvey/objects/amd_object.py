@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -66,6 +67,14 @@ _USER_SGPRS = (
 # GRANULATED_WAVEFRONT_SGPR_COUNT (bits 6-9, granules of 8 on gfx9; reserved, 0, on gfx10+). The descriptor's
 # format, read before the object's target is known (``parse_hsaco``), so not a target's record.
 _SGPR_ENCODING_GRANULE = 8
+
+
+def isa_of_target(target: str) -> str:
+    """The gfx arch of an ``amdhsa.target`` string: ``amdgpu9.50-amd-amdhsa-unknown-gfx950``,
+    ``amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-``; ``gfx1250`` of Triton's ``gfx1250-strict``
+    (``amdgpu12.50s-...-gfx1250-strict``: gfx1250's ISA and encodings)."""
+    found = re.search(r"\b(gfx[0-9a-f]+)(?:-strict)?(?::|$)", target)
+    return found[1] if found else target.rsplit("-", 1)[-1].split(":", 1)[0]
 
 
 def gfx_major(arch: str) -> int:
@@ -196,8 +205,7 @@ def parse_hsaco(data: bytes) -> HsacoInfo:
         target = root.get("amdhsa.target")
         if not isinstance(target, str) or not target:
             raise CorruptObjectError("HSACO metadata has no amdhsa.target")
-        # "amdgpu9.50-amd-amdhsa-unknown-gfx950" or "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-".
-        arch = target.rsplit("-", 1)[-1].split(":", 1)[0]
+        arch = isa_of_target(target)
         symbols = _symbol_bytes(elf, data)
         kernels = tuple(_kernel(meta, symbols, arch) for meta in kinds)
     except CorruptObjectError:
