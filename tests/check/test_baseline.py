@@ -83,7 +83,7 @@ def test_a_missing_file_is_the_defaults_unless_named(tmp_path: Path) -> None:
      "b.toml: [[allow]] entry 1 (key \"gemm/*\"): unknown figure 'vgpr_spils' (figures: vgpr_spill, "),
     ('[[allow]]\nkey = "gemm/*"\nvgpr_spill = -1\nreason = "r"\n',
      'b.toml: [[allow]] entry 1 (key "gemm/*"): vgpr_spill must be a non-negative integer, not -1'),
-    ('[[allow]]\nkey = "gemm/*"\ntarget = "gfx1100"\nvgpr = 1\nreason = "r"\n',
+    ('[[allow]]\nkey = "gemm/*"\ntarget = "gfx1030"\nvgpr = 1\nreason = "r"\n',
      'b.toml: [[allow]] entry 1 (key "gemm/*"): unknown target'),
     ('[[allow]]\nkey = "gemm/*"\nreason = "r"\n',
      'b.toml: [[allow]] entry 1 (key "gemm/*"): allows no figure'),

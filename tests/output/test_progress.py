@@ -126,7 +126,7 @@ def test_every_line_shape_is_recognised_and_nothing_else() -> None:
     assert all(is_progress_line(line) and is_progress_line(line + "\n") for line in said)
     # What a check says besides its progress stays in the report of a check that could not judge.
     for other in ("regsurvey: warning: stored object objects/ab/ab.cubin does not match its sha256",
-                  "regsurvey: error: unknown target 'gfx1100'", "regsurvey: surveying", "Traceback (most recent "
+                  "regsurvey: error: unknown target 'gfx1030'", "regsurvey: surveying", "Traceback (most recent "
                   "call last):", "regsurvey: HEAD: 3 keys failed to build"):
         assert not is_progress_line(other), other
 
