@@ -365,8 +365,24 @@ def vgpr_spills(text: str) -> int:
     gfx90a and later, to AGPRs (its ``v_accvgpr_write_b32 aN, vM ; Reload Reuse`` writes). LLVM's
     ``.vgpr_spill_count`` counts both."""
     folded = sum(-(-int(n) // 4) for n in re.findall(r"^(?!\s*s_clause).*; (\d+)-byte Folded Spill", text, re.M))
-    clauses = sum(dwords for kind, dwords in clause_spill_lines(text).values() if kind == "store")
-    return folded + clauses + len(re.findall(r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", text))
+    clause_lines = clause_spill_lines(text)
+    clauses = sum(dwords for kind, dwords in clause_lines.values() if kind == "store")
+    return (folded + clauses + _uncommented_spill_stores(text, set(clause_lines))
+            + len(re.findall(r"v_accvgpr_write_b32 a\d+, v\d+\s+;\s+Reload Reuse", text)))
+
+
+def _uncommented_spill_stores(text: str, in_clauses: set[int]) -> int:
+    """gfx10+ only: VGPRs stored to scratch at a constant address by a store LLVM left without its "Folded
+    Spill" comment (gfx1250 code of gemlite's: ``scratch_store_b32 off, v2, off offset:468``, reloaded a few
+    lines on), which ``.vgpr_spill_count`` counts: Triton's kernels keep nothing in scratch but spills."""
+    if not re.search(r'^\s*\.amdgcn_target "[^"]*-gfx\d{4}', text, re.M):
+        return 0
+    count = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        store = re.match(r"\s*scratch_store_\w+ off, (v\d+|v\[(\d+):(\d+)\])(?:\s*/\*[^*]*\*/)?, off", line)
+        if store and ";" not in line and number not in in_clauses:
+            count += int(store[3]) - int(store[2]) + 1 if store[2] else 1
+    return count
 
 
 def amd_second_reading(store: Path, row: dict[str, Any]) -> dict[str, int]:
