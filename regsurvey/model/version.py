@@ -10,4 +10,5 @@ __version__ = "0.1.0"
 # lint3: NVIDIA parameters where the cubin records them (a TMA descriptor first moved every later one)
 # names1: a row's kernel is the name it was compiled under
 # loops1: the spills inside loops (loop_spill_ops, loop_spill_depth), of both vendors
-READER_REVISION = f"{__version__}+readers3+lint3+report1+names1+loops1"
+# lint4: AMD scratch slots told apart by address (an SGPR's constant past 4 KiB of frame), gfx10+ code read
+READER_REVISION = f"{__version__}+readers3+lint4+report1+names1+loops1"
