@@ -196,6 +196,17 @@ def compile_kernel(kernel: str, target: str, *, options: tuple[tuple[str, int], 
     return triton.compile(source, target=TARGETS[target], options=dict(options))
 
 
+def compile_case(case: tuple[str, str, tuple[tuple[str, Any], ...], dict[str, int]]) -> Any:
+    """Compile one of the tests' cases, ``(kernel, target, options, constexprs)``."""
+    kernel, target, options, constexprs = case
+    return compile_kernel(kernel, target, options=options, **constexprs)
+
+
+def value_args(kernel: str) -> list[str]:
+    """The kernel's parameters that are not constexpr, in order: the lint's ``arg_names``."""
+    return [n for n, t in SIGNATURES[kernel].items() if t != "constexpr"]
+
+
 # A kernel with a real static array (Triton never emits one): 4096 bytes of .shared, and dynamic shared
 # memory beside it. ptxas gives .nv.shared.k 5120 bytes (the reserve, then the array at 0x400).
 STATIC_SHARED_PTX = """

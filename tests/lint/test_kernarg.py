@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from regsurvey.objects import amdgcn
 from regsurvey.objects.amd_object import parse_hsaco
 from regsurvey.objects.amdgcn import parse_functions
 
-from ..objects_kernels import SIGNATURES, compile_kernel
+from ..objects_kernels import compile_case, value_args
 from .mutations import MUTATIONS
 
 APPENDED = len(APPENDED_ARGS)  # Triton's scratch pointers, never reported by the lint
@@ -46,19 +47,21 @@ REAL = {
 
 
 def real(case: str):  # type: ignore[no-untyped-def]
-    kernel, target, options, constexprs = REAL[case]
-    compiled = compile_kernel(kernel, target, options=options, **constexprs)
-    return compiled, [n for n, t in SIGNATURES[kernel].items() if t != "constexpr"]
+    return compile_case(REAL[case]), value_args(REAL[case][0])
+
+
+def assert_lints_clean(compiled: Any, names: list[str]) -> None:
+    """A real compile has no finding, from its text with the IR, with the HSACO as well, and without the IR
+    nothing that looks like a miscompile (unread preloads are notes at most)."""
+    text, llir, hsaco = compiled.asm["amdgcn"], compiled.asm["llir"], compiled.asm["hsaco"]
+    assert lint_amdgcn(text, llir=llir, arg_names=names, appended_args=APPENDED) == []
+    assert lint_amdgcn(text, hsaco=hsaco, llir=llir, arg_names=names, appended_args=APPENDED) == []
+    assert {f.severity for f in lint_amdgcn(text, arg_names=names, appended_args=APPENDED)} <= {NOTE}
 
 
 @pytest.mark.parametrize("case", REAL)
 def test_real_kernels_are_clean(case: str) -> None:
-    compiled, names = real(case)
-    text, llir, hsaco = compiled.asm["amdgcn"], compiled.asm["llir"], compiled.asm["hsaco"]
-    assert lint_amdgcn(text, llir=llir, arg_names=names, appended_args=APPENDED) == []
-    assert lint_amdgcn(text, hsaco=hsaco, llir=llir, arg_names=names, appended_args=APPENDED) == []
-    # Without the IR nothing may look like a miscompile either; unread preloads are notes at most.
-    assert {f.severity for f in lint_amdgcn(text, arg_names=names, appended_args=APPENDED)} <= {NOTE}
+    assert_lints_clean(*real(case))
 
 
 @needs_objdump

@@ -26,15 +26,17 @@ from typing import Any
 import pytest
 
 from regsurvey.compile.triton_facts import APPENDED_ARGS
-from regsurvey.lint import ERROR, NOTE, lint_amdgcn
+from regsurvey.lint import ERROR, lint_amdgcn
 from regsurvey.lint.disassembler import disassemble, find_objdump
 from regsurvey.lint.kernarg import analyse, args_from_metadata, find_entry, layout_from_directives, layout_from_hsaco
 from regsurvey.objects import amdgcn
 from regsurvey.objects.amd_object import parse_hsaco
 from regsurvey.objects.amdgcn import parse_functions
 
-from ..objects_kernels import SIGNATURES, compile_kernel
+from ..objects.test_amdgcn_rdna import the_function
+from ..objects_kernels import compile_case, value_args
 from .mutations import MUTATIONS
+from .test_kernarg import assert_lints_clean
 
 APPENDED = len(APPENDED_ARGS)
 needs_objdump = pytest.mark.skipif(find_objdump() is None, reason="no llvm-objdump of LLVM >= 20 installed")
@@ -62,26 +64,16 @@ REAL = {
 }
 
 
-@functools.cache
 def real(case: str) -> tuple[Any, list[str]]:
-    kernel, target, options, constexprs = REAL[case]
-    compiled = compile_kernel(kernel, target, options=options, **constexprs)
-    return compiled, [n for n, t in SIGNATURES[kernel].items() if t != "constexpr"]
-
-
-def the_function(text: str) -> amdgcn.Function:
-    (function,) = [f for f in parse_functions(text) if f.instructions]
-    return function
+    return compile_case(REAL[case]), value_args(REAL[case][0])
 
 
 @pytest.mark.parametrize("case", REAL)
 def test_real_kernels_are_clean(case: str) -> None:
     compiled, names = real(case)
-    text, llir, hsaco = compiled.asm["amdgcn"], compiled.asm["llir"], compiled.asm["hsaco"]
-    assert lint_amdgcn(text, llir=llir, arg_names=names, appended_args=APPENDED) == []
-    assert lint_amdgcn(text, hsaco=hsaco, llir=llir, arg_names=names, appended_args=APPENDED) == []
-    assert {f.severity for f in lint_amdgcn(text, arg_names=names, appended_args=APPENDED)} <= {NOTE}
-    report = analyse(the_function(text), layout_from_hsaco(parse_hsaco(hsaco).kernels[0]))
+    assert_lints_clean(compiled, names)
+    layout = layout_from_hsaco(parse_hsaco(compiled.asm["hsaco"]).kernels[0])
+    report = analyse(the_function(compiled.asm["amdgcn"]), layout)
     assert report.abstain is None
 
 

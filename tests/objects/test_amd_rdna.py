@@ -23,7 +23,7 @@ import pytest
 from regsurvey.model.targets import TARGETS
 from regsurvey.objects.amd_object import amd_occupancy, parse_hsaco, read_hsaco
 
-from ..objects_kernels import compile_kernel
+from ..objects_kernels import compile_case, compile_kernel
 from ..readings import (
     amd_lds_reading,
     amd_occupancy_reading,
@@ -67,8 +67,7 @@ CASES = {
 
 
 def compiled(case: str):  # type: ignore[no-untyped-def]
-    kernel, target, options, constexprs = CASES[case]
-    return compile_kernel(kernel, target, options=options, **constexprs), TARGETS[target]
+    return compile_case(CASES[case]), TARGETS[CASES[case][1]]
 
 
 def comment(text: str, key: str) -> int:

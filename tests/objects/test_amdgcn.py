@@ -175,20 +175,20 @@ def test_async_copy_pipeline_moves_the_kernarg_pointer() -> None:
     assert (layout.kernarg_ptr_sgpr, layout.preload_sgpr, layout.preload_length) == (4, 8, 8)
 
 
+def cfg_shape(function: amdgcn.Function) -> list[tuple[list[str], list[int]]]:
+    """Mnemonics and successors of the reachable blocks, in order: the disassembly also shows the s_nop padding
+    before the 256-byte aligned entry and after s_endpgm, which nothing reaches."""
+    live = amdgcn.reachable(function, 0)
+    order = sorted(live)
+    index = {b: n for n, b in enumerate(order)}
+    return [([i.mnemonic for i in function.blocks[b].instructions if i.mnemonic != "s_nop"],
+             [index[s] for s in function.blocks[b].successors]) for b in order]
+
+
 @needs_objdump
 @pytest.mark.parametrize("name", list(MANIFEST["bases"]))
 def test_text_and_disassembly_give_the_same_cfg(name: str) -> None:
     entry = MANIFEST["bases"][name]
     (text_fn,) = parse_functions((FIXTURES / entry["amdgcn"]).read_text())
     (dump_fn,) = parse_functions(disassemble((FIXTURES / entry["hsaco"]).read_bytes()))
-
-    def shape(function: amdgcn.Function) -> list[tuple[list[str], list[int]]]:
-        # Mnemonics and successors of the reachable blocks, in order; the disassembly also shows the
-        # s_nop padding before the 256-byte aligned entry and after s_endpgm, which nothing reaches.
-        live = amdgcn.reachable(function, 0)
-        order = sorted(live)
-        index = {b: n for n, b in enumerate(order)}
-        return [([i.mnemonic for i in function.blocks[b].instructions if i.mnemonic != "s_nop"],
-                 [index[s] for s in function.blocks[b].successors]) for b in order]
-
-    assert shape(text_fn) == shape(dump_fn)
+    assert cfg_shape(text_fn) == cfg_shape(dump_fn)

@@ -23,8 +23,9 @@ from regsurvey.objects.amdgcn import Register, parse_functions, parse_instructio
 from regsurvey.objects.amdgcn_effects import defs_and_uses
 from regsurvey.pressure.amd import _effects
 
-from ..objects_kernels import compile_kernel
+from ..objects_kernels import compile_case
 from ..readings import asm_comment, asm_metadata, vgpr_spills
+from .test_amdgcn import cfg_shape
 
 needs_objdump = pytest.mark.skipif(find_objdump() is None, reason="no llvm-objdump of LLVM >= 20 installed")
 
@@ -50,8 +51,7 @@ CASES = {
 
 @functools.cache
 def compiled(case: str) -> Any:
-    kernel, target, options, constexprs = CASES[case]
-    return compile_kernel(kernel, target, options=options, **constexprs)
+    return compile_case(CASES[case])
 
 
 def the_function(text: str) -> amdgcn.Function:
@@ -207,22 +207,13 @@ k:
 
 # -- the CFG ----------------------------------------------------------------------------------------------------
 
-def shape(function: amdgcn.Function) -> list[tuple[list[str], list[int]]]:
-    """Mnemonics and successors of the reachable blocks, in order (padding after s_endpgm is unreachable)."""
-    live = amdgcn.reachable(function, 0)
-    order = sorted(live)
-    index = {b: n for n, b in enumerate(order)}
-    return [([i.mnemonic for i in function.blocks[b].instructions if i.mnemonic != "s_nop"],
-             [index[s] for s in function.blocks[b].successors]) for b in order]
-
-
 @needs_objdump
 @pytest.mark.parametrize("case", ["sgpr-spill-gfx1100", "nested-gfx1201", "nested-gfx1250", "matmul-gfx1250"])
 def test_text_and_disassembly_give_the_same_cfg_and_registers(case: str) -> None:
     ck = compiled(case)
     text_fn = the_function(ck.asm["amdgcn"])
     (dump_fn,) = parse_functions(disassemble(ck.asm["hsaco"]))
-    assert shape(text_fn) == shape(dump_fn) and dump_fn.unresolved_jumps == 0
+    assert cfg_shape(text_fn) == cfg_shape(dump_fn) and dump_fn.unresolved_jumps == 0
     # llvm-objdump names v256 as the text does (and writes a zero SMEM offset as `null`).
     def registers(function: amdgcn.Function) -> list[list[Register]]:
         return [[r for half in inst.halves for op in half.operands for r in op.registers]
@@ -271,4 +262,4 @@ def test_long_branches_of_gfx12(case: str, tmp_path: Path) -> None:
     subprocess.run([str(mc), "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-filetype=obj", "-o", str(obj), "-"],
                    input=source, capture_output=True, text=True, check=True, timeout=300)
     (dump_fn,) = parse_functions(disassemble(obj.read_bytes()))
-    assert dump_fn.unresolved_jumps == 0 and shape(dump_fn) == shape(function)
+    assert dump_fn.unresolved_jumps == 0 and cfg_shape(dump_fn) == cfg_shape(function)
