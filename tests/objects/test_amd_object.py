@@ -22,7 +22,7 @@ from regsurvey.model.figures import Figures
 from regsurvey.model.targets import TARGETS
 from regsurvey.objects.amd_object import amd_occupancy, parse_hsaco, read_hsaco
 
-from ..objects_kernels import SIGNATURES, compile_kernel
+from ..objects_kernels import SIGNATURES, compile_case, compile_kernel
 from ..readings import (
     TRITON_39_CODEGEN,
     amd_lds_reading,
@@ -78,8 +78,7 @@ CASES = {
 
 
 def compiled(case: str):  # type: ignore[no-untyped-def]
-    kernel, target, options, constexprs = CASES[case]
-    return compile_kernel(kernel, target, options=options, **constexprs), TARGETS[target]
+    return compile_case(CASES[case]), TARGETS[CASES[case][1]]
 
 
 def read(case: str, *, with_code: bool = True) -> tuple[Figures, str]:
