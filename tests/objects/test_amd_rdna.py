@@ -63,6 +63,10 @@ CASES = {
     # One wave holding a 4096-wide tile and its exp: 635 VGPRs, past 256 (gfx1250's waves address 1024).
     "high-vgprs-gfx1250": ("hold_tile_kernel", "gfx1250", (("num_warps", 1),), {"BLOCK": 4096}),
     "matmul-gfx1250": ("matmul_kernel", "gfx1250", (("num_warps", 4), ("num_stages", 2)), MATMUL),
+    # One wave's WMMA GEMM (fla's kernels of one warp): Triton prints its layout's CTA layout as
+    # `ctaLayout = {}`, which its own parser refuses; the LDS reading parses it all the same.
+    "one-warp-matmul-gfx1100": ("matmul_kernel", "gfx1100", (("num_warps", 1), ("num_stages", 2)),
+                                {"BM": 32, "BN": 32, "BK": 32}),
 }
 
 

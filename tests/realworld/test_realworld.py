@@ -11,7 +11,9 @@ Triton cache of its own so that Triton's metadata of every build can be read bac
 * every key builds (a real launch would build each one: the keys leave out launchers that cannot be
   surveyed at all, see each keys file), except the builds the installed toolchain is known to fail on
   (``KNOWN_FAILURES``), which fail with that error;
-* every figure of every build equals a second, independent reading of the stored object: AMD from
+* every figure of every build equals a second, independent reading of the stored object (but the few
+  whose difference is measured and explained, ``KNOWN_READING_DIFFERENCES``, which differ by exactly that
+  much): AMD from
   LLVM's comments and metadata in the stored amdgcn (``; NumVgprs``, ``; NumAgprs``, ``; TotalNumSgprs``,
   ``; ScratchSize``, ``Folded Spill`` bytes, ``.sgpr_spill_count``, ``.kernarg_segment_size``), the LDS
   from the kept TTGIR's buffers allocated again (not Triton's metadata), and the occupancy from LLVM's
@@ -93,6 +95,16 @@ KNOWN_FAILURES = {
     # Hopper's mxfp4 matmul: Triton 3.9.0 emits `fma` with operands ptxas refuses (128 such lines).
     ("triton_kernels", "moe/*/*/mxfp4", "sm90", "_matmul*"): (
         "ptxas-blackwell error at PTX line", "Arguments mismatch for instruction 'fma'", ("3.9.0",)),
+}
+# Figures whose second reading from the code differs from the compiler's own by a measured cause: (library,
+# key pattern, target, kernel pattern, figure) -> (survey minus reading, exactly; the Triton versions seen).
+# gfx1250's flash attention: LLVM counts a VGPR spill as frame-index elimination writes its store (194), and
+# its control-flow optimizer then merges two identical block tails that end in the same spill store
+# (`scratch_store_b32 off, v120, off offset:4`), leaving 193 stores in the code. Measured from the pass-by-pass
+# dump of the stored LLIR (`LLVM_IR_ENABLE_DUMP=1`): 194 spill dwords after prolog-epilog, 193 after
+# branch-folder (with branch folding off, block placement merges the same tails).
+KNOWN_READING_DIFFERENCES = {
+    ("flag_gems", "attention/*", "gfx1250", "_attn_fwd", "vgpr_spill"): (1, ("3.9.0",)),
 }
 SURVEY_TIMEOUT_S = 3600
 
@@ -289,6 +301,13 @@ def test_every_figure_equals_a_second_reading_on_the_opt_in_targets(opt_in_corpu
 def every_figure_equals_a_second_reading(corpus: Corpus) -> None:
     """Every figure of every build the corpus' survey built equals its second reading (LLVM's comments,
     ptxas re-run, cuobjdump, Triton's metadata, each vendor's occupancy rules as the tests write them)."""
+    import fnmatch
+
+    import triton
+
+    known = {where[1:]: delta for where, (delta, versions) in KNOWN_READING_DIFFERENCES.items()
+             if where[0] == corpus.project.name and where[2] in corpus.targets and triton.__version__ in versions}
+    seen = set()
     mismatches: dict[str, list[str]] = defaultdict(list)
     checked = 0
     for row in corpus.survey["rows"]:
@@ -301,11 +320,17 @@ def every_figure_equals_a_second_reading(corpus: Corpus) -> None:
             reading = nvidia_reading(corpus, row)
         for figure, value in reading.items():
             surveyed = row["resources"].get(figure)
+            where = next((w for w in known if w[1] == row["target"] and w[3] == figure
+                          and fnmatch.fnmatchcase(row["key"], w[0]) and fnmatch.fnmatchcase(row["kernel"], w[2])), None)
+            if where is not None and isinstance(surveyed, int) and surveyed - value == known[where]:
+                seen.add(where)
+                continue
             if surveyed != value:
                 config = "" if row["config"] is None else f" config {row['config']}"
                 mismatches[figure].append(f"{row['key']} {row['target']} {row['kernel']}#{row['launch']}{config}: "
                                           f"survey {surveyed}, reading {value}")
     assert checked, "no build to check"
+    assert seen == set(known), f"known reading differences not seen: {sorted(set(known) - seen)}"
     assert not mismatches, "\n".join(
         f"{figure}: {len(lines)} of {checked} builds differ, e.g.\n  " + "\n  ".join(lines[:5])
         for figure, lines in sorted(mismatches.items()))
