@@ -647,8 +647,12 @@ def amd_loop_spill_reading(text: str) -> dict[str, int]:
 
 def sass_loop_depths(sass: str) -> list[tuple[int, str, int]]:
     """(address, instruction, depth) of each instruction of ``nvdisasm -c`` output, the depth read here as
-    the number of backward branches (a ``BRA`` to a label at or before it) whose span of addresses holds the
-    instruction: how a compiler lays out a structured loop, body between its head and its back branch."""
+    the number of loops whose span of addresses holds the instruction: how a compiler lays out a structured
+    loop, body between its head and its back branch. A backward branch (a ``BRA`` to a label at or before
+    it) closes a loop only where the code from its target reaches it without leaving that span: ptxas
+    places a wait's retry (``SYNCS.PHASECHK`` spinning on itself) after the kernel's end and branches back
+    from it to the instruction after the wait, which is no loop (flag_gems' sm103 attention: its spills
+    sit between such a return and the wait)."""
     labels: dict[str, int] = {}
     rows: list[tuple[int, str]] = []
     pending: list[str] = []
@@ -660,12 +664,32 @@ def sass_loop_depths(sass: str) -> list[tuple[int, str, int]]:
         found = re.match(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;", line)
         if found:
             address = int(found[1], 16)
-            labels.update(dict.fromkeys(pending, address))
+            labels.update(dict.fromkeys(pending, len(rows)))
             pending = []
             rows.append((address, found[2]))
-    # A branch to itself is the trap ptxas pads the code with after EXIT, no loop (nothing reaches it).
-    spans = [(labels[m[1]], address) for address, text in rows
-             if (m := re.search(r"\bBRA\b.*`\((\.L_\w+)\)", text)) and labels.get(m[1], address) < address]
+    successors: list[list[int]] = []
+    for index, (_, text) in enumerate(rows):
+        predicated = re.match(r"^@!?U?P\w+\s+", text) is not None
+        op = re.sub(r"^@!?U?P\w+\s+", "", text)
+        branch = re.search(r"\bBRA\b.*`\((\.L_\w+)\)", op)
+        ends = bool(branch) or re.match(r"(EXIT|RET|BRA)\b", op) is not None
+        successors.append(([labels[branch[1]]] if branch and branch[1] in labels else [])
+                          + ([index + 1] if (predicated or not ends) and index + 1 < len(rows) else []))
+    # A branch to itself is the trap ptxas pads the code with after EXIT (nothing reaches it) or a retry.
+    spans = []
+    for index, (_, text) in enumerate(rows):
+        branch = re.search(r"\bBRA\b.*`\((\.L_\w+)\)", text)
+        head = labels.get(branch[1]) if branch else None
+        if head is None or head >= index:
+            continue
+        seen, todo = {head}, [head]
+        while todo and index not in seen:
+            for nxt in successors[todo.pop()]:
+                if head <= nxt <= index and nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        if index in seen:
+            spans.append((rows[head][0], rows[index][0]))
     return [(address, text, sum(lo <= address <= hi for lo, hi in spans)) for address, text in rows]
 
 
