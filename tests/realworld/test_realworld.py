@@ -114,6 +114,11 @@ KNOWN_READING_DIFFERENCES = {
     ("flag_gems", "attention/*", "gfx1250", "_attn_fwd", "vgpr_spill"): (1, ("3.9.0",)),
 }
 SURVEY_TIMEOUT_S = 3600
+# Keys that compile for longer than `run`'s default --timeout (600 s a key): (library, target) -> the seconds
+# a key may take there. torchao's blockwise fp8 GEMM on RDNA 3 and 3.5, which compute fp8 in emulation: one
+# key's 49 builds took 1887 s of compile on gfx1100 (8 to 109 s each; gfx950 about 6 s), 1067 s at -j 2 on
+# this 2-core machine; at 600 s every such key timed out.
+KEY_TIMEOUT_S = {("torchao", "gfx1100"): 3600, ("torchao", "gfx1151"): 3600}
 
 
 def library_env(library: str) -> dict[str, str]:
@@ -166,9 +171,14 @@ class Corpus:
         env = {**library_env(self.library), "TRITON_CACHE_DIR": str(self.triton_cache), "REGSURVEY_SERVER": "off"}
         start = time.monotonic()
         only = ["--target", target or ",".join(self.named)] if target or self.named else []
+        surveyed = (target,) if target else self.targets
+        key_s = max((s for (library, t), s in KEY_TIMEOUT_S.items() if library == self.library and t in surveyed),
+                    default=None)
+        slow = ["--timeout", str(key_s)] if key_s else []
         out = subprocess.run([sys.executable, "-m", "regsurvey", "run", "-q", "--format", "json",
-                              "--store", str(self.store), *only],
-                             cwd=self.project, env=env, capture_output=True, text=True, timeout=SURVEY_TIMEOUT_S)
+                              "--store", str(self.store), *only, *slow],
+                             cwd=self.project, env=env, capture_output=True, text=True,
+                             timeout=SURVEY_TIMEOUT_S * (4 if key_s else 1))
         assert out.returncode == 0, out.stderr[-3000:]
         return json.loads(out.stdout), time.monotonic() - start
 
