@@ -667,19 +667,19 @@ def sass_loop_depths(sass: str) -> list[tuple[int, str, int]]:
             labels.update(dict.fromkeys(pending, len(rows)))
             pending = []
             rows.append((address, found[2]))
+    targets: list[int | None] = []  # the row each row's BRA goes to
     successors: list[list[int]] = []
     for index, (_, text) in enumerate(rows):
-        predicated = re.match(r"^@!?U?P\w+\s+", text) is not None
-        op = re.sub(r"^@!?U?P\w+\s+", "", text)
+        guard = re.match(r"^@!?U?P\w+\s+", text)
+        op = text[guard.end():] if guard else text
         branch = re.search(r"\bBRA\b.*`\((\.L_\w+)\)", op)
+        targets.append(labels.get(branch[1]) if branch else None)
         ends = bool(branch) or re.match(r"(EXIT|RET|BRA)\b", op) is not None
-        successors.append(([labels[branch[1]]] if branch and branch[1] in labels else [])
-                          + ([index + 1] if (predicated or not ends) and index + 1 < len(rows) else []))
+        successors.append(([] if targets[-1] is None else [targets[-1]])
+                          + ([index + 1] if (guard or not ends) and index + 1 < len(rows) else []))
     # A branch to itself is the trap ptxas pads the code with after EXIT (nothing reaches it) or a retry.
     spans = []
-    for index, (_, text) in enumerate(rows):
-        branch = re.search(r"\bBRA\b.*`\((\.L_\w+)\)", text)
-        head = labels.get(branch[1]) if branch else None
+    for index, head in enumerate(targets):
         if head is None or head >= index:
             continue
         seen, todo = {head}, [head]

@@ -278,22 +278,34 @@ def test_every_key_builds_on_the_opt_in_targets(opt_in_corpus: Corpus) -> None:
     every_key_builds(opt_in_corpus)
 
 
-def every_key_builds(corpus: Corpus) -> None:
-    """Every build of the corpus' survey builds, but the known failures of this Triton (which must fail so)."""
-    import fnmatch
-
+def _known_here(table: dict[tuple[str, ...], tuple[Any, ...]], corpus: Corpus) -> dict[tuple[str, ...], Any]:
+    """The entries of ``table`` (:data:`KNOWN_FAILURES`, :data:`KNOWN_READING_DIFFERENCES`: keyed by library,
+    key pattern, target, kernel pattern and more; the Triton versions seen last in each value) that apply to
+    this corpus' survey with the installed Triton, keyed without the library."""
     import triton
 
+    return {where[1:]: value for where, value in table.items()
+            if where[0] == corpus.project.name and where[2] in corpus.targets and triton.__version__ in value[-1]}
+
+
+def _row_is(where: tuple[str, ...], row: dict[str, Any]) -> bool:
+    """Whether ``row`` is a build ``where`` (key pattern, target, kernel pattern, ...) names."""
+    import fnmatch
+
+    keys, target, kernels = where[:3]
+    return (target == row["target"] and fnmatch.fnmatchcase(row["key"], keys)
+            and fnmatch.fnmatchcase(row["kernel"] or "", kernels))
+
+
+def every_key_builds(corpus: Corpus) -> None:
+    """Every build of the corpus' survey builds, but the known failures of this Triton (which must fail so)."""
     rows = corpus.survey["rows"]
     assert {r["target"] for r in rows} == set(corpus.targets)
-    known = {where[1:]: want for where, want in KNOWN_FAILURES.items()
-             if where[0] == corpus.project.name and where[2] in corpus.targets and triton.__version__ in want[2]}
+    known = _known_here(KNOWN_FAILURES, corpus)
     failing, expected, fixed = [], 0, []
     for r in rows:
         error = Row.from_dict(r).error_line if r["status"] != "ok" else None
-        match = next((want for (keys, target, kernels), want in known.items()
-                      if target == r["target"] and fnmatch.fnmatchcase(r["key"], keys)
-                      and fnmatch.fnmatchcase(r["kernel"] or "", kernels)), None)
+        match = next((want for where, want in known.items() if _row_is(where, r)), None)
         if match is None and error is not None:
             failing.append(f"{r['key']} {r['target']} {r['kernel']}#{r['launch']}: {r['error']}")
         elif match is not None and error is not None and error.startswith(match[0]) and match[1] in error:
@@ -318,12 +330,7 @@ def test_every_figure_equals_a_second_reading_on_the_opt_in_targets(opt_in_corpu
 def every_figure_equals_a_second_reading(corpus: Corpus) -> None:
     """Every figure of every build the corpus' survey built equals its second reading (LLVM's comments,
     ptxas re-run, cuobjdump, Triton's metadata, each vendor's occupancy rules as the tests write them)."""
-    import fnmatch
-
-    import triton
-
-    known = {where[1:]: delta for where, (delta, versions) in KNOWN_READING_DIFFERENCES.items()
-             if where[0] == corpus.project.name and where[2] in corpus.targets and triton.__version__ in versions}
+    known = {where: delta for where, (delta, _) in _known_here(KNOWN_READING_DIFFERENCES, corpus).items()}
     seen = set()
     mismatches: dict[str, list[str]] = defaultdict(list)
     checked = 0
@@ -335,10 +342,10 @@ def every_figure_equals_a_second_reading(corpus: Corpus) -> None:
             reading = amd_reading(corpus, row)
         else:
             reading = nvidia_reading(corpus, row)
+        differs = {where[3]: where for where in known if _row_is(where, row)}  # figure -> its entry
         for figure, value in reading.items():
             surveyed = row["resources"].get(figure)
-            where = next((w for w in known if w[1] == row["target"] and w[3] == figure
-                          and fnmatch.fnmatchcase(row["key"], w[0]) and fnmatch.fnmatchcase(row["kernel"], w[2])), None)
+            where = differs.get(figure)
             if where is not None and isinstance(surveyed, int) and surveyed - value == known[where]:
                 seen.add(where)
                 continue
